@@ -1,0 +1,102 @@
+"""The `Tab` interface every browser backend implements.
+
+The Playwright backend drives a real Chromium; the extension bridge implements
+the same interface over native messaging; `StaticTab` is the in-memory double.
+"""
+
+from __future__ import annotations
+
+import abc
+import hashlib
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+ScrollDirection = Literal["up", "down", "top", "bottom"]
+
+
+class PageSnapshot(BaseModel):
+    """What a tab shows at one moment: the raw material for extraction."""
+
+    tab_id: str
+    url: str
+    title: str = ""
+    html: str = ""
+    visible_text: str = ""
+    notes: list[str] = Field(default_factory=list)
+
+    @property
+    def content_hash(self) -> str:
+        h = hashlib.sha256()
+        for part in (self.url, self.title, self.html, self.visible_text):
+            h.update(part.encode("utf-8", "replace"))
+            h.update(b"\0")
+        return h.hexdigest()
+
+
+class ScrollResult(BaseModel):
+    """Where a scroll left the viewport and the text now visible in it."""
+
+    text: str
+    scroll_y: int = 0
+    page_height: int = 0
+    viewport_height: int = 0
+    at_bottom: bool = False
+
+    def describe(self) -> str:
+        where = f"viewport at {self.scroll_y}px of {self.page_height}px"
+        if self.at_bottom:
+            where += " (bottom of page)"
+        return f"[{where}]\n{self.text}" if self.text else f"[{where}] (no text visible)"
+
+
+class TabFailure(BaseModel):
+    """A tab that could not be opened: reported, while the other tabs go on."""
+
+    tab_id: str
+    url: str
+    code: str
+    message: str
+
+
+class Tab(abc.ABC):
+    """One open page. Methods are async; backends serialise nothing themselves:
+    the agent runs browser tools one at a time."""
+
+    tab_id: str
+
+    @abc.abstractmethod
+    async def snapshot(self) -> PageSnapshot:
+        """Current url, title, html and rendered text."""
+
+    @abc.abstractmethod
+    async def screenshot(self) -> bytes:
+        """PNG of the current viewport."""
+
+    @abc.abstractmethod
+    async def scroll(
+        self, direction: ScrollDirection = "down", to_text: str | None = None
+    ) -> ScrollResult:
+        """Scroll by one viewport (or to the first occurrence of `to_text`)."""
+
+    async def close(self) -> None:  # noqa: B027 - optional for backends
+        """Release the tab; closing twice is harmless."""
+
+
+class Browser(abc.ABC):
+    """Opens tabs. `open_tabs` never raises for one bad URL: it returns a
+    `TabFailure` in that slot instead."""
+
+    @abc.abstractmethod
+    async def open_tabs(
+        self, targets: list[str], *, timeout_s: float | None = None
+    ) -> list[Tab | TabFailure]: ...
+
+    @abc.abstractmethod
+    async def close(self) -> None: ...
+
+    async def __aenter__(self) -> "Browser":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,299 @@
+"""Playwright backend: a real (headless) Chromium, launched or attached over CDP."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from typing import Any
+
+from playwright.async_api import (
+    Browser as PWBrowser,
+    BrowserContext,
+    Error as PlaywrightError,
+    Page,
+    Playwright,
+    TimeoutError as PlaywrightTimeout,
+    async_playwright,
+)
+
+from ..errors import BrowserError, TabError, ToolError
+from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
+from .discovery import find_browser
+from .targets import normalize_target
+
+log = logging.getLogger(__name__)
+
+# Flags for a closed network and unattended use: no update checks, no sync,
+# no first-run UI; nothing that phones home and stalls on a refused connection.
+LAUNCH_ARGS = (
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-default-apps",
+    "--disable-domain-reliability",
+    "--disable-client-side-phishing-detection",
+    "--disable-breakpad",
+    "--no-first-run",
+    "--no-default-browser-check",
+    "--disable-dev-shm-usage",
+    "--disable-quic",
+    "--mute-audio",
+    "--metrics-recording-only",
+    "--password-store=basic",
+)
+
+DEFAULT_LOAD_TIMEOUT_S = 15.0
+VIEWPORT = {"width": 1280, "height": 900}
+_TEXTUAL_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "image/svg")
+
+# Text of the elements that intersect the viewport, in document order.
+_VIEWPORT_TEXT_JS = """
+() => {
+  const out = [];
+  const vh = window.innerHeight, vw = window.innerWidth;
+  const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT);
+  const range = document.createRange();
+  let node, last = null;
+  while ((node = walker.nextNode())) {
+    const t = node.textContent.replace(/\\s+/g, ' ').trim();
+    if (!t) continue;
+    const el = node.parentElement;
+    if (!el) continue;
+    const tag = el.tagName;
+    if (tag === 'SCRIPT' || tag === 'STYLE' || tag === 'NOSCRIPT' || tag === 'TEMPLATE') continue;
+    range.selectNodeContents(node);
+    const r = range.getBoundingClientRect();
+    if (r.width === 0 && r.height === 0) continue;
+    if (r.bottom <= 0 || r.top >= vh || r.right <= 0 || r.left >= vw) continue;
+    const block = el.closest('p,li,tr,h1,h2,h3,h4,h5,h6,div,section,article,td,th,pre,blockquote,figcaption,dd,dt') || el;
+    if (block !== last && out.length) out.push('\\n');
+    else if (out.length) out.push(' ');
+    out.push(t);
+    last = block;
+  }
+  return {
+    text: out.join('').replace(/ ?\\n ?/g, '\\n').trim(),
+    scroll_y: Math.round(window.scrollY),
+    page_height: Math.round(document.documentElement.scrollHeight),
+    viewport_height: vh,
+  };
+}
+"""
+
+_SCROLL_TO_TEXT_JS = """
+(needle) => {
+  const n = needle.toLowerCase();
+  const walker = document.createTreeWalker(document.body, NodeFilter.SHOW_TEXT);
+  let node;
+  while ((node = walker.nextNode())) {
+    if (node.textContent.toLowerCase().includes(n) && node.parentElement) {
+      node.parentElement.scrollIntoView({block: 'center'});
+      return true;
+    }
+  }
+  return false;
+}
+"""
+
+
+class PlaywrightTab(Tab):
+    def __init__(self, tab_id: str, page: Page, notes: list[str] | None = None) -> None:
+        self.tab_id = tab_id
+        self.page = page
+        self._load_notes = list(notes or [])
+
+    async def snapshot(self) -> PageSnapshot:
+        if self.page.is_closed():
+            raise TabError(f"Tab {self.tab_id} was closed.")
+        try:
+            html = await self.page.content()
+            text = await self.page.evaluate(
+                "() => document.body ? document.body.innerText : (document.documentElement.innerText || '')"
+            )
+            title = await self.page.title()
+        except PlaywrightError as exc:
+            raise TabError(f"Tab {self.tab_id} ({self.page.url}) could not be read: {_short(exc)}") from exc
+        return PageSnapshot(
+            tab_id=self.tab_id,
+            url=self.page.url,
+            title=title or "",
+            html=html,
+            visible_text=text or "",
+            notes=list(self._load_notes),
+        )
+
+    async def screenshot(self) -> bytes:
+        try:
+            return await self.page.screenshot(type="png", timeout=10_000)
+        except PlaywrightError as exc:
+            raise ToolError(f"Screenshot of tab {self.tab_id} failed: {_short(exc)}") from exc
+
+    async def scroll(
+        self, direction: ScrollDirection = "down", to_text: str | None = None
+    ) -> ScrollResult:
+        try:
+            if to_text:
+                found = await self.page.evaluate(_SCROLL_TO_TEXT_JS, to_text)
+                if not found:
+                    raise ToolError(f"Text {to_text!r} not found on tab {self.tab_id}.")
+            else:
+                js = {
+                    "down": "window.scrollBy(0, Math.round(window.innerHeight * 0.85))",
+                    "up": "window.scrollBy(0, -Math.round(window.innerHeight * 0.85))",
+                    "top": "window.scrollTo(0, 0)",
+                    "bottom": "window.scrollTo(0, document.documentElement.scrollHeight)",
+                }[direction]
+                await self.page.evaluate(js)
+            await self._settle()
+            data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS)
+        except PlaywrightError as exc:
+            raise ToolError(f"Scrolling tab {self.tab_id} failed: {_short(exc)}") from exc
+        result = ScrollResult(**data)
+        result.at_bottom = result.scroll_y + result.viewport_height >= result.page_height - 2
+        return result
+
+    async def _settle(self) -> None:
+        """Give lazy loaders (IntersectionObserver, scroll handlers) a moment."""
+        try:
+            await self.page.wait_for_load_state("networkidle", timeout=1500)
+        except PlaywrightTimeout:
+            pass
+        await self.page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 100)))")
+
+    async def close(self) -> None:
+        if not self.page.is_closed():
+            try:
+                await self.page.close()
+            except PlaywrightError:
+                pass
+
+
+class PlaywrightBrowser(Browser):
+    """Launch a headless Chromium (`launch`) or attach to a running one (`connect_cdp`)."""
+
+    def __init__(self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool) -> None:
+        self._pw = pw
+        self._browser = browser
+        self.context = context
+        self._owned = owned
+        self._next_id = 1
+
+    @classmethod
+    async def launch(
+        cls,
+        *,
+        executable_path: str | None = None,
+        headless: bool = True,
+        extra_args: list[str] | None = None,
+    ) -> "PlaywrightBrowser":
+        exe = executable_path or find_browser()
+        pw = await async_playwright().start()
+        try:
+            browser = await pw.chromium.launch(
+                executable_path=exe,
+                headless=headless,
+                args=[*LAUNCH_ARGS, *(extra_args or [])],
+                # Chromium refuses its sandbox as root; elsewhere keep it.
+                chromium_sandbox=_not_root(),
+            )
+            context = await browser.new_context(viewport=VIEWPORT, accept_downloads=False)
+        except PlaywrightError as exc:
+            await pw.stop()
+            raise BrowserError(f"Could not start the browser at {exe}: {_short(exc)}") from exc
+        return cls(pw, browser, context, owned=True)
+
+    @classmethod
+    async def connect_cdp(cls, endpoint: str) -> "PlaywrightBrowser":
+        """Attach to a Chrome started with --remote-debugging-port (the user's real tabs)."""
+        pw = await async_playwright().start()
+        try:
+            browser = await pw.chromium.connect_over_cdp(endpoint, timeout=10_000)
+        except PlaywrightError as exc:
+            await pw.stop()
+            raise BrowserError(
+                f"Could not attach to Chrome at {endpoint}: {_short(exc)}. Start Chrome with "
+                "--remote-debugging-port=9222 and pass --cdp http://127.0.0.1:9222."
+            ) from exc
+        context = browser.contexts[0] if browser.contexts else await browser.new_context()
+        return cls(pw, browser, context, owned=False)
+
+    def _new_id(self) -> str:
+        tab_id = str(self._next_id)
+        self._next_id += 1
+        return tab_id
+
+    def existing_tabs(self) -> list[Tab]:
+        """The pages already open (useful over CDP: the user's own tabs)."""
+        return [PlaywrightTab(self._new_id(), p) for p in self.context.pages if not p.url.startswith("chrome")]
+
+    async def open_tabs(
+        self, targets: list[str], *, timeout_s: float | None = None
+    ) -> list[Tab | TabFailure]:
+        ids = [self._new_id() for _ in targets]
+        return list(
+            await asyncio.gather(
+                *(self._open(tab_id, t, timeout_s or DEFAULT_LOAD_TIMEOUT_S) for tab_id, t in zip(ids, targets))
+            )
+        )
+
+    async def _open(self, tab_id: str, target: str, timeout_s: float) -> Tab | TabFailure:
+        try:
+            url = normalize_target(target)
+        except TabError as exc:
+            return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
+        page = await self.context.new_page()
+        notes: list[str] = []
+        try:
+            response = await page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+        except PlaywrightTimeout:
+            # Slow or never-ending page: keep what has rendered so far.
+            notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
+            response = None
+        except PlaywrightError as exc:
+            await _close_quietly(page)
+            msg = _short(exc)
+            code = "download" if "Download is starting" in msg else "unreachable"
+            if code == "download":
+                msg = "The URL is a file download, not a page."
+            return TabFailure(tab_id=tab_id, url=url, code=code, message=f"{url}: {msg}")
+        if response is not None:
+            ctype = (await response.all_headers()).get("content-type", "").split(";")[0].strip().lower()
+            if ctype and not ctype.startswith(_TEXTUAL_TYPES) and "html" not in ctype:
+                await _close_quietly(page)
+                return TabFailure(
+                    tab_id=tab_id, url=url, code="not_html",
+                    message=f"{url} is {ctype}, not a web page; chatagent reads HTML and text pages.",
+                )
+            if response.status >= 400:
+                notes.append(f"The server answered HTTP {response.status} {response.status_text}.".replace(" .", "."))
+        return PlaywrightTab(tab_id, page, notes)
+
+    async def close(self) -> None:
+        try:
+            if self._owned:
+                await self.context.close()
+                await self._browser.close()
+            else:
+                # Never close the user's own browser; just detach.
+                await self._browser.close()
+        except PlaywrightError:
+            pass
+        finally:
+            await self._pw.stop()
+
+
+def _not_root() -> bool:
+    return not (hasattr(os, "geteuid") and os.geteuid() == 0)
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
+
+
+async def _close_quietly(page: Page) -> None:
+    try:
+        await page.close()
+    except PlaywrightError:
+        pass

@@ -1,0 +1,29 @@
+"""Turn what a user typed (URL, file:// URL or local path) into a URL to open."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from urllib.parse import urlparse
+
+from ..errors import TabError
+
+_SCHEMES = ("http", "https", "file", "data", "about")
+
+
+def normalize_target(target: str) -> str:
+    target = target.strip()
+    if not target:
+        raise TabError("Empty URL.")
+    parsed = urlparse(target)
+    if parsed.scheme in _SCHEMES:
+        return target
+    if parsed.scheme and len(parsed.scheme) > 1 and "://" in target:
+        raise TabError(f"Unsupported URL scheme {parsed.scheme!r} in {target!r}: use http(s), file or a local path.")
+    path = Path(target).expanduser()
+    if path.exists():
+        if path.is_dir():
+            raise TabError(f"{target!r} is a directory, not a page.")
+        return path.resolve().as_uri()
+    if "." in target.split("/")[0] and " " not in target:
+        return "https://" + target  # "example.com/page" as a browser would take it
+    raise TabError(f"{target!r} is neither a URL nor an existing file.")

@@ -1,0 +1,129 @@
+"""Tabs → the page context the model sees: extracted, budgeted, question-aware."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from pydantic import BaseModel, Field
+
+from .browser.base import PageSnapshot, Tab, TabFailure
+from .budget import allocate, fit_text
+from .errors import ChatAgentError
+from .extraction import Extracted, Extractor
+from .tokens import count_tokens
+
+DEFAULT_TAB_BUDGET = 2000
+
+
+class TabContext(BaseModel):
+    tab_id: str
+    url: str
+    title: str = ""
+    text: str = ""
+    tokens: int = 0
+    original_tokens: int = 0
+    truncated: bool = False
+    selected: bool = False
+    method: str = ""
+    content_hash: str = ""
+    notes: list[str] = Field(default_factory=list)
+    error: str | None = None  # set when the tab could not be read at all
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+class PageContext(BaseModel):
+    tabs: list[TabContext]
+    budget_per_tab: int
+    question: str | None = None
+    extraction_ms: float = 0.0
+    budget_ms: float = 0.0
+
+    @property
+    def tokens(self) -> int:
+        return sum(t.tokens for t in self.tabs)
+
+    def tab(self, tab_id: str) -> TabContext | None:
+        return next((t for t in self.tabs if t.tab_id == tab_id), None)
+
+
+class ContextBuilder:
+    """Snapshots tabs, extracts them (cached by content hash) and fits them
+    into a total budget of `budget_per_tab` × number of readable tabs."""
+
+    def __init__(self, extractor: Extractor | None = None, budget_per_tab: int = DEFAULT_TAB_BUDGET) -> None:
+        self.extractor = extractor or Extractor()
+        self.budget_per_tab = budget_per_tab
+
+    async def snapshot(self, tab: Tab) -> PageSnapshot | TabFailure:
+        try:
+            return await tab.snapshot()
+        except ChatAgentError as exc:
+            return TabFailure(tab_id=tab.tab_id, url="", code=exc.code, message=exc.message)
+
+    async def build(
+        self,
+        tabs: list[Tab | TabFailure],
+        question: str | None = None,
+        *,
+        snapshots: list[PageSnapshot | TabFailure] | None = None,
+    ) -> PageContext:
+        t0 = time.perf_counter()
+        if snapshots is None:
+            snapshots = list(
+                await asyncio.gather(*(self.snapshot(t) if isinstance(t, Tab) else _done(t) for t in tabs))
+            )
+        ok = [s for s in snapshots if isinstance(s, PageSnapshot)]
+        extracted = {e.tab_id: e for e in await self.extractor.extract_many(ok)}
+        t1 = time.perf_counter()
+        fitted = await asyncio.to_thread(self._fit, list(extracted.values()), question)
+        t2 = time.perf_counter()
+        out: list[TabContext] = []
+        for s in snapshots:
+            if isinstance(s, TabFailure):
+                out.append(TabContext(tab_id=s.tab_id, url=s.url, error=s.message, notes=[s.message]))
+            else:
+                out.append(fitted[s.tab_id])
+        return PageContext(
+            tabs=out,
+            budget_per_tab=self.budget_per_tab,
+            question=question,
+            extraction_ms=(t1 - t0) * 1000,
+            budget_ms=(t2 - t1) * 1000,
+        )
+
+    def _fit(self, extracted: list[Extracted], question: str | None) -> dict[str, TabContext]:
+        bodies = [_body(e) for e in extracted]
+        needs = [count_tokens(b) for b in bodies]
+        shares = allocate(needs, self.budget_per_tab * len(extracted))
+        out: dict[str, TabContext] = {}
+        for e, body, need, share in zip(extracted, bodies, needs, shares):
+            f = fit_text(body, share, question) if need > share else None
+            out[e.tab_id] = TabContext(
+                tab_id=e.tab_id,
+                url=e.url,
+                title=e.title,
+                text=f.text if f else body,
+                tokens=f.tokens if f else need,
+                original_tokens=need,
+                truncated=bool(f and f.truncated),
+                selected=bool(f and f.selected),
+                method=e.method,
+                content_hash=e.content_hash,
+                notes=e.notes,
+            )
+        return out
+
+
+def _body(e: Extracted) -> str:
+    # The title leads the text so a cut never loses what the page is.
+    if e.title and not e.text.lstrip("# ").startswith(e.title):
+        return f"# {e.title}\n\n{e.text}" if e.text else f"# {e.title}"
+    return e.text
+
+
+async def _done(value: TabFailure) -> TabFailure:
+    return value
