@@ -1,0 +1,106 @@
+"""Typed events streamed by `ChatAgent`: the one vocabulary the CLI, `--json`
+and the extension bridge all speak. A run ends with exactly one `done` or `error`."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+class _Event(BaseModel):
+    # `pass` is a Python keyword: the field is `pass_`, spelled "pass" on the wire.
+    model_config = ConfigDict(populate_by_name=True, serialize_by_alias=True)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(exclude_none=True)
+
+
+class PassStart(_Event):
+    type: Literal["pass_start"] = "pass_start"
+    pass_: int = Field(alias="pass", serialization_alias="pass")
+    reason: str | None = None
+
+
+class Token(_Event):
+    type: Literal["token"] = "token"
+    text: str
+
+
+class ToolCall(_Event):
+    type: Literal["tool_call"] = "tool_call"
+    id: str
+    name: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class ToolResult(_Event):
+    type: Literal["tool_result"] = "tool_result"
+    id: str
+    name: str
+    text: str  # short, human-readable; never raw image bytes
+    ok: bool = True
+
+
+class Screenshot(_Event):
+    type: Literal["screenshot"] = "screenshot"
+    tab_id: str
+    png_base64: str
+
+
+class Note(_Event):
+    """Something the user should know that is not part of the answer
+    (a tab that failed to load, a cut page, a cached answer)."""
+
+    type: Literal["note"] = "note"
+    text: str
+    tab_id: str | None = None
+
+
+class Citation(BaseModel):
+    tab_id: str
+    url: str
+    title: str = ""
+
+
+class Usage(BaseModel):
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Timings(BaseModel):
+    first_token_ms: float | None = None
+    total_ms: float = 0.0
+    extraction_ms: float = 0.0
+    budget_ms: float = 0.0
+
+
+class Done(_Event):
+    type: Literal["done"] = "done"
+    answer: str
+    pass_: int = Field(alias="pass", serialization_alias="pass")
+    citations: list[Citation] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    timings: Timings = Field(default_factory=Timings)
+    tool_calls: int = 0
+    cached: bool = False
+    stop_reason: str = "answered"  # "answered" | "max_turns" | "tool_budget"
+
+
+class ErrorEvent(_Event):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+
+
+Event = Annotated[
+    Union[PassStart, Token, ToolCall, ToolResult, Screenshot, Note, Done, ErrorEvent],
+    Field(discriminator="type"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def parse_event(data: str | bytes | dict[str, Any]) -> Event:
+    if isinstance(data, dict):
+        return EVENT_ADAPTER.validate_python(data)
+    return EVENT_ADAPTER.validate_json(data)
