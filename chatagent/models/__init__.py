@@ -1,0 +1,41 @@
+"""Chat models by name. Every one is a LangChain chat model, so the agent is
+provider-agnostic: `extractive` (offline default), `gemini-*`, `openai:MODEL`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from ..errors import ModelConfigError
+from .extractive import ExtractiveChatModel
+
+DEFAULT_GEMINI = "gemini-2.5-flash"
+
+
+def default_model_name(env: dict[str, str] | None = None) -> str:
+    env = os.environ if env is None else env
+    return DEFAULT_GEMINI if env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") else "extractive"
+
+
+def get_chat_model(name: str | None = None, **options: Any) -> BaseChatModel:
+    """Build the chat model called `name` (None: the default for this environment)."""
+    name = (name or default_model_name()).strip()
+    if name == "extractive":
+        return ExtractiveChatModel()
+    if name.startswith(("gemini-", "models/gemini-", "gemma-")):
+        from .gemini import make_gemini
+
+        return make_gemini(name, **options)
+    if name.startswith("openai:"):
+        from .openai import make_openai
+
+        return make_openai(name.removeprefix("openai:"), **options)
+    raise ModelConfigError(
+        f"Unknown model {name!r}. Use 'extractive' (offline), a Gemini model such as "
+        f"'{DEFAULT_GEMINI}', or 'openai:MODEL' for an OpenAI-compatible server."
+    )
+
+
+__all__ = ["DEFAULT_GEMINI", "ExtractiveChatModel", "default_model_name", "get_chat_model"]

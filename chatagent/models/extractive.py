@@ -1,0 +1,310 @@
+"""`extractive`: the offline default model. Retrieval, not generation.
+
+It ranks the passages of the page context against the question with BM25 and
+streams the best ones verbatim, citing their tabs. It never invents text: when
+nothing matches, or the question is about something visual, it asks for the
+browser (the escalation marker), and with tools bound it uses them the way a
+careful person would: re-read the page, scroll for more text, take a
+screenshot for visual questions (and then say plainly that it cannot read
+images). Deterministic, instant and free: the right default with no API key.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+import bm25s
+import bm25s.stopwords
+import Stemmer
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from ..prompts import ESCALATION_MARKER
+from ..tokens import count_tokens
+
+# A passage must contain at least this share of the question's content words.
+MIN_COVERAGE = 0.5
+MAX_PASSAGES_SINGLE = 2
+MAX_PASSAGES_PER_TAB = 1
+_VISUAL = re.compile(
+    r"\b(image|images|picture|photo|photograph|chart|graph|diagram|screenshot|canvas|"
+    r"colou?r|logo|icon|drawn|drawing|illustration|figure|look like|looks like|shown in|depicted)\b",
+    re.IGNORECASE,
+)
+_TAB = re.compile(r'<tab id="(?P<id>[^"]*)" url="(?P<url>[^"]*)" title="(?P<title>[^"]*)"[^>]*>\n?(?P<body>.*?)\n?</tab>', re.S)
+_MARKER_LINE = re.compile(r"^\[… .* left out …\]$|^\(Note: .*\)$")
+# bm25s's English list has 33 words; questions need their function words gone too.
+_STOPWORDS = sorted(set(bm25s.stopwords.STOPWORDS_EN) | set(
+    "how much many what which who whom whose when where why does do did done has have had can could would should "
+    "may might must shall its i you me my your we our us them him her his she he any some all please tell give show "
+    "shown find list listed name say said page pages tab tabs according mentioned mention about from than been being "
+    "so very just also only there here".split()
+))
+
+
+@dataclass
+class _Passage:
+    tab_id: str
+    text: str
+    order: int
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Stemmer.Stemmer:
+    return Stemmer.Stemmer("english")
+
+
+def _terms(text: str) -> list[str]:
+    return bm25s.tokenize([text], stopwords=_STOPWORDS, stemmer=_stemmer(), return_ids=False, show_progress=False)[0]
+
+
+def _question_terms(question: str) -> set[str]:
+    return set(_terms(_VISUAL.sub(" ", question))) or set(_terms(question))
+
+
+def _passages(tab_id: str, body: str) -> list[_Passage]:
+    out: list[_Passage] = []
+    header = ""
+    for i, raw in enumerate(body.splitlines()):
+        line = raw.strip()
+        if not line or _MARKER_LINE.match(line) or set(line) <= set("|-: "):
+            continue
+        if line.startswith("|"):
+            if not header:
+                header = line
+                continue
+        else:
+            header = ""
+        out.append(_Passage(tab_id, line, i))
+    return out
+
+
+def _best(passages: list[_Passage], question: str) -> list[tuple[float, float, _Passage]]:
+    """(coverage, bm25, passage) for passages covering enough of the question, best first."""
+    q = _question_terms(question)
+    if not passages or not q:
+        return []
+    corpus = [_terms(p.text) for p in passages]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize([p.text for p in passages], stopwords=_STOPWORDS, stemmer=_stemmer(), show_progress=False), show_progress=False)
+    vocab_q = [t for t in q if any(t in c for c in corpus)]
+    scores = retriever.get_scores(vocab_q) if vocab_q else [0.0] * len(passages)
+    scored = []
+    for p, terms, s in zip(passages, corpus, scores):
+        coverage = len(q & set(terms)) / len(q)
+        if coverage >= MIN_COVERAGE and s > 0:
+            scored.append((coverage, float(s), p))
+    scored.sort(key=lambda x: (-x[0], -x[1], x[2].order))
+    return scored
+
+
+@dataclass
+class _Turn:
+    """What the conversation tells the model: tabs, question, tool activity so far."""
+
+    tabs: dict[str, tuple[str, str, str]]  # id -> (url, title, body)
+    question: str
+    tool_calls: list[tuple[str, dict[str, Any], str]]  # (name, args, result text) after the question
+    fresh_text: list[tuple[str, str]]  # (tab_id, text) from scrolls and refreshes
+
+
+def _text_of(message: BaseMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content
+    return "\n".join(b.get("text", "") for b in message.content if isinstance(b, dict) and b.get("type") == "text")
+
+
+def _read(messages: Sequence[BaseMessage]) -> _Turn:
+    tabs: dict[str, tuple[str, str, str]] = {}
+    q_index = -1
+    for i, m in enumerate(messages):
+        text = _text_of(m)
+        if isinstance(m, (HumanMessage, SystemMessage)) and "<page_context>" in text:
+            for t in _TAB.finditer(text):
+                tabs[t["id"]] = (t["url"], t["title"], t["body"])
+        elif isinstance(m, HumanMessage) and not text.startswith("<browser_state>") and text.strip():
+            q_index = i
+    question = _text_of(messages[q_index]) if q_index >= 0 else ""
+    calls: dict[str, tuple[str, dict[str, Any]]] = {}
+    tool_calls: list[tuple[str, dict[str, Any], str]] = []
+    fresh: list[tuple[str, str]] = []
+    for m in messages[q_index + 1 :]:
+        if isinstance(m, AIMessage):
+            for c in m.tool_calls:
+                calls[c["id"] or ""] = (c["name"], c["args"])
+        elif isinstance(m, ToolMessage):
+            name, args = calls.get(m.tool_call_id, (m.name or "", {}))
+            text = _text_of(m)
+            tool_calls.append((name, args, text))
+            if name == "scroll_tool" and not text.startswith("Error"):
+                fresh.append((str(args.get("tab_id", "")), text))
+        elif isinstance(m, HumanMessage) and _text_of(m).startswith("<browser_state>"):
+            for t in _TAB.finditer(_text_of(m)):
+                fresh.append((t["id"], t["body"]))
+                tabs[t["id"]] = (t["url"], t["title"], t["body"])
+    return _Turn(tabs, question, tool_calls, fresh)
+
+
+def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tuple[str, str, str]]) -> str:
+    multi = len(tabs) > 1
+    if not multi:
+        # A second passage only when it is nearly as good and says something.
+        top = hits[0][1]
+        keep = [hits[0]] + [h for h in hits[1:] if h[1] >= 0.6 * top and len(h[2].text.split()) >= 6]
+        return "\n\n".join(f"{h[2].text} [Tab {h[2].tab_id}]" for h in keep[:MAX_PASSAGES_SINGLE])
+    per_tab: dict[str, list[_Passage]] = {}
+    for _, _, p in hits:
+        if len(per_tab.setdefault(p.tab_id, [])) < MAX_PASSAGES_PER_TAB:
+            per_tab[p.tab_id].append(p)
+    blocks = []
+    for tab_id in sorted(per_tab, key=lambda t: (len(t), t)):
+        title = tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
+        blocks.append(f"From [Tab {tab_id}] ({title}):\n" + "\n".join(p.text for p in per_tab[tab_id]))
+    return "\n\n".join(blocks)
+
+
+class ExtractiveChatModel(BaseChatModel):
+    """Offline, deterministic extractive QA over the page context (see module doc)."""
+
+    chunk_words: int = 4  # words per streamed chunk
+
+    @property
+    def _llm_type(self) -> str:
+        return "chatagent-extractive"
+
+    @property
+    def _identifying_params(self) -> dict[str, Any]:
+        return {"model": "extractive"}
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
+
+    # --- decisions -------------------------------------------------------
+    def _reply(self, messages: Sequence[BaseMessage], tools: list[dict[str, Any]] | None) -> AIMessage:
+        turn = _read(messages)
+        tool_names = {t["function"]["name"] for t in tools or []}
+        visual = bool(_VISUAL.search(turn.question))
+        passages = [p for tab_id, (_, _, body) in turn.tabs.items() for p in _passages(tab_id, body)]
+        if not tool_names:
+            hits = [] if visual else _best(passages, turn.question)
+            if hits:
+                return AIMessage(_format_answer(hits, turn.tabs))
+            reason = "the question is about something visual" if visual else "nothing in the page text matches the question"
+            return AIMessage(f"{ESCALATION_MARKER} {reason}")
+        return self._use_tools(turn, tool_names, visual)
+
+    def _use_tools(self, turn: _Turn, tool_names: set[str], visual: bool) -> AIMessage:
+        done = [(name, args) for name, args, _ in turn.tool_calls]
+        if visual:
+            shot_tabs = {str(a.get("tab_id")) for n, a in done if n == "screenshot_tool"}
+            target = self._best_tab(turn)
+            if "screenshot_tool" in tool_names and target not in shot_tabs:
+                return self._call("screenshot_tool", {"tab_id": target})
+            shot_ok = any(n == "screenshot_tool" and not text.startswith("Error") for n, _, text in turn.tool_calls)
+            did = f"I took a screenshot of [Tab {target}], but" if shot_ok else f"I could not take a screenshot of [Tab {target}], and"
+            return AIMessage(
+                f"{did} I am the offline extractive model: I can only quote page text and cannot read "
+                "images, so I can't tell what it shows. Ask again with a vision model (e.g. --model gemini-2.5-flash)."
+            )
+        fresh = [p for i, (tab_id, text) in enumerate(turn.fresh_text) for p in _passages(tab_id, text)]
+        hits = _best(fresh, turn.question)
+        if hits:
+            return AIMessage(_format_answer(hits, turn.tabs))
+        refreshed = {str(a.get("tab_id")) for n, a in done if n == "refresh_browser_state_tool"}
+        for tab_id in turn.tabs:
+            if "refresh_browser_state_tool" in tool_names and tab_id not in refreshed:
+                return self._call("refresh_browser_state_tool", {"tab_id": tab_id})
+        bottom = {str(a.get("tab_id")) for (n, a, text) in turn.tool_calls if n == "scroll_tool" and "(bottom of page)" in text}
+        for tab_id in turn.tabs:
+            if "scroll_tool" in tool_names and tab_id not in bottom:
+                return self._call("scroll_tool", {"tab_id": tab_id, "direction": "down"})
+        return AIMessage(
+            "I read the whole page text, re-read the page and scrolled to the bottom, "
+            "but found nothing that answers this question."
+        )
+
+    @staticmethod
+    def _best_tab(turn: _Turn) -> str:
+        ranked = sorted(
+            turn.tabs,
+            key=lambda t: -len(_question_terms(turn.question) & set(_terms(turn.tabs[t][1] + " " + turn.tabs[t][2][:2000]))),
+        )
+        return ranked[0] if ranked else "1"
+
+    @staticmethod
+    def _call(name: str, args: dict[str, Any]) -> AIMessage:
+        return AIMessage("", tool_calls=[{"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}])
+
+    # --- LangChain plumbing ----------------------------------------------
+    def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
+        inp = sum(count_tokens(_text_of(m)) for m in messages)
+        out = count_tokens(_text_of(reply)) + sum(count_tokens(json.dumps(c["args"])) for c in reply.tool_calls)
+        return {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        reply = self._reply(messages, kwargs.get("tools"))
+        reply.usage_metadata = self._usage(messages, reply)  # type: ignore[assignment]
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    def _pieces(self, reply: AIMessage) -> Iterator[AIMessageChunk]:
+        if reply.tool_calls:
+            yield AIMessageChunk(
+                content="",
+                tool_call_chunks=[
+                    {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
+                    for i, c in enumerate(reply.tool_calls)
+                ],
+            )
+            return
+        text = _text_of(reply)
+        if text.startswith(ESCALATION_MARKER):
+            yield AIMessageChunk(content=text)  # marker and reason in one piece
+            return
+        words = re.findall(r"\S+\s*|\s+", text)
+        for i in range(0, len(words), self.chunk_words):
+            yield AIMessageChunk(content="".join(words[i : i + self.chunk_words]))
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        reply = self._reply(messages, kwargs.get("tools"))
+        for piece in self._pieces(reply):
+            yield ChatGenerationChunk(message=piece)
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=self._usage(messages, reply)))  # type: ignore[arg-type]
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        for chunk in self._stream(messages, stop, None, **kwargs):
+            yield chunk

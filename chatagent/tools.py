@@ -1,0 +1,126 @@
+"""The three browser tools of pass 2, and the runner that enforces them.
+
+Only these three names can ever run: the whitelist is checked in code, whatever
+the model (or a page speaking through it) asks for. Browser tools share the
+tabs' state, so the runner executes them strictly one at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from .browser.base import Tab
+from .context import ContextBuilder, TabContext
+from .errors import ChatAgentError, ToolError
+
+
+class screenshot_tool(BaseModel):  # noqa: N801 - the name the model sees
+    """Take a screenshot of a tab's visible viewport and look at it. Use for images, charts, canvases, colours and layout."""
+
+    tab_id: str = Field(description="The tab number, e.g. '1'.")
+
+
+class scroll_tool(BaseModel):  # noqa: N801
+    """Scroll a tab and return the text that is then visible. Use to reach content further down the page, including content that loads only when scrolled to."""
+
+    tab_id: str = Field(description="The tab number, e.g. '1'.")
+    direction: Literal["down", "up", "top", "bottom"] = Field(
+        default="down", description="Scroll by one screen down or up, or jump to the top or bottom."
+    )
+    to_text: str | None = Field(default=None, description="Optional: scroll to the first place this text appears instead.")
+
+
+class refresh_browser_state_tool(BaseModel):  # noqa: N801
+    """Re-read a tab's current content, e.g. when the page may have changed since it was first read."""
+
+    tab_id: str = Field(description="The tab number, e.g. '1'.")
+
+
+TOOL_SCHEMAS: tuple[type[BaseModel], ...] = (screenshot_tool, scroll_tool, refresh_browser_state_tool)
+TOOL_NAMES: frozenset[str] = frozenset(t.__name__ for t in TOOL_SCHEMAS)
+
+
+class ToolOutcome(BaseModel):
+    """What one tool call produced: text for the model, plus extras for the UI."""
+
+    name: str
+    ok: bool
+    text: str  # the tool result the model reads
+    summary: str  # a short line for the user
+    png: bytes | None = None
+    fresh: TabContext | None = None  # refreshed page text, for a browser-state message
+
+    @property
+    def png_base64(self) -> str | None:
+        return base64.b64encode(self.png).decode() if self.png else None
+
+
+class ToolRunner:
+    """Runs whitelisted tool calls against the session's tabs, one at a time."""
+
+    def __init__(self, tabs: dict[str, Tab], builder: ContextBuilder, question: str | None = None) -> None:
+        self.tabs = tabs
+        self.builder = builder
+        self.question = question
+        # Shared by every run on these tabs: a second ask cannot interleave either.
+        self.lock = asyncio.Lock()
+
+    async def run(self, name: str, args: dict[str, Any]) -> ToolOutcome:
+        if name not in TOOL_NAMES:
+            msg = f"Tool {name!r} does not exist. The only tools are: {', '.join(sorted(TOOL_NAMES))}."
+            return ToolOutcome(name=name, ok=False, text=f"Error: {msg}", summary=f"refused unknown tool {name}")
+        schema = next(t for t in TOOL_SCHEMAS if t.__name__ == name)
+        try:
+            parsed = schema.model_validate(args or {})
+        except ValidationError as exc:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
+            return ToolOutcome(name=name, ok=False, text=f"Error: bad arguments for {name}: {problems}", summary="bad arguments")
+        tab_id = str(getattr(parsed, "tab_id", "")).strip().removeprefix("Tab ").strip()
+        tab = self.tabs.get(tab_id)
+        if tab is None:
+            valid = ", ".join(sorted(self.tabs)) or "none"
+            return ToolOutcome(name=name, ok=False, text=f"Error: there is no tab {tab_id!r}. Open tabs: {valid}.", summary=f"no tab {tab_id}")
+        async with self.lock:
+            try:
+                return await getattr(self, f"_{name}")(tab, parsed)
+            except ChatAgentError as exc:
+                # The model gets the error and can try something else.
+                return ToolOutcome(name=name, ok=False, text=f"Error: {exc.message}", summary=exc.message)
+
+    async def _screenshot_tool(self, tab: Tab, args: screenshot_tool) -> ToolOutcome:
+        png = await tab.screenshot()
+        return ToolOutcome(
+            name="screenshot_tool", ok=True, png=png,
+            text=f"Screenshot of tab {tab.tab_id} taken; the image follows.",
+            summary=f"screenshot of tab {tab.tab_id}",
+        )
+
+    async def _scroll_tool(self, tab: Tab, args: scroll_tool) -> ToolOutcome:
+        result = await tab.scroll(args.direction, args.to_text)
+        how = f"to {args.to_text!r}" if args.to_text else args.direction
+        return ToolOutcome(
+            name="scroll_tool", ok=True, text=f"Tab {tab.tab_id} scrolled {how}. {result.describe()}",
+            summary=f"scrolled tab {tab.tab_id} {how}" + (" (bottom)" if result.at_bottom else ""),
+        )
+
+    async def _refresh_browser_state_tool(self, tab: Tab, args: refresh_browser_state_tool) -> ToolOutcome:
+        ctx = await self.builder.build([tab], self.question)
+        fresh = ctx.tabs[0]
+        if not fresh.ok:
+            raise ToolError(fresh.error or f"Tab {tab.tab_id} could not be read.")
+        return ToolOutcome(
+            name="refresh_browser_state_tool", ok=True, fresh=fresh,
+            text=f"Tab {tab.tab_id} re-read ({fresh.url}, {fresh.tokens} tokens); its fresh text follows.",
+            summary=f"re-read tab {tab.tab_id}",
+        )
+
+
+def tool_specs() -> list[dict[str, Any]]:
+    """OpenAI-style function specs, accepted by every LangChain chat model's bind_tools."""
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    return [convert_to_openai_tool(t) for t in TOOL_SCHEMAS]
