@@ -70,7 +70,11 @@ class ChatAgent:
         self.max_turns = max_turns
         self.max_tool_calls = max_tool_calls
         self.history: list[BaseMessage] = []
-        self._runner = ToolRunner({t.tab_id: t for t in self.tabs if isinstance(t, Tab)}, self.builder)
+        # The model and the user know tabs as 1..N in the order given, whatever
+        # ids the backend uses (the extension's tab ids, say).
+        self._runner = ToolRunner(
+            {str(i): t for i, t in enumerate(self.tabs, 1) if isinstance(t, Tab)}, self.builder
+        )
         self._task: asyncio.Task[None] | None = None
 
     async def ask(self, question: str) -> AsyncIterator[Event]:
@@ -108,6 +112,8 @@ class ChatAgent:
             emit(ErrorEvent(code="bad_input", message="The question is empty."))
             return
         ctx = await self.builder.build(self.tabs, question)
+        for label, tab in enumerate(ctx.tabs, 1):
+            tab.tab_id = str(label)
         for tab in ctx.tabs:
             for note in tab.notes:
                 emit(Note(text=note, tab_id=tab.tab_id))

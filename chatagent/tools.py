@@ -60,7 +60,10 @@ class ToolOutcome(BaseModel):
 
 
 class ToolRunner:
-    """Runs whitelisted tool calls against the session's tabs, one at a time."""
+    """Runs whitelisted tool calls against the session's tabs, one at a time.
+
+    `tabs` maps the labels the model sees ("1", "2", …) to tabs.
+    """
 
     def __init__(self, tabs: dict[str, Tab], builder: ContextBuilder, question: str | None = None) -> None:
         self.tabs = tabs
@@ -86,36 +89,36 @@ class ToolRunner:
             return ToolOutcome(name=name, ok=False, text=f"Error: there is no tab {tab_id!r}. Open tabs: {valid}.", summary=f"no tab {tab_id}")
         async with self.lock:
             try:
-                return await getattr(self, f"_{name}")(tab, parsed)
+                return await getattr(self, f"_{name}")(tab_id, tab, parsed)
             except ChatAgentError as exc:
                 # The model gets the error and can try something else.
                 return ToolOutcome(name=name, ok=False, text=f"Error: {exc.message}", summary=exc.message)
 
-    async def _screenshot_tool(self, tab: Tab, args: screenshot_tool) -> ToolOutcome:
+    async def _screenshot_tool(self, label: str, tab: Tab, args: screenshot_tool) -> ToolOutcome:
         png = await tab.screenshot()
         return ToolOutcome(
             name="screenshot_tool", ok=True, png=png,
-            text=f"Screenshot of tab {tab.tab_id} taken; the image follows.",
-            summary=f"screenshot of tab {tab.tab_id}",
+            text=f"Screenshot of tab {label} taken; the image follows.",
+            summary=f"screenshot of tab {label}",
         )
 
-    async def _scroll_tool(self, tab: Tab, args: scroll_tool) -> ToolOutcome:
+    async def _scroll_tool(self, label: str, tab: Tab, args: scroll_tool) -> ToolOutcome:
         result = await tab.scroll(args.direction, args.to_text)
         how = f"to {args.to_text!r}" if args.to_text else args.direction
         return ToolOutcome(
-            name="scroll_tool", ok=True, text=f"Tab {tab.tab_id} scrolled {how}. {result.describe()}",
-            summary=f"scrolled tab {tab.tab_id} {how}" + (" (bottom)" if result.at_bottom else ""),
+            name="scroll_tool", ok=True, text=f"Tab {label} scrolled {how}. {result.describe()}",
+            summary=f"scrolled tab {label} {how}" + (" (bottom)" if result.at_bottom else ""),
         )
 
-    async def _refresh_browser_state_tool(self, tab: Tab, args: refresh_browser_state_tool) -> ToolOutcome:
+    async def _refresh_browser_state_tool(self, label: str, tab: Tab, args: refresh_browser_state_tool) -> ToolOutcome:
         ctx = await self.builder.build([tab], self.question)
-        fresh = ctx.tabs[0]
+        fresh = ctx.tabs[0].model_copy(update={"tab_id": label})
         if not fresh.ok:
-            raise ToolError(fresh.error or f"Tab {tab.tab_id} could not be read.")
+            raise ToolError(fresh.error or f"Tab {label} could not be read.")
         return ToolOutcome(
             name="refresh_browser_state_tool", ok=True, fresh=fresh,
-            text=f"Tab {tab.tab_id} re-read ({fresh.url}, {fresh.tokens} tokens); its fresh text follows.",
-            summary=f"re-read tab {tab.tab_id}",
+            text=f"Tab {label} re-read ({fresh.url}, {fresh.tokens} tokens); its fresh text follows.",
+            summary=f"re-read tab {label}",
         )
 
 

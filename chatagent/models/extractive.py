@@ -96,23 +96,68 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
     return out
 
 
-def _best(passages: list[_Passage], question: str) -> list[tuple[float, float, _Passage]]:
-    """(coverage, bm25, passage) for passages covering enough of the question, best first."""
-    q = _question_terms(question)
+# Question intents a lexical match misses: "how much" is answered by "$1,349".
+_INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
+    (
+        "xxmoneyxx",
+        re.compile(r"\b(cost|costs|price|prices|priced|how much|pay|fee|fees|charge|expensive|cheap)\b", re.I),
+        re.compile(r"[$€£¥]\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?|pounds?)\b", re.I),
+    ),
+    (
+        "xxdatexx",
+        re.compile(r"\b(when|what year|which year|date|founded|born|died|opened|built)\b", re.I),
+        re.compile(r"\b(1[5-9]\d\d|20\d\d)\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I),
+    ),
+    (
+        "xxnumberxx",
+        re.compile(r"\b(how many|number of|how long|how far|how tall|how big|how old|population|count)\b", re.I),
+        re.compile(r"\d"),
+    ),
+)
+
+
+def _intent_terms(question: str) -> set[str]:
+    return {term for term, asks, _ in _INTENTS if asks.search(question)}
+
+
+def _passage_intents(text: str) -> str:
+    return " ".join(term for term, _, has in _INTENTS if has.search(text))
+
+
+def _best(
+    passages: list[_Passage], question: str, titles: dict[str, str] | None = None
+) -> list[tuple[float, float, _Passage]]:
+    """(coverage, bm25, passage) for passages covering enough of the question, best first.
+
+    A passage is about its page, so its tab's title words count towards coverage
+    ("tram lines | 6" answers "does Port Averly have trams?" on Port Averly's
+    page), but the passage itself must match something beyond the title, and
+    passages are ranked by what they match beyond it.
+    """
+    q = _question_terms(question) | _intent_terms(question)
     if not passages or not q:
         return []
-    corpus = [_terms(p.text) for p in passages]
+    title_terms = {tab_id: set(_terms(t)) for tab_id, t in (titles or {}).items()}
+    texts = [f"{p.text} {_passage_intents(p.text)}" for p in passages]
+    corpus = [set(_terms(t)) for t in texts]
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize([p.text for p in passages], stopwords=_STOPWORDS, stemmer=_stemmer(), show_progress=False), show_progress=False)
-    vocab_q = [t for t in q if any(t in c for c in corpus)]
-    scores = retriever.get_scores(vocab_q) if vocab_q else [0.0] * len(passages)
+    retriever.index(bm25s.tokenize(texts, stopwords=_STOPWORDS, stemmer=_stemmer(), show_progress=False), show_progress=False)
+    vocab = set().union(*corpus)
+    # Score each passage on what the question asks beyond its own page's title.
+    scores_by_tab: dict[str, list[float]] = {}
+    for tab_id in {p.tab_id for p in passages}:
+        terms = sorted((q - title_terms.get(tab_id, set())) & vocab)
+        scores_by_tab[tab_id] = [float(x) for x in retriever.get_scores(terms)] if terms else [0.0] * len(passages)
     scored = []
-    for p, terms, s in zip(passages, corpus, scores):
-        coverage = len(q & set(terms)) / len(q)
-        if coverage >= MIN_COVERAGE and s > 0:
-            scored.append((coverage, float(s), p))
-    scored.sort(key=lambda x: (-x[0], -x[1], x[2].order))
-    return scored
+    for i, (p, own) in enumerate(zip(passages, corpus)):
+        s = scores_by_tab[p.tab_id][i]
+        title = title_terms.get(p.tab_id, set())
+        beyond = len((q & own) - title)
+        coverage = len(q & (own | title)) / len(q)
+        if coverage >= MIN_COVERAGE and beyond and s > 0:
+            scored.append((beyond, coverage, float(s), p))
+    scored.sort(key=lambda x: (-x[0], -x[1], -x[2], x[3].order))
+    return [(c, s, p) for _, c, s, p in scored]
 
 
 @dataclass
@@ -123,6 +168,9 @@ class _Turn:
     question: str
     tool_calls: list[tuple[str, dict[str, Any], str]]  # (name, args, result text) after the question
     fresh_text: list[tuple[str, str]]  # (tab_id, text) from scrolls and refreshes
+
+    def titles(self) -> dict[str, str]:
+        return {tab_id: title for tab_id, (_, title, _) in self.tabs.items()}
 
 
 def _text_of(message: BaseMessage) -> str:
@@ -203,7 +251,7 @@ class ExtractiveChatModel(BaseChatModel):
         visual = bool(_VISUAL.search(turn.question))
         passages = [p for tab_id, (_, _, body) in turn.tabs.items() for p in _passages(tab_id, body)]
         if not tool_names:
-            hits = [] if visual else _best(passages, turn.question)
+            hits = [] if visual else _best(passages, turn.question, turn.titles())
             if hits:
                 return AIMessage(_format_answer(hits, turn.tabs))
             reason = "the question is about something visual" if visual else "nothing in the page text matches the question"
@@ -224,7 +272,7 @@ class ExtractiveChatModel(BaseChatModel):
                 "images, so I can't tell what it shows. Ask again with a vision model (e.g. --model gemini-2.5-flash)."
             )
         fresh = [p for i, (tab_id, text) in enumerate(turn.fresh_text) for p in _passages(tab_id, text)]
-        hits = _best(fresh, turn.question)
+        hits = _best(fresh, turn.question, turn.titles())
         if hits:
             return AIMessage(_format_answer(hits, turn.tabs))
         refreshed = {str(a.get("tab_id")) for n, a in done if n == "refresh_browser_state_tool"}
