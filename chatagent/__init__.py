@@ -1,44 +1,68 @@
-"""chatagent: ask questions about web pages, one tab or several compared."""
+"""chatagent: ask questions about web pages, one tab or several compared.
 
-from .browser import Browser, PageSnapshot, StaticTab, Tab, TabFailure, find_browser
-from .budget import allocate, fit_text
-from .context import ContextBuilder, PageContext, TabContext
-from .errors import (
-    AbortedError,
-    BrowserError,
-    BrowserNotFoundError,
-    ChatAgentError,
-    ModelConfigError,
-    ModelError,
-    TabError,
-    ToolError,
-)
-from .extraction import Extracted, Extractor
-from .tokens import count_tokens
+The public API is loaded lazily: `import chatagent` stays cheap for the CLI
+and the bridge host, which import only what they use.
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "AbortedError",
-    "Browser",
-    "BrowserError",
-    "BrowserNotFoundError",
-    "ChatAgentError",
-    "ContextBuilder",
-    "Extracted",
-    "Extractor",
-    "ModelConfigError",
-    "ModelError",
-    "PageContext",
-    "PageSnapshot",
-    "StaticTab",
-    "Tab",
-    "TabContext",
-    "TabError",
-    "TabFailure",
-    "ToolError",
-    "allocate",
-    "count_tokens",
-    "find_browser",
-    "fit_text",
-]
+_EXPORTS = {
+    "ChatAgent": "agent",
+    "MAX_TURNS": "agent",
+    "Browser": "browser",
+    "PageSnapshot": "browser",
+    "StaticTab": "browser",
+    "Tab": "browser",
+    "TabFailure": "browser",
+    "find_browser": "browser",
+    "allocate": "budget",
+    "fit_text": "budget",
+    "ContextBuilder": "context",
+    "PageContext": "context",
+    "TabContext": "context",
+    "AbortedError": "errors",
+    "BrowserError": "errors",
+    "BrowserNotFoundError": "errors",
+    "ChatAgentError": "errors",
+    "ModelConfigError": "errors",
+    "ModelError": "errors",
+    "TabError": "errors",
+    "ToolError": "errors",
+    "Event": "events",
+    "parse_event": "events",
+    "Extracted": "extraction",
+    "Extractor": "extraction",
+    "get_chat_model": "models",
+    "Session": "session",
+    "count_tokens": "tokens",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'chatagent' has no attribute {name!r}")
+    return getattr(import_module(f".{module}", __name__), name)
+
+
+if TYPE_CHECKING:
+    from .agent import MAX_TURNS, ChatAgent
+    from .browser import Browser, PageSnapshot, StaticTab, Tab, TabFailure, find_browser
+    from .budget import allocate, fit_text
+    from .context import ContextBuilder, PageContext, TabContext
+    from .errors import (
+        AbortedError, BrowserError, BrowserNotFoundError, ChatAgentError, ModelConfigError, ModelError, TabError,
+        ToolError,
+    )
+    from .events import Event, parse_event
+    from .extraction import Extracted, Extractor
+    from .models import get_chat_model
+    from .session import Session
+    from .tokens import count_tokens
