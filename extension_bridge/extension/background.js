@@ -1,0 +1,495 @@
+// chatagent service worker: owns the one native-messaging port to the local
+// host, turns side-panel questions into `ask` frames, runs the host's
+// `tool_request`s (snapshot / scroll / screenshot) in the chosen tabs, and
+// forwards the agent's events back to the panel that asked.
+// Protocol: extension_bridge/PROTOCOL.md.
+
+const HOST = "com.chatagent.bridge";
+const PROTOCOL_VERSION = 1;
+const MAX_HTML_BYTES = 8 * 1024 * 1024; // per tab; the host refuses more
+const MAX_TEXT_CHARS = 4 * 1024 * 1024 - 1024;
+const MAX_ASK_BYTES = 28 * 1024 * 1024; // host refuses frames over 32 MiB; keep room for JSON escaping
+const MAX_VISIBLE_TEXT = 20000;
+const BACKOFF_MIN_MS = 1000;
+const BACKOFF_MAX_MS = 60000;
+
+// ---------------------------------------------------------------- state
+
+let port = null; // the native port, shared by every ask
+let host = { state: "idle", code: null, message: "" };
+let backoffMs = BACKOFF_MIN_MS;
+let reconnectTimer = null;
+const chunks = new Map(); // chunk id -> { parts: string[] }
+const asks = new Map(); // request id -> { panel: Port }
+const panels = new Set();
+
+chrome.sidePanel?.setPanelBehavior?.({ openPanelOnActionClick: true }).catch((e) =>
+  console.warn("chatagent: setPanelBehavior failed", e),
+);
+
+// ---------------------------------------------------------------- host port
+
+function explainHostError(raw) {
+  const msg = raw || "The native host disconnected.";
+  if (/not found/i.test(msg)) {
+    return {
+      code: "host_not_found",
+      message:
+        "The chatagent host is not installed for this browser. In a terminal run `chatagent bridge install` " +
+        "(add the browser name, e.g. `chatagent bridge install chrome`), then press Retry.",
+    };
+  }
+  if (/forbidden/i.test(msg)) {
+    return {
+      code: "host_forbidden",
+      message:
+        "The installed chatagent host does not allow this extension's ID. Run `chatagent bridge install` " +
+        "again, then press Retry.",
+    };
+  }
+  if (/exited/i.test(msg)) {
+    return {
+      code: "host_exited",
+      message:
+        "The chatagent host stopped unexpectedly (it may have crashed at start-up: check that " +
+        "`chatagent` runs in a terminal). Press Retry to start it again.",
+    };
+  }
+  return { code: "host_disconnected", message: `Lost the connection to the chatagent host: ${msg}` };
+}
+
+function setHost(state, message = "", code = null) {
+  host = { state, code, message };
+  broadcast({ type: "host", ...host });
+}
+
+function connectHost() {
+  if (port) return port;
+  clearTimeout(reconnectTimer);
+  reconnectTimer = null;
+  let p;
+  try {
+    p = chrome.runtime.connectNative(HOST);
+  } catch (e) {
+    const err = explainHostError(String(e?.message || e));
+    setHost("error", err.message, err.code);
+    scheduleReconnect();
+    return null;
+  }
+  port = p;
+  setHost("connecting", "Starting the chatagent host…");
+  p.onMessage.addListener((frame) => {
+    try {
+      onHostFrame(frame);
+    } catch (e) {
+      console.error("chatagent: bad frame from host", e, frame);
+    }
+  });
+  p.onDisconnect.addListener(() => {
+    // lastError must be read here, or Chrome logs it as unchecked.
+    const err = explainHostError(chrome.runtime.lastError?.message);
+    if (port !== p) return;
+    port = null;
+    chunks.clear();
+    setHost("error", err.message, err.code);
+    for (const [id, a] of asks) post(a.panel, { type: "error", id, code: err.code, message: err.message });
+    asks.clear();
+    scheduleReconnect();
+  });
+  p.postMessage({ type: "ping", version: PROTOCOL_VERSION });
+  return p;
+}
+
+function scheduleReconnect() {
+  // Only worth a process while someone is looking; a panel opening reconnects anyway.
+  if (reconnectTimer || panels.size === 0) return;
+  const delay = backoffMs;
+  backoffMs = Math.min(backoffMs * 2, BACKOFF_MAX_MS);
+  reconnectTimer = setTimeout(() => {
+    reconnectTimer = null;
+    if (!port && panels.size > 0) connectHost();
+  }, delay);
+}
+
+function sendToHost(msg) {
+  const p = connectHost();
+  if (!p) throw new Error(host.message || "The chatagent host is not available.");
+  p.postMessage(msg);
+}
+
+// ---------------------------------------------------------------- host → extension
+
+function onHostFrame(frame) {
+  if (frame?.type === "chunk") {
+    // A message over Chrome's 1 MiB limit, split by the host: concatenate the
+    // `data` of one chunk id in seq order and parse the whole.
+    const key = String(frame.chunk);
+    const entry = chunks.get(key) ?? { parts: [] };
+    if (frame.seq !== entry.parts.length) {
+      chunks.delete(key);
+      console.error("chatagent: chunk out of order", key, frame.seq);
+      return;
+    }
+    entry.parts.push(frame.data);
+    chunks.set(key, entry);
+    if (!frame.final) return;
+    chunks.delete(key);
+    onHostMessage(JSON.parse(entry.parts.join("")));
+    return;
+  }
+  onHostMessage(frame);
+}
+
+function onHostMessage(msg) {
+  switch (msg.type) {
+    case "pong":
+      backoffMs = BACKOFF_MIN_MS;
+      if (msg.version !== PROTOCOL_VERSION) {
+        setHost(
+          "error",
+          `The chatagent host speaks protocol v${msg.version}, this extension v${PROTOCOL_VERSION}: ` +
+            "update both to the same release.",
+          "version_mismatch",
+        );
+      } else {
+        setHost("ready", "Connected to chatagent.");
+      }
+      break;
+    case "event": {
+      const a = asks.get(msg.id);
+      if (!a) return; // cancelled or panel closed
+      post(a.panel, { type: "event", id: msg.id, event: msg.event });
+      if (msg.event?.type === "done" || msg.event?.type === "error") asks.delete(msg.id);
+      break;
+    }
+    case "tool_request": {
+      const a = asks.get(msg.id);
+      if (a) post(a.panel, { type: "tool_activity", id: msg.id, name: msg.name, tabId: msg.tabId, args: msg.args });
+      runTool(msg).then(
+        (result) => replyTool(msg, { ok: true, ...result }),
+        (e) => replyTool(msg, { ok: false, error: friendlyScriptError(e, msg.tabId) }),
+      );
+      break;
+    }
+    case "error": {
+      const a = msg.id != null ? asks.get(msg.id) : null;
+      if (a) {
+        post(a.panel, { type: "error", id: msg.id, code: msg.code, message: msg.message });
+        asks.delete(msg.id);
+      } else {
+        console.warn("chatagent host error", msg);
+        broadcast({ type: "host_error", code: msg.code, message: msg.message });
+      }
+      break;
+    }
+    default:
+      console.warn("chatagent: unknown message from host", msg.type);
+  }
+}
+
+function replyTool(req, result) {
+  if (!port) return; // host gone: nobody waits any more
+  const msg = { type: "tool_result", id: req.id, callId: req.callId, ...result };
+  if (typeof msg.text === "string" && msg.text.length > MAX_TEXT_CHARS) msg.text = msg.text.slice(0, MAX_TEXT_CHARS);
+  if (typeof msg.html === "string") msg.html = truncateUtf8(msg.html, MAX_HTML_BYTES);
+  port.postMessage(msg);
+}
+
+// ---------------------------------------------------------------- tools
+
+async function runTool(req) {
+  const tabId = req.tabId;
+  switch (req.name) {
+    case "snapshot": {
+      const snap = await snapshotTab(tabId);
+      return { html: snap.html, text: snap.text, url: snap.url, title: snap.title };
+    }
+    case "scroll": {
+      const r = await inTab(tabId, pageScroll, [req.args?.direction || "down", req.args?.toText || null, MAX_VISIBLE_TEXT]);
+      if (r.error) throw new Error(r.error);
+      return {
+        text: r.text,
+        scroll: { scrollY: r.scrollY, pageHeight: r.pageHeight, viewportHeight: r.viewportHeight, atBottom: r.atBottom },
+      };
+    }
+    case "screenshot":
+      return { png: await captureTab(tabId) };
+    default:
+      throw new Error(`Unknown tool ${req.name}`);
+  }
+}
+
+async function inTab(tabId, func, args = []) {
+  const [res] = await chrome.scripting.executeScript({ target: { tabId }, func, args });
+  if (!res || res.result === undefined || res.result === null) throw new Error("The page returned nothing.");
+  return res.result;
+}
+
+function snapshotTab(tabId) {
+  return inTab(tabId, pageSnapshot);
+}
+
+function friendlyScriptError(e, tabId) {
+  const m = String(e?.message || e);
+  if (/No tab with id/i.test(m)) return `Tab ${tabId} was closed.`;
+  if (/Cannot access|cannot be scripted|chrome:\/\/|extensions gallery|Missing host permission/i.test(m)) {
+    return `The browser does not let extensions read tab ${tabId} (a browser page, the Web Store or a PDF): ${m}`;
+  }
+  return m;
+}
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+async function captureTab(tabId) {
+  const tab = await chrome.tabs.get(tabId);
+  let previous = null;
+  if (!tab.active) {
+    // captureVisibleTab shoots the window's active tab: switch, shoot, switch back.
+    const [active] = await chrome.tabs.query({ active: true, windowId: tab.windowId });
+    previous = active?.id ?? null;
+    await chrome.tabs.update(tabId, { active: true });
+    await sleep(350); // let the compositor paint the newly shown tab
+  }
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const url = await chrome.tabs.captureVisibleTab(tab.windowId, { format: "png" });
+        return url.slice(url.indexOf(",") + 1);
+      } catch (e) {
+        // Chrome allows ~2 captures per second; wait out the quota.
+        if (attempt < 3 && /MAX_CAPTURE_VISIBLE_TAB_CALLS_PER_SECOND/.test(String(e?.message))) {
+          await sleep(600);
+          continue;
+        }
+        throw e;
+      }
+    }
+  } finally {
+    if (previous != null) chrome.tabs.update(previous, { active: true }).catch(() => {});
+  }
+}
+
+// Runs in the page. Must be self-contained (it is serialised by executeScript).
+function pageSnapshot() {
+  return {
+    html: document.documentElement ? document.documentElement.outerHTML : "",
+    text: document.body ? document.body.innerText : "",
+    url: location.href,
+    title: document.title,
+  };
+}
+
+// Runs in the page. Scrolls by ~a viewport (or to `toText`) and returns the
+// text now visible plus the scroll position.
+async function pageScroll(direction, toText, maxChars) {
+  const root = document.scrollingElement || document.documentElement;
+  let scroller = root;
+  if (root.scrollHeight <= root.clientHeight + 1) {
+    // The page itself does not scroll (app layouts): use its biggest scrollable box.
+    let best = null;
+    let bestArea = 0;
+    const all = document.body ? document.body.getElementsByTagName("*") : [];
+    for (let i = 0; i < all.length && i < 20000; i++) {
+      const el = all[i];
+      if (el.scrollHeight <= el.clientHeight + 1) continue;
+      const oy = getComputedStyle(el).overflowY;
+      if (oy !== "auto" && oy !== "scroll" && oy !== "overlay") continue;
+      const area = el.clientWidth * el.clientHeight;
+      if (area > bestArea) {
+        best = el;
+        bestArea = area;
+      }
+    }
+    if (best) scroller = best;
+  }
+  const viewH = scroller === root ? window.innerHeight : scroller.clientHeight;
+
+  if (toText) {
+    const needle = toText.toLowerCase();
+    let target = null;
+    const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT);
+    for (let n = walker.nextNode(); n; n = walker.nextNode()) {
+      if (n.nodeValue && n.nodeValue.toLowerCase().includes(needle)) {
+        const el = n.parentElement;
+        if (el && el.getClientRects().length) {
+          target = el;
+          break;
+        }
+      }
+    }
+    if (!target && typeof window.find === "function") {
+      // Text split across elements ("<b>Pri</b>cing"): the browser's find handles it.
+      const sel = window.getSelection();
+      if (window.find(toText, false, false, true)) {
+        target = sel && sel.anchorNode ? sel.anchorNode.parentElement : null;
+        sel.removeAllRanges();
+      }
+    }
+    if (!target) return { error: `Text ${JSON.stringify(toText)} was not found on the page.` };
+    target.scrollIntoView({ block: "center", inline: "nearest", behavior: "instant" });
+  } else {
+    const step = Math.max(viewH * 0.85, 100);
+    const opts = { behavior: "instant" };
+    if (direction === "down") scroller.scrollBy({ top: step, ...opts });
+    else if (direction === "up") scroller.scrollBy({ top: -step, ...opts });
+    else if (direction === "top") scroller.scrollTo({ top: 0, ...opts });
+    else if (direction === "bottom") scroller.scrollTo({ top: scroller.scrollHeight, ...opts });
+  }
+  // Give lazy content a moment (rAF does not run in background tabs; timers do).
+  await new Promise((r) => setTimeout(r, 150));
+
+  const vw = window.innerWidth;
+  const vh = window.innerHeight;
+  const lines = [];
+  let line = [];
+  let lastTop = null;
+  let total = 0;
+  const range = document.createRange();
+  const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT, {
+    acceptNode(n) {
+      const p = n.parentElement;
+      if (!p || !n.nodeValue || !n.nodeValue.trim()) return NodeFilter.FILTER_REJECT;
+      const tag = p.tagName;
+      if (tag === "SCRIPT" || tag === "STYLE" || tag === "NOSCRIPT" || tag === "TEMPLATE") return NodeFilter.FILTER_REJECT;
+      return NodeFilter.FILTER_ACCEPT;
+    },
+  });
+  for (let n = walker.nextNode(); n && total < maxChars; n = walker.nextNode()) {
+    range.selectNodeContents(n);
+    const rects = range.getClientRects();
+    let top = null;
+    for (const r of rects) {
+      if (r.width > 0 && r.height > 0 && r.bottom > 0 && r.top < vh && r.right > 0 && r.left < vw) {
+        top = r.top;
+        break;
+      }
+    }
+    if (top === null) continue;
+    const style = getComputedStyle(n.parentElement);
+    if (style.visibility === "hidden" || style.opacity === "0") continue;
+    const t = n.nodeValue.replace(/\s+/g, " ").trim();
+    if (lastTop !== null && Math.abs(top - lastTop) > 4 && line.length) {
+      lines.push(line.join(" "));
+      line = [];
+    }
+    line.push(t);
+    lastTop = top;
+    total += t.length + 1;
+  }
+  if (line.length) lines.push(line.join(" "));
+  const scrollY = scroller === root ? window.scrollY : scroller.scrollTop;
+  const pageHeight = scroller.scrollHeight;
+  return {
+    text: lines.join("\n").slice(0, maxChars),
+    scrollY: Math.round(scrollY),
+    pageHeight: Math.round(pageHeight),
+    viewportHeight: Math.round(viewH),
+    atBottom: scrollY + viewH >= pageHeight - 2,
+  };
+}
+
+// ---------------------------------------------------------------- asks
+
+const encoder = new TextEncoder();
+
+function truncateUtf8(s, maxBytes) {
+  if (s.length * 3 <= maxBytes) return s; // cannot be over: skip the encode
+  const bytes = encoder.encode(s);
+  if (bytes.length <= maxBytes) return s;
+  return new TextDecoder().decode(bytes.subarray(0, maxBytes)).replace(/\uFFFD$/, "");
+}
+
+function utf8Length(s) {
+  return s ? encoder.encode(s).length : 0;
+}
+
+async function collectTab(tabId) {
+  const tab = await chrome.tabs.get(tabId);
+  const out = { tabId, url: tab.url || tab.pendingUrl || "", title: tab.title || "" };
+  const snap = await snapshotTab(tabId);
+  out.url = snap.url || out.url;
+  out.title = snap.title || out.title;
+  out.html = truncateUtf8(snap.html || "", MAX_HTML_BYTES);
+  out.text = (snap.text || "").slice(0, MAX_TEXT_CHARS);
+  return out;
+}
+
+async function startAsk(panel, req) {
+  const notes = [];
+  const tabs = [];
+  const results = await Promise.allSettled(req.tabIds.map((id) => collectTab(id)));
+  results.forEach((r, i) => {
+    if (r.status === "fulfilled") tabs.push(r.value);
+    else notes.push({ tabId: req.tabIds[i], message: friendlyScriptError(r.reason, req.tabIds[i]) });
+  });
+  for (const n of notes) {
+    post(panel, { type: "event", id: req.id, event: { type: "note", text: `Skipped: ${n.message}`, tab_id: String(n.tabId) } });
+  }
+  if (!tabs.length) {
+    post(panel, { type: "error", id: req.id, code: "no_readable_tabs", message: "None of the chosen tabs can be read." });
+    return;
+  }
+  // Keep the ask frame under the host's cap: drop the biggest pages' html;
+  // the host then fetches each with a `snapshot` tool call of its own.
+  let size = tabs.reduce((n, t) => n + utf8Length(t.html) + utf8Length(t.text) * 1.2, 0);
+  for (const t of [...tabs].sort((a, b) => b.html.length - a.html.length)) {
+    if (size <= MAX_ASK_BYTES) break;
+    size -= utf8Length(t.html) + utf8Length(t.text) * 1.2;
+    t.html = "";
+    delete t.text;
+  }
+  const msg = { type: "ask", id: req.id, question: req.question, tabs };
+  if (req.model) msg.model = req.model;
+  if (req.noCache) msg.noCache = true;
+  asks.set(req.id, { panel });
+  try {
+    sendToHost(msg);
+  } catch (e) {
+    asks.delete(req.id);
+    post(panel, { type: "error", id: req.id, code: host.code || "host_unavailable", message: String(e.message || e) });
+  }
+}
+
+// ---------------------------------------------------------------- panels
+
+function post(panel, msg) {
+  try {
+    panel.postMessage(msg);
+  } catch (e) {
+    // Panel closed meanwhile.
+  }
+}
+
+function broadcast(msg) {
+  for (const p of panels) post(p, msg);
+}
+
+chrome.runtime.onConnect.addListener((panel) => {
+  if (panel.name !== "chatagent-panel") return;
+  panels.add(panel);
+  post(panel, { type: "host", ...host });
+  connectHost();
+  panel.onMessage.addListener((msg) => {
+    if (msg.type === "ask") {
+      startAsk(panel, msg).catch((e) =>
+        post(panel, { type: "error", id: msg.id, code: "internal", message: String(e?.message || e) }),
+      );
+    } else if (msg.type === "cancel") {
+      if (asks.has(msg.id) && port) port.postMessage({ type: "cancel", id: msg.id });
+    } else if (msg.type === "reconnect") {
+      backoffMs = BACKOFF_MIN_MS;
+      if (port) port.postMessage({ type: "ping", version: PROTOCOL_VERSION });
+      else connectHost();
+    }
+  });
+  panel.onDisconnect.addListener(() => {
+    panels.delete(panel);
+    // A closed panel's questions have nobody to answer: stop them.
+    for (const [id, a] of asks) {
+      if (a.panel === panel) {
+        asks.delete(id);
+        if (port) port.postMessage({ type: "cancel", id });
+      }
+    }
+  });
+});

@@ -1,0 +1,257 @@
+"""The native-messaging host loop: reads frames from the extension, answers
+`ping`, runs each `ask` as a task streaming agent events back, routes
+`tool_result`s to the waiting `BridgeTab`, honours `cancel`, exits on EOF.
+
+The agent is injected as `answer(ask, tabs) -> AsyncIterator[event]` so this
+module does not depend on how `ChatAgent` is built (and tests can fake it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from chatagent.errors import ChatAgentError
+from chatagent.events import ErrorEvent, Event
+
+from .errors import BridgeClosedError, MessageError, ProtocolError
+from .install import EXTENSION_ORIGIN, FIREFOX_EXTENSION_ID
+from .messages import (
+    PROTOCOL_VERSION,
+    AskMessage,
+    CancelMessage,
+    ErrorMessage,
+    EventMessage,
+    PingMessage,
+    PongMessage,
+    ToolResultMessage,
+    parse_message,
+)
+from .protocol import FrameReader, FrameWriter, open_stdio, protect_stdout
+from .requests import DEFAULT_TOOL_TIMEOUT_S, ToolRequester
+from .tab import BridgeTab, tabs_from_ask
+
+log = logging.getLogger("extension_bridge.host")
+
+AnswerFn = Callable[[AskMessage, list[BridgeTab]], AsyncIterator["Event | dict[str, Any]"]]
+
+DEFAULT_ALLOWED_ORIGINS = frozenset({EXTENSION_ORIGIN, FIREFOX_EXTENSION_ID})
+MAX_CONCURRENT_ASKS = 8
+
+
+def origin_from_argv(argv: Sequence[str]) -> str | None:
+    """Chrome passes `chrome-extension://<id>/` as the first argument; Firefox
+    passes the manifest path and then the add-on id."""
+    for arg in argv:
+        if arg.startswith("chrome-extension://"):
+            return arg
+    if len(argv) >= 2 and not argv[1].startswith("-"):
+        return argv[1]  # Firefox: [manifest path, extension id]
+    return None
+
+
+def _event_dict(ev: Any) -> dict[str, Any]:
+    if isinstance(ev, dict):
+        return ev
+    data: dict[str, Any] = ev.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return data
+
+
+class BridgeHost:
+    def __init__(
+        self,
+        reader: FrameReader,
+        writer: FrameWriter,
+        answer: AnswerFn,
+        *,
+        origin: str | None = None,
+        allowed_origins: frozenset[str] | None = DEFAULT_ALLOWED_ORIGINS,
+        tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+        max_concurrent_asks: int = MAX_CONCURRENT_ASKS,
+    ) -> None:
+        self.reader = reader
+        self.writer = writer
+        self.answer = answer
+        self.origin = origin
+        self.allowed_origins = allowed_origins  # None: no check (tests, manual runs)
+        self.requester = ToolRequester(self.writer.send, timeout_s=tool_timeout_s)
+        self.tool_timeout_s = tool_timeout_s
+        self.max_concurrent_asks = max_concurrent_asks
+        self.asks: dict[str, asyncio.Task[None]] = {}
+        self._closed = False
+
+    async def send(self, message: Any) -> None:
+        if self._closed:
+            return
+        try:
+            await self.writer.send(message)
+        except BridgeClosedError as exc:
+            log.info("output closed: %s", exc)
+            self._closed = True
+
+    async def serve(self) -> int:
+        """Run until stdin EOF (0) or a refused origin (2)."""
+        if self.allowed_origins is not None and self.origin not in self.allowed_origins:
+            log.error("refusing caller origin %r", self.origin)
+            await self.send(
+                ErrorMessage(
+                    code="bad_origin",
+                    message=f"This host only serves the chatagent extension ({EXTENSION_ORIGIN}); "
+                    f"it was started for {self.origin or 'an unknown caller'}.",
+                )
+            )
+            return 2
+        try:
+            while not self._closed:
+                try:
+                    data = await self.reader.read_json()
+                except EOFError as exc:  # clean EOF, or truncated frame: the browser is gone
+                    if isinstance(exc, ProtocolError):
+                        log.warning("%s", exc)
+                    break
+                except ProtocolError as exc:  # too large / bad JSON: stream still in sync
+                    log.warning("bad frame: %s", exc)
+                    await self.send(ErrorMessage.from_exception(exc))
+                    continue
+                try:
+                    msg = parse_message(data)
+                except MessageError as exc:
+                    log.warning("bad message: %s", exc)
+                    await self.send(ErrorMessage.from_exception(exc))
+                    continue
+                await self.dispatch(msg)
+        finally:
+            await self.shutdown()
+        return 0
+
+    async def dispatch(self, msg: Any) -> None:
+        if isinstance(msg, PingMessage):
+            await self.send(PongMessage(version=PROTOCOL_VERSION))
+        elif isinstance(msg, AskMessage):
+            if msg.id in self.asks:
+                await self.send(
+                    ErrorMessage(id=msg.id, code="duplicate_id", message=f"Request {msg.id!r} is still running.")
+                )
+            elif len(self.asks) >= self.max_concurrent_asks:
+                await self.send(
+                    ErrorMessage(
+                        id=msg.id,
+                        code="too_many_requests",
+                        message=f"At most {self.max_concurrent_asks} questions can run at once; wait or cancel one.",
+                    )
+                )
+            else:
+                rid = msg.id
+                task = asyncio.create_task(self._run_ask(msg), name=f"ask-{rid}")
+                self.asks[rid] = task
+
+                def forget(_t: asyncio.Task[None]) -> None:
+                    self.asks.pop(rid, None)
+
+                task.add_done_callback(forget)
+        elif isinstance(msg, CancelMessage):
+            running = self.asks.get(msg.id)
+            if running is None:
+                log.info("cancel for %s: not running (already finished?)", msg.id)
+            else:
+                running.cancel()
+        elif isinstance(msg, ToolResultMessage):
+            self.requester.resolve(msg)
+
+    async def _run_ask(self, ask: AskMessage) -> None:
+        tabs = tabs_from_ask(ask, self.requester, timeout_s=self.tool_timeout_s)
+        finished = False
+        stream = self.answer(ask, tabs)
+        try:
+            async for ev in stream:
+                data = _event_dict(ev)
+                await self.send(EventMessage(id=ask.id, event=data))
+                if data.get("type") in ("done", "error"):
+                    finished = True
+                    break  # a run ends with exactly one done or error
+            if not finished:
+                finished = True
+                await self._send_error(ask.id, "internal", "The agent stopped without an answer.")
+        except asyncio.CancelledError:
+            if not finished:
+                finished = True
+                # Shielded: the task is being cancelled, the frame must still go out.
+                await asyncio.shield(self._send_error(ask.id, "aborted", "Cancelled."))
+            raise
+        except ChatAgentError as exc:
+            if not finished:
+                await self._send_error(ask.id, exc.code, exc.message)
+        except Exception as exc:  # noqa: BLE001 - one bad ask must not kill the host
+            log.exception("ask %s failed", ask.id)
+            if not finished:
+                await self._send_error(ask.id, "internal", f"Internal error: {type(exc).__name__}: {exc}")
+        finally:
+            # Close the agent's generator now (not at GC) so it releases what it holds.
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                try:
+                    await aclose()
+                except Exception:  # noqa: BLE001
+                    log.debug("closing the answer stream of %s failed", ask.id, exc_info=True)
+            self.requester.fail_request(ask.id, "the question was cancelled")
+            for t in tabs:
+                await t.close()
+
+    async def _send_error(self, rid: str, code: str, message: str) -> None:
+        await self.send(EventMessage.wrap(rid, ErrorEvent(code=code, message=message)))
+
+    async def shutdown(self) -> None:
+        self.requester.close("the extension disconnected")
+        tasks = list(self.asks.values())
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.wait(tasks, timeout=5)
+        await self.writer.aclose()
+
+
+async def serve_stdio(
+    answer: AnswerFn,
+    argv: Sequence[str] = (),
+    *,
+    stdout: Any = None,
+    allowed_origins: frozenset[str] | None = DEFAULT_ALLOWED_ORIGINS,
+    tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+) -> int:
+    reader, writer = await open_stdio(sys.stdin.buffer, stdout)
+    host = BridgeHost(
+        reader,
+        writer,
+        answer,
+        origin=origin_from_argv(argv),
+        allowed_origins=allowed_origins,
+        tool_timeout_s=tool_timeout_s,
+    )
+    return await host.serve()
+
+
+def main(answer: AnswerFn, argv: Sequence[str] | None = None) -> int:
+    """Process entry point (`python -m extension_bridge` calls this with the
+    real agent). Protects stdout first: from here on only frames reach it."""
+    real_stdout = protect_stdout()
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.INFO, format="chatagent-bridge %(levelname)s %(name)s: %(message)s"
+    )
+    argv = list(sys.argv[1:] if argv is None else argv)
+    p = argparse.ArgumentParser(prog="python -m extension_bridge", add_help=False)
+    p.add_argument("--tool-timeout", type=float, default=DEFAULT_TOOL_TIMEOUT_S)
+    p.add_argument("--any-origin", action="store_true", help="skip the caller check (development only)")
+    opts, rest = p.parse_known_args(argv)
+    return asyncio.run(
+        serve_stdio(
+            answer,
+            rest,
+            stdout=real_stdout,
+            allowed_origins=None if opts.any_origin else DEFAULT_ALLOWED_ORIGINS,
+            tool_timeout_s=opts.tool_timeout,
+        )
+    )

@@ -1,0 +1,291 @@
+"""Messages between the extension and the host (protocol version 1).
+
+Wire names are camelCase (`tabId`, `callId`, `noCache`) because the other end
+is JavaScript; Python attributes are snake_case. Validation is strict (no
+`"5"` → 5 coercion: a wrong type is a bug in the extension worth reporting)
+and unknown fields are ignored, so a newer extension can add fields without
+breaking an older host. See PROTOCOL.md for the full description.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic.alias_generators import to_camel
+from pydantic_core import ErrorDetails
+
+from chatagent.events import Event
+
+from .errors import MessageError
+
+PROTOCOL_VERSION = 1
+
+MAX_TABS = 20
+MAX_HTML_BYTES = 8 * 1024 * 1024  # per tab, UTF-8 bytes
+MAX_TEXT_CHARS = 4 * 1024 * 1024  # rendered text per tab / per tool result
+MAX_QUESTION_CHARS = 8_000
+MAX_ID_CHARS = 128
+MAX_PNG_BASE64_CHARS = 24 * 1024 * 1024
+
+ToolName = Literal["screenshot", "scroll", "snapshot"]
+ErrorCode = Literal[
+    "bad_json",
+    "unknown_type",
+    "invalid_message",
+    "too_large",
+    "too_many_tabs",
+    "bad_origin",
+    "duplicate_id",
+    "unknown_request",
+    "too_many_requests",
+    "internal",
+    "closed",
+]
+
+
+class _Wire(BaseModel):
+    model_config = ConfigDict(
+        alias_generator=to_camel,
+        populate_by_name=True,
+        serialize_by_alias=True,
+        strict=True,
+        extra="ignore",
+    )
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+RequestId = Annotated[str, Field(min_length=1, max_length=MAX_ID_CHARS)]
+
+
+# ---------------------------------------------------------------- extension → host
+
+
+class PingMessage(_Wire):
+    type: Literal["ping"] = "ping"
+    version: int | None = None  # the extension's PROTOCOL_VERSION, if it sends one
+
+
+class AskTab(_Wire):
+    tab_id: int = Field(ge=0)
+    url: str = Field(max_length=64 * 1024)
+    title: str = Field(default="", max_length=64 * 1024)
+    # Empty html: the extension did not send it (too big for one ask frame, or
+    # the page could not be scripted); the host fetches it with a `snapshot`.
+    html: str = ""
+    text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)  # rendered innerText
+
+    @field_validator("html")
+    @classmethod
+    def _html_size(cls, v: str) -> str:
+        # Cheap check first: a str of n chars is at least n UTF-8 bytes.
+        if len(v) > MAX_HTML_BYTES or len(v.encode("utf-8", "surrogatepass")) > MAX_HTML_BYTES:
+            raise ValueError(f"html is over {MAX_HTML_BYTES} bytes; truncate it or omit it")
+        return v
+
+
+class AskMessage(_Wire):
+    type: Literal["ask"] = "ask"
+    id: RequestId
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    tabs: list[AskTab] = Field(min_length=1, max_length=MAX_TABS)
+    model: str | None = Field(default=None, max_length=200)
+    no_cache: bool = False
+
+    @field_validator("question")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("question is blank")
+        return v
+
+    @field_validator("tabs")
+    @classmethod
+    def _distinct_tabs(cls, v: list[AskTab]) -> list[AskTab]:
+        ids = [t.tab_id for t in v]
+        if len(set(ids)) != len(ids):
+            raise ValueError("tabs has the same tabId twice")
+        return v
+
+
+class CancelMessage(_Wire):
+    type: Literal["cancel"] = "cancel"
+    id: RequestId
+
+
+class ScrollInfo(_Wire):
+    scroll_y: float = 0
+    page_height: float = 0
+    viewport_height: float = 0
+    at_bottom: bool = False
+
+
+class ToolResultMessage(_Wire):
+    type: Literal["tool_result"] = "tool_result"
+    id: RequestId
+    call_id: RequestId
+    ok: bool
+    png: str | None = Field(default=None, max_length=MAX_PNG_BASE64_CHARS)  # base64 PNG, no data: prefix needed
+    html: str | None = None
+    text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
+    url: str | None = None
+    title: str | None = None
+    scroll: ScrollInfo | None = None
+    error: str | None = Field(default=None, max_length=10_000)
+
+    @field_validator("png")
+    @classmethod
+    def _base64(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        if v.startswith("data:"):  # captureVisibleTab hands out data URLs; accept them
+            _, _, v = v.partition(",")
+        try:
+            base64.b64decode(v, validate=True)
+        except (binascii.Error, ValueError):
+            raise ValueError("png is not valid base64") from None
+        return v
+
+    @field_validator("html")
+    @classmethod
+    def _html_size(cls, v: str | None) -> str | None:
+        if v is not None and (len(v) > MAX_HTML_BYTES or len(v.encode("utf-8", "surrogatepass")) > MAX_HTML_BYTES):
+            raise ValueError(f"html is over {MAX_HTML_BYTES} bytes; truncate it")
+        return v
+
+    def png_bytes(self) -> bytes:
+        return bytes(base64.b64decode(self.png or ""))
+
+
+IncomingMessage = Annotated[
+    Union[PingMessage, AskMessage, CancelMessage, ToolResultMessage], Field(discriminator="type")
+]
+INCOMING_ADAPTER: TypeAdapter[IncomingMessage] = TypeAdapter(IncomingMessage)
+INCOMING_TYPES = ("ping", "ask", "cancel", "tool_result")
+
+
+# ---------------------------------------------------------------- host → extension
+
+
+class PongMessage(_Wire):
+    type: Literal["pong"] = "pong"
+    version: int = PROTOCOL_VERSION
+
+
+class EventMessage(_Wire):
+    """One agent event for request `id`. `event` is the event's own JSON
+    (see chatagent/events.py); a `done` or `error` event ends the request."""
+
+    type: Literal["event"] = "event"
+    id: str
+    event: dict[str, Any]
+
+    @classmethod
+    def wrap(cls, request_id: str, event: Event | dict[str, Any]) -> EventMessage:
+        data = event if isinstance(event, dict) else event.model_dump(mode="json", by_alias=True, exclude_none=True)
+        return cls(id=request_id, event=data)
+
+
+class ToolRequestMessage(_Wire):
+    type: Literal["tool_request"] = "tool_request"
+    id: str
+    call_id: str
+    name: ToolName
+    args: dict[str, Any] = Field(default_factory=dict)
+    tab_id: int
+
+
+class ErrorMessage(_Wire):
+    """A problem with a frame or a request. `id` is the request it concerns,
+    or null when it concerns no request (unparseable frame, bad origin)."""
+
+    type: Literal["error"] = "error"
+    id: str | None = None
+    code: str
+    message: str
+
+    def to_wire(self) -> dict[str, Any]:
+        # `id` is always present (null when none), so the extension need not guess.
+        return self.model_dump(mode="json", by_alias=True)
+
+    @classmethod
+    def from_exception(cls, exc: BaseException, request_id: str | None = None) -> ErrorMessage:
+        code = getattr(exc, "code", "internal")
+        rid = getattr(exc, "request_id", None) or request_id
+        return cls(id=rid, code=code, message=getattr(exc, "message", None) or str(exc) or type(exc).__name__)
+
+
+OutgoingMessage = Annotated[
+    Union[PongMessage, EventMessage, ToolRequestMessage, ErrorMessage], Field(discriminator="type")
+]
+OUTGOING_ADAPTER: TypeAdapter[OutgoingMessage] = TypeAdapter(OutgoingMessage)
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def _describe(err: ErrorDetails) -> str:
+    parts = err["loc"][1:]  # loc[0] is the union tag (the message type): noise
+    loc = ".".join(str(p) for p in parts) or "message"
+    return f"{loc}: {err['msg']}"
+
+
+_BULKY_FIELDS = {"question", "html", "text", "png", "url", "title", "error"}
+
+
+def _classify(errors: list[ErrorDetails]) -> str:
+    for err in errors:
+        loc = err["loc"]
+        if len(loc) >= 2 and loc[1] == "tabs" and err["type"] == "too_long":
+            return "too_many_tabs"
+    for err in errors:
+        field = err["loc"][-1] if err["loc"] else ""
+        if field in _BULKY_FIELDS and (err["type"] == "string_too_long" or "bytes" in err["msg"]):
+            return "too_large"
+    return "invalid_message"
+
+
+def parse_message(data: Any) -> IncomingMessage:
+    """A decoded JSON value → a typed incoming message, or `MessageError` with
+    a code (`unknown_type`, `invalid_message`, `too_large`, `too_many_tabs`),
+    the request id when one could be read, and a message naming every bad field."""
+    if not isinstance(data, dict):
+        raise MessageError("invalid_message", f"A message must be a JSON object, not {type(data).__name__}.")
+    rid = data.get("id") if isinstance(data.get("id"), str) else None
+    kind = data.get("type")
+    if kind not in INCOMING_TYPES:
+        shown = repr(kind) if kind is not None else "missing"
+        raise MessageError(
+            "unknown_type",
+            f"Unknown message type {shown}; expected one of {', '.join(INCOMING_TYPES)} "
+            f"(protocol version {PROTOCOL_VERSION}).",
+            rid,
+        )
+    try:
+        return INCOMING_ADAPTER.validate_python(data)
+    except ValidationError as exc:
+        errors = exc.errors(include_url=False, include_input=False)
+        detail = "; ".join(_describe(e) for e in errors[:8])
+        if len(errors) > 8:
+            detail += f"; and {len(errors) - 8} more"
+        code = _classify(errors)
+        if code == "too_many_tabs":
+            detail = f"an ask may name at most {MAX_TABS} tabs (got {len(data.get('tabs') or [])})"
+        raise MessageError(code, f"Invalid {kind!r} message: {detail}.", rid) from None
+
+
+def try_parse_message(data: Any) -> IncomingMessage | MessageError:
+    """`parse_message` that returns the error instead of raising it."""
+    try:
+        return parse_message(data)
+    except MessageError as exc:
+        return exc
+
+
+def parse_outgoing(data: Any) -> OutgoingMessage:
+    """Host → extension frames, validated (for tests and Python clients)."""
+    return OUTGOING_ADAPTER.validate_python(data)

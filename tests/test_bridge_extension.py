@@ -1,0 +1,200 @@
+"""The companion extension in a real Chromium, talking to a real host process
+(with a fake `answer` in place of the agent) over native messaging.
+
+Skipped when no Chromium is available. Note for tests of extension pages:
+their CSP forbids eval, so use `wait_for_selector`, not `wait_for_function`.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import shutil
+import sys
+import textwrap
+import threading
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from extension_bridge.install import EXTENSION_DIR, EXTENSION_ID, HOST_NAME, manifest_for
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = os.environ.get("CHATAGENT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM, reason="needs a Chromium build (extensions cannot load in branded Chrome)"
+)
+
+FAKE_HOST = textwrap.dedent(
+    """
+    import asyncio, base64, sys
+    sys.path.insert(0, {root!r})
+    from chatagent.events import Citation, Done, PassStart, Screenshot, Token, ToolCall, ToolResult
+    from extension_bridge.host import main
+
+    async def answer(ask, tabs):
+        yield PassStart(pass_=1)
+        for t in tabs:
+            s = await t.snapshot()
+            yield Token(text=f"[{{t.title}}|{{'Beta text' in s.html}}|{{s.visible_text.splitlines()[0]}}]")
+        if ask.question == "slow":
+            await asyncio.sleep(60)
+        if ask.question == "tools":
+            t = tabs[0]
+            yield ToolCall(id="1", name="scroll", args={{"tab_id": t.tab_id, "to_text": "Pricing"}})
+            r = await t.scroll("down", to_text="Pricing")
+            yield ToolResult(id="1", name="scroll", text="ok")
+            tall = r.page_height > r.viewport_height
+            yield Token(text=f"[scroll:{{'Costs $5' in r.text}}:{{r.scroll_y > 0}}:{{tall}}]")
+            for tab in tabs:
+                png = await tab.screenshot()
+                yield Screenshot(tab_id=tab.tab_id, png_base64=base64.b64encode(png).decode())
+            try:
+                await t.scroll(to_text="no such text anywhere")
+            except Exception as exc:
+                yield Token(text=f"[missing:{{exc}}]")
+        if ask.question == "big":
+            yield Token(text="y" * 2_500_000)
+        yield Done(answer="<b>final</b> " + ask.question, pass_=1,
+                   citations=[Citation(tab_id=t.tab_id, url=t.url, title=t.title) for t in tabs])
+
+    raise SystemExit(main(answer))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    d = tmp_path_factory.mktemp("site")
+    (d / "a.html").write_text(
+        "<html><head><title>Alpha page</title></head><body><h1>Alpha</h1>"
+        + "<p>filler line</p>" * 200
+        + "<h2>Pricing</h2><p>Costs $5</p>"
+        + "<p>more</p>" * 200
+        + "</body></html>"
+    )
+    (d / "b.html").write_text(
+        "<html><head><title>Beta page</title></head><body><h1>Beta</h1><p>Beta text</p></body></html>"
+    )
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(d))
+
+    class Quiet(handler.func):  # type: ignore[name-defined,misc]
+        def log_message(self, *a: Any) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(d)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+async def _launch(profile: Path) -> tuple[Any, Any]:
+    from playwright.async_api import async_playwright
+
+    pw = await async_playwright().start()
+    ctx = await pw.chromium.launch_persistent_context(
+        str(profile),
+        executable_path=CHROMIUM,
+        headless=True,
+        args=[f"--disable-extensions-except={EXTENSION_DIR}", f"--load-extension={EXTENSION_DIR}", "--no-sandbox"],
+    )
+    return pw, ctx
+
+
+@pytest.fixture
+async def ext_ctx(tmp_path: Path) -> AsyncIterator[Any]:
+    profile = tmp_path / "profile"
+    hosts = profile / "NativeMessagingHosts"
+    hosts.mkdir(parents=True)
+    script = tmp_path / "fake_host.py"
+    script.write_text(FAKE_HOST.format(root=str(ROOT)))
+    launcher = hosts / "launcher.sh"
+    launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@" 2>>{tmp_path}/host.log\n')
+    launcher.chmod(0o755)
+    (hosts / f"{HOST_NAME}.json").write_text(json.dumps(manifest_for("chromium", launcher)))
+    pw, ctx = await _launch(profile)
+    yield ctx
+    await ctx.close()
+    await pw.stop()
+
+
+async def open_panel(ctx: Any, site: str, pages: list[str]) -> Any:
+    for name in pages:
+        page = await ctx.new_page()
+        await page.goto(f"{site}/{name}")
+    panel = await ctx.new_page()
+    await panel.goto(f"chrome-extension://{EXTENSION_ID}/sidepanel.html")
+    ids = await panel.evaluate(
+        "async (site) => (await chrome.tabs.query({})).filter(t => t.url.startsWith(site)).map(t => t.id)", site
+    )
+    assert len(ids) == len(pages)
+    await panel.goto(f"chrome-extension://{EXTENSION_ID}/sidepanel.html?tabs={','.join(map(str, ids))}")
+    return panel
+
+
+async def test_extension_id_is_the_derived_one(ext_ctx: Any) -> None:
+    sw = ext_ctx.service_workers[0] if ext_ctx.service_workers else await ext_ctx.wait_for_event("serviceworker")
+    assert sw.url == f"chrome-extension://{EXTENSION_ID}/background.js"
+
+
+async def test_ask_two_tabs_with_tools_and_safe_rendering(ext_ctx: Any, site: str) -> None:
+    panel = await open_panel(ext_ctx, site, ["a.html", "b.html"])
+    errors: list[str] = []
+    panel.on("pageerror", lambda e: errors.append(str(e)))
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)
+    assert len(await panel.evaluate("window.chatagentTest.selectedTabIds()")) == 2
+    res = await panel.evaluate("window.chatagentTest.ask('tools')")
+    assert res["ok"], res["error"]
+    tokens = "".join(e["text"] for e in res["events"] if e["type"] == "token")
+    assert "[Alpha page|False|Alpha]" in tokens and "[Beta page|True|Beta]" in tokens
+    assert "[scroll:True:True:True]" in tokens
+    assert "not found" in tokens
+    assert await panel.locator("#shots img").count() == 2
+    # Model text is rendered as text, never as markup.
+    assert await panel.inner_text("#answer") == "<b>final</b> tools"
+    assert await panel.locator("#answer b").count() == 0
+    links = panel.locator("#citation-list a")
+    assert await links.count() == 2 and await links.nth(1).inner_text() == "Beta page"
+    assert await panel.get_attribute("body", "data-state") == "done"
+    assert errors == []
+
+
+async def test_big_events_are_reassembled(ext_ctx: Any, site: str) -> None:
+    panel = await open_panel(ext_ctx, site, ["b.html"])
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)
+    res = await panel.evaluate("window.chatagentTest.ask('big')")
+    assert res["ok"]
+    assert any(e["type"] == "token" and len(e["text"]) == 2_500_000 for e in res["events"])
+
+
+async def test_stop_cancels(ext_ctx: Any, site: str) -> None:
+    panel = await open_panel(ext_ctx, site, ["b.html"])
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)
+    await panel.fill("#question", "slow")
+    await panel.press("#question", "Enter")
+    await panel.wait_for_selector("body[data-state=running]")
+    await panel.wait_for_selector("#stop-button:not([hidden])")
+    await panel.locator("#answer").filter(has_text="Beta page").wait_for()
+    await panel.click("#stop-button")
+    await panel.wait_for_selector("body[data-state=error]")
+    assert await panel.inner_text("#error-text") == "Cancelled."
+
+
+async def test_host_not_installed_is_explained(tmp_path: Path, site: str) -> None:
+    pw, ctx = await _launch(tmp_path / "bare-profile")
+    try:
+        panel = await open_panel(ctx, site, ["b.html"])
+        await panel.wait_for_selector("#host-status[data-state=error]", timeout=30_000)
+        text = await panel.inner_text("#error-text")
+        assert "chatagent bridge install" in text and "not installed" in text
+        assert await panel.is_visible("#retry-button")
+        res = await panel.evaluate("window.chatagentTest.ask('hello').catch(e => ({ok: false, thrown: e.message}))")
+        assert res["ok"] is False and res["error"]["code"] == "host_not_found"
+    finally:
+        await ctx.close()
+        await pw.stop()
