@@ -205,6 +205,7 @@ async function runTool(req) {
       return { html: snap.html, text: snap.text, url: snap.url, title: snap.title };
     }
     case "scroll": {
+      await bringToFront(tabId);
       const r = await inTab(tabId, pageScroll, [req.args?.direction || "down", req.args?.toText || null, MAX_VISIBLE_TEXT]);
       if (r.error) throw new Error(r.error);
       return {
@@ -217,6 +218,16 @@ async function runTool(req) {
     default:
       throw new Error(`Unknown tool ${req.name}`);
   }
+}
+
+// Lazy loaders (IntersectionObserver, requestAnimationFrame) only run in a
+// rendered tab, so a scroll brings its tab to the front and leaves it there:
+// the person sees the part of the page the agent is reading.
+async function bringToFront(tabId) {
+  const tab = await chrome.tabs.get(tabId);
+  if (tab.active) return;
+  await chrome.tabs.update(tabId, { active: true });
+  await new Promise((r) => setTimeout(r, 150));
 }
 
 async function inTab(tabId, func, args = []) {
