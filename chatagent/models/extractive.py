@@ -215,7 +215,7 @@ def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tu
     if not multi:
         # A second passage only when it is nearly as good and says something.
         top = hits[0][1]
-        keep = [hits[0]] + [h for h in hits[1:] if h[1] >= 0.6 * top and len(h[2].text.split()) >= 6]
+        keep = [hits[0]] + [h for h in hits[1:] if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6]
         return "\n\n".join(f"{h[2].text} [Tab {h[2].tab_id}]" for h in keep[:MAX_PASSAGES_SINGLE])
     per_tab: dict[str, list[_Passage]] = {}
     for _, _, p in hits:

@@ -1,0 +1,352 @@
+"""Command line: `chatagent COMMAND ...`.
+
+One function per subcommand (`cmd_<name>`), registered by `_add_<name>` on the
+subparsers; handlers may be sync or async and return the exit status. Results go
+to stdout; progress, logs and errors to stderr, so `--json` output pipes cleanly.
+
+Exit status: 0 success, 1 failure (a clear message on stderr), 2 usage error,
+130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from rich.console import Console, Group
+from rich.panel import Panel
+from rich.rule import Rule
+from rich.text import Text
+
+from . import __version__
+from .browser.base import Tab, TabFailure
+from .context import DEFAULT_TAB_BUDGET, ContextBuilder, PageContext, TabContext
+from .errors import ChatAgentError
+
+log = logging.getLogger("chatagent")
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+MIN_BUDGET = 64  # below this a tab cannot even hold its title and a marker
+DEFAULT_TIMEOUT_S = 15.0
+
+
+class CLIError(ChatAgentError):
+    code = "cli_error"
+
+
+def _stderr() -> Console:
+    # soft_wrap: messages stay one line each, easy to grep in logs.
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def _stdout() -> Console:
+    return Console(highlight=False, soft_wrap=False)
+
+
+# --- context -------------------------------------------------------------------
+
+
+def _budget(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tokens") from None
+    if n < MIN_BUDGET:
+        raise argparse.ArgumentTypeError(f"a tab needs at least {MIN_BUDGET} tokens, got {n}")
+    return n
+
+
+def _timeout(value: str) -> float:
+    try:
+        s = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
+    if s <= 0:
+        raise argparse.ArgumentTypeError("the timeout must be positive")
+    return s
+
+
+def _add_context(sub: Any) -> None:
+    p = sub.add_parser(
+        "context",
+        help="show the page context the model would see for one or more URLs",
+        description="Open the pages in a headless Chromium (or attach to a running Chrome with --cdp), "
+        "extract their text and fit it into the token budget, then print it per tab.",
+    )
+    p.add_argument("targets", nargs="*", metavar="URL",
+                   help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
+    p.add_argument("-q", "--question", help="focus the budget on the parts of the pages relevant to this question")
+    p.add_argument("--budget", type=_budget, default=DEFAULT_TAB_BUDGET, metavar="TOKENS",
+                   help=f"tokens per tab; short tabs give their unused share to long ones (default {DEFAULT_TAB_BUDGET})")
+    p.add_argument("--json", action="store_true", help="print one JSON object (the PageContext) on stdout")
+    p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"seconds to wait for each page to load (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--cdp", metavar="URL",
+                   help="attach to a Chrome started with --remote-debugging-port, e.g. http://127.0.0.1:9222")
+    p.set_defaults(handler=cmd_context)
+
+
+async def cmd_context(args: argparse.Namespace) -> int:
+    from .browser.playwright import PlaywrightBrowser  # Playwright is slow to import: only when needed
+
+    if not args.targets and not args.cdp:
+        raise CLIError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
+    err = _stderr()
+    opened: list[Tab] = []
+    with err.status("Starting the browser…"):
+        browser = await (PlaywrightBrowser.connect_cdp(args.cdp) if args.cdp else PlaywrightBrowser.launch())
+    try:
+        tabs: list[Tab | TabFailure]
+        if args.targets:
+            with err.status(f"Opening {_plural(len(args.targets), 'page')}…"):
+                tabs = await browser.open_tabs(list(args.targets), timeout_s=args.timeout)
+            opened = [t for t in tabs if isinstance(t, Tab)]
+        else:
+            tabs = list(browser.existing_tabs())
+            if not tabs:
+                raise CLIError(f"The browser at {args.cdp} has no open tabs to read.")
+        with err.status("Extracting and fitting the text…"):
+            ctx = await ContextBuilder(budget_per_tab=args.budget).build(tabs, args.question)
+    finally:
+        # Close only what we opened: over --cdp the user's own tabs stay.
+        for tab in opened:
+            await tab.close()
+        await browser.close()
+
+    if args.json:
+        sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
+    else:
+        _print_context(ctx)
+    ok = [t for t in ctx.tabs if t.ok]
+    if args.json:  # the panels show failures; JSON readers still want them on stderr
+        for t in ctx.tabs:
+            if not t.ok:
+                err.print(Text(f"tab {t.tab_id}: {t.error}", style="yellow"))
+    if not ok:
+        raise CLIError("No page could be read." if len(ctx.tabs) != 1 else f"The page could not be read: {ctx.tabs[0].error}")
+    return EXIT_OK
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def _tab_header(t: TabContext) -> Text:
+    head = Text()
+    head.append("url     ", style="dim").append(t.url or "(none)").append("\n")
+    if t.ok:
+        size = f"{t.tokens:,} tokens"
+        if t.original_tokens != t.tokens:
+            size += f" (of {t.original_tokens:,})"
+        head.append("size    ", style="dim").append(size)
+        if t.selected:
+            head.append("  selected: the parts most related to the question", style="cyan")
+        elif t.truncated:
+            head.append("  truncated: the start of the page", style="cyan")
+        if t.method:
+            head.append(f"  [{t.method}]", style="dim")
+        head.append("\n")
+    for note in t.notes:
+        if note != t.error:
+            head.append("note    ", style="dim").append(note, style="yellow").append("\n")
+    if t.error:
+        head.append("error   ", style="dim").append(t.error, style="bold red").append("\n")
+    head.rstrip()
+    return head
+
+
+def _print_context(ctx: PageContext) -> None:
+    out = _stdout()
+    for t in ctx.tabs:
+        parts: list[Any] = [_tab_header(t)]
+        if t.text:
+            parts += [Rule(style="dim"), Text(t.text)]
+        title = Text(f"tab {t.tab_id}: {t.title or '(untitled)'}", style="bold")
+        out.print(Panel(Group(*parts), title=title, title_align="left", border_style="red" if t.error else "blue"))
+    summary = f"{_plural(len(ctx.tabs), 'tab')}, {ctx.tokens:,} tokens"
+    if ctx.question:
+        summary += f" for the question {ctx.question!r}"
+    _stderr().print(Text(summary, style="dim"))
+
+
+# --- ask / chat -------------------------------------------------------------------
+
+
+def _add_agent_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("targets", nargs="*", metavar="URL",
+                   help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
+    p.add_argument("--model", metavar="M",
+                   help="extractive (offline, the default without GOOGLE_API_KEY), gemini-2.5-flash, openai:MODEL")
+    p.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
+    p.add_argument("--budget", type=_budget, default=DEFAULT_TAB_BUDGET, metavar="TOKENS",
+                   help=f"tokens of page text per tab (default {DEFAULT_TAB_BUDGET})")
+    p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help=f"seconds to wait for each page to load (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port")
+
+
+def _add_ask(sub: Any) -> None:
+    p = sub.add_parser("ask", help="ask one question about one or more pages",
+                       description="Stream an answer to one question about the given pages.")
+    _add_agent_args(p)
+    p.add_argument("-q", "--question", required=True, help="the question")
+    p.set_defaults(handler=cmd_ask)
+
+
+def _add_chat(sub: Any) -> None:
+    p = sub.add_parser("chat", help="answer one question per line of standard input, with follow-ups",
+                       description="Keep the pages open and answer each line of standard input until EOF; "
+                       "the conversation is kept, so follow-up questions work.")
+    _add_agent_args(p)
+    p.set_defaults(handler=cmd_chat)
+
+
+async def _open_session(args: argparse.Namespace) -> Any:
+    from .session import Session
+
+    if not args.targets and not args.cdp:
+        raise CLIError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
+    with _stderr().status("Opening pages…"):
+        return await Session.open(
+            args.targets, model=args.model, cdp=args.cdp, timeout_s=args.timeout, budget_per_tab=args.budget
+        )
+
+
+async def _answer(session: Any, question: str, json_mode: bool) -> bool:
+    from .render import EventPrinter
+
+    printer = EventPrinter(json_mode=json_mode)
+    async for event in session.agent.ask(question):
+        printer(event)
+    return not printer.failed
+
+
+async def cmd_ask(args: argparse.Namespace) -> int:
+    if not args.question.strip():
+        raise CLIError("The question is empty.")
+    session = await _open_session(args)
+    try:
+        return EXIT_OK if await _answer(session, args.question, args.json) else EXIT_FAIL
+    finally:
+        await session.close()
+
+
+async def cmd_chat(args: argparse.Namespace) -> int:
+    session = await _open_session(args)
+    err = _stderr()
+    if sys.stdin.isatty() and not args.json:
+        err.print("[dim]Ask a question and press Enter; Ctrl-D to quit.[/dim]")
+    ok = True
+    loop = asyncio.get_running_loop()
+    try:
+        while True:
+            line = await loop.run_in_executor(None, sys.stdin.readline)
+            if not line:
+                break
+            question = line.strip()
+            if not question:
+                continue
+            ok = await _answer(session, question, args.json) and ok
+    finally:
+        await session.close()
+    return EXIT_OK if ok else EXIT_FAIL
+
+
+# --- bridge -----------------------------------------------------------------------
+
+
+def _add_bridge(sub: Any) -> None:
+    p = sub.add_parser("bridge", help="install the native-messaging host for the companion extension")
+    bsub = p.add_subparsers(dest="bridge_command", metavar="ACTION", required=True)
+    for action, text in (("install", "install the host manifest and launcher"),
+                         ("uninstall", "remove them"), ("status", "show what is installed where")):
+        b = bsub.add_parser(action, help=text)
+        if action != "status":
+            b.add_argument("--browser", default="chrome",
+                           choices=["chrome", "chromium", "edge", "brave", "firefox"], help="default: chrome")
+            scope = b.add_mutually_exclusive_group()
+            scope.add_argument("--user", dest="scope", action="store_const", const="user", default="user",
+                               help="for this user (default)")
+            scope.add_argument("--system", dest="scope", action="store_const", const="system",
+                               help="for every user (needs root)")
+    p.set_defaults(handler=cmd_bridge)
+
+
+def cmd_bridge(args: argparse.Namespace) -> int:
+    from extension_bridge import install
+
+    out = _stdout()
+    if args.bridge_command == "status":
+        for status in install.status():
+            out.print(Text(status.describe()))
+        return EXIT_OK
+    if args.bridge_command == "install":
+        result = install.install(args.browser, args.scope)
+        out.print(Text(f"Installed {install.HOST_NAME} for {args.browser}: {result.manifest_path}"))
+        out.print(Text("Load the extension from extension_bridge/extension (chrome://extensions → "
+                       "Developer mode → Load unpacked)."))
+        return EXIT_OK
+    for path in install.uninstall(args.browser, args.scope):
+        out.print(Text(f"Removed {path}"))
+    return EXIT_OK
+
+
+# --- entry point ------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="chatagent", description="Ask questions about web pages, one tab or several compared."
+    )
+    parser.add_argument("--version", action="version", version=f"chatagent {__version__}")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    _add_context(sub)
+    _add_ask(sub)
+    _add_chat(sub)
+    _add_bridge(sub)
+    return parser
+
+
+def _setup_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    if verbosity < 2:
+        # Libraries chatter at INFO (bm25s, httpx, trafilatura); keep -v about chatagent.
+        for name in ("bm25s", "httpx", "trafilatura", "htmldate", "asyncio"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 with a usage message on bad input
+    _setup_logging(args.verbose)
+    err = _stderr()
+    try:
+        result = args.handler(args)
+        if inspect.iscoroutine(result):
+            result = asyncio.run(result)
+        return int(result or EXIT_OK)
+    except KeyboardInterrupt:
+        err.print("Interrupted.")
+        return EXIT_INTERRUPTED
+    except ChatAgentError as exc:
+        err.print(Text("error: ", style="bold red") + Text(exc.message))
+        return EXIT_FAIL
+    except Exception as exc:  # a bug: say so plainly; the traceback only with -v
+        log.debug("unexpected error", exc_info=True)
+        err.print(Text("internal error: ", style="bold red") + Text(f"{type(exc).__name__}: {exc}"))
+        if not args.verbose:
+            err.print(Text("Run again with -v for details.", style="dim"))
+        else:
+            err.print_exception()
+        return EXIT_FAIL
+
+
+if __name__ == "__main__":
+    sys.exit(main())
