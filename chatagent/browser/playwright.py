@@ -81,6 +81,34 @@ _VIEWPORT_TEXT_JS = """
 }
 """
 
+# A tab's snapshot in one evaluate: the HTML exactly as `page.content()` builds it
+# (doctype + documentElement.outerHTML), the rendered text and the title.
+_SNAPSHOT_JS = """
+() => {
+  const d = document;
+  let html = d.doctype ? new XMLSerializer().serializeToString(d.doctype) : '';
+  if (d.documentElement) html += d.documentElement.outerHTML;
+  const text = d.body ? d.body.innerText : (d.documentElement ? d.documentElement.innerText || '' : '');
+  return { html, text, title: d.title };
+}
+"""
+
+# Resolves once the DOM has had no mutations for `quiet` ms (or after `cap` ms):
+# single-page apps render after "load", often from a timer or a fetch.
+_DOM_QUIET_JS = """
+([quiet, cap]) => new Promise((resolve) => {
+  let timer = null, capTimer = null;
+  const done = () => { obs.disconnect(); clearTimeout(timer); clearTimeout(capTimer); resolve(true); };
+  const obs = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
+  obs.observe(document, { subtree: true, childList: true, characterData: true });
+  timer = setTimeout(done, quiet);
+  capTimer = setTimeout(done, cap);
+})
+"""
+SETTLE_NETWORK_S = 2.0
+SETTLE_DOM_QUIET_MS = 300
+SETTLE_DOM_CAP_MS = 1500
+
 _SCROLL_TO_TEXT_JS = """
 (needle) => {
   const n = needle.toLowerCase();
@@ -107,19 +135,16 @@ class PlaywrightTab(Tab):
         if self.page.is_closed():
             raise TabError(f"Tab {self.tab_id} was closed.")
         try:
-            html = await self.page.content()
-            text = await self.page.evaluate(
-                "() => document.body ? document.body.innerText : (document.documentElement.innerText || '')"
-            )
-            title = await self.page.title()
+            # One CDP round trip instead of three (content(), evaluate(), title()).
+            data: dict[str, Any] = await self.page.evaluate(_SNAPSHOT_JS)
         except PlaywrightError as exc:
             raise TabError(f"Tab {self.tab_id} ({self.page.url}) could not be read: {_short(exc)}") from exc
         return PageSnapshot(
             tab_id=self.tab_id,
             url=self.page.url,
-            title=title or "",
-            html=html,
-            visible_text=text or "",
+            title=data.get("title") or "",
+            html=data.get("html") or "",
+            visible_text=data.get("text") or "",
             notes=list(self._load_notes),
         )
 
@@ -244,18 +269,21 @@ class PlaywrightBrowser(Browser):
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
         page = await self.context.new_page()
         notes: list[str] = []
+        loaded = True
         try:
             response = await page.goto(url, wait_until="load", timeout=timeout_s * 1000)
         except PlaywrightTimeout:
             # Slow or never-ending page: keep what has rendered so far.
             notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
-            response = None
+            response, loaded = None, False
         except PlaywrightError as exc:
             await _close_quietly(page)
             msg = _short(exc)
             code = "download" if "Download is starting" in msg else "unreachable"
             if code == "download":
                 msg = "The URL is a file download, not a page."
+            else:
+                msg = _describe_net_error(msg)
             return TabFailure(tab_id=tab_id, url=url, code=code, message=f"{url}: {msg}")
         if response is not None:
             ctype = (await response.all_headers()).get("content-type", "").split(";")[0].strip().lower()
@@ -267,6 +295,8 @@ class PlaywrightBrowser(Browser):
                 )
             if response.status >= 400:
                 notes.append(f"The server answered HTTP {response.status} {response.status_text}.".replace(" .", "."))
+        if loaded:  # data: and about: URLs have no response but may still render late
+            await _settle_after_load(page, timeout_s)
         return PlaywrightTab(tab_id, page, notes)
 
     async def close(self) -> None:
@@ -281,6 +311,56 @@ class PlaywrightBrowser(Browser):
             pass
         finally:
             await self._pw.stop()
+
+
+async def _settle_after_load(page: Page, timeout_s: float) -> None:
+    """Wait (bounded) for late network requests and DOM updates after "load",
+    so content a page renders from a timer or a fetch is in the first snapshot.
+    Both waits run at once: the slower one bounds the delay."""
+
+    async def network() -> None:
+        try:
+            await page.wait_for_load_state("networkidle", timeout=min(SETTLE_NETWORK_S, timeout_s) * 1000)
+        except PlaywrightError:  # includes timeouts: long-polling pages never go idle
+            pass
+
+    async def dom() -> None:
+        try:
+            await page.evaluate(_DOM_QUIET_JS, [SETTLE_DOM_QUIET_MS, int(min(SETTLE_DOM_CAP_MS, timeout_s * 1000))])
+        except PlaywrightError:
+            pass  # navigated away mid-wait: the new document is what we read
+
+    await asyncio.gather(network(), dom())
+
+
+# Chromium's net error names, in words a user can act on.
+_NET_ERRORS = {
+    "ERR_CONNECTION_REFUSED": "connection refused (nothing is listening at that address)",
+    "ERR_NAME_NOT_RESOLVED": "the host name could not be resolved",
+    "ERR_INTERNET_DISCONNECTED": "no network connection",
+    "ERR_CONNECTION_TIMED_OUT": "the connection timed out",
+    "ERR_TIMED_OUT": "the connection timed out",
+    "ERR_CONNECTION_RESET": "the connection was reset",
+    "ERR_ADDRESS_UNREACHABLE": "the address is unreachable",
+    "ERR_UNSAFE_PORT": "the browser refuses to connect to that port",
+    "ERR_FILE_NOT_FOUND": "no such file",
+    "ERR_TOO_MANY_REDIRECTS": "too many redirects",
+    "ERR_SSL_PROTOCOL_ERROR": "TLS/SSL error",
+}
+
+
+def _describe_net_error(msg: str) -> str:
+    """Turn Playwright's `Page.goto: net::ERR_X at URL` into `could not load the page: <words> (ERR_X).`"""
+    for name, words in _NET_ERRORS.items():
+        if f"net::{name}" in msg:
+            return f"could not load the page: {words} ({name})."
+    if "net::ERR_CERT" in msg:
+        name = msg.split("net::", 1)[1].split()[0]
+        return f"could not load the page: the site's certificate is not trusted ({name})."
+    if "net::" in msg:
+        name = msg.split("net::", 1)[1].split()[0]
+        return f"could not load the page ({name})."
+    return msg
 
 
 def _not_root() -> bool:

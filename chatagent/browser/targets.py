@@ -8,6 +8,11 @@ from urllib.parse import urlparse
 from ..errors import TabError
 
 _SCHEMES = ("http", "https", "file", "data", "about")
+# Endings that name a file, never a top-level domain: "notes.html" is a missing
+# file, not https://notes.html.
+_FILE_EXTS = frozenset(
+    "html htm xhtml shtml mhtml txt md markdown pdf json xml csv tsv svg png jpg jpeg gif webp".split()
+)
 
 
 def normalize_target(target: str) -> str:
@@ -24,6 +29,10 @@ def normalize_target(target: str) -> str:
         if path.is_dir():
             raise TabError(f"{target!r} is a directory, not a page.")
         return path.resolve().as_uri()
-    if "." in target.split("/")[0] and " " not in target:
+    host = target.split("/")[0]
+    ext = host.rsplit(".", 1)[-1].lower() if "." in host else ""
+    if target.startswith(("/", ".", "~")) or ext in _FILE_EXTS:
+        raise TabError(f"No such file: {target!r}.")
+    if "." in host and " " not in target:
         return "https://" + target  # "example.com/page" as a browser would take it
     raise TabError(f"{target!r} is neither a URL nor an existing file.")

@@ -1,0 +1,7 @@
+"""`python -m chatagent`: the same as the `chatagent` command."""
+
+import sys
+
+from .cli import main
+
+sys.exit(main())

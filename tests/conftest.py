@@ -1,0 +1,179 @@
+"""Shared test infrastructure: the fixture pages served on 127.0.0.1 and one
+real headless Chromium for the whole session.
+
+Tests that use `chromium` (or `open_tabs`) must run in the session's event
+loop, because Playwright objects are bound to the loop that created them:
+mark them `pytest.mark.asyncio(loop_scope="session")` (a module- or class-level
+`pytestmark` is simplest).
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+import threading
+import zlib
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import pytest_asyncio
+
+from chatagent.browser.base import Tab, TabFailure
+from chatagent.browser.playwright import PlaywrightBrowser
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = ROOT / "fixtures" / "pages"
+
+NOT_FOUND_BODY = b"""<!DOCTYPE html><html><head><title>Page not found</title></head>
+<body><h1>Page not found</h1><p>The page you asked for does not exist. Check the address.</p></body></html>"""
+SLOW_HEAD = b"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Slow report</title></head>
+<body><h1>Quarterly report</h1><p>The first part of this report arrived; the rest never will.</p>
+"""
+PDF_BODY = (
+    b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n"
+    b"2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n"
+    b"3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 200 200]>>endobj\n"
+    b"trailer<</Root 1 0 R>>\n%%EOF\n"
+)
+
+
+def _png(width: int = 8, height: int = 8) -> bytes:
+    """A valid solid-colour PNG, built by hand so no imaging library is needed."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+    raw = b"".join(b"\x00" + b"\x20\x60\xc0" * width for _ in range(height))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b"")
+
+
+PNG_BODY = _png()
+
+
+class _FixtureServer(ThreadingHTTPServer):
+    daemon_threads = True
+    stopping: threading.Event
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    server: _FixtureServer
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, directory=str(PAGES), **kwargs)  # type: ignore[arg-type]
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass  # keep pytest output clean
+
+    def _send(self, status: int, ctype: str, body: bytes, extra: dict[str, str] | None = None) -> None:
+        self.send_response(status)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(body)))
+        for k, v in (extra or {}).items():
+            self.send_header(k, v)
+        self.end_headers()
+        if self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_GET(self) -> None:
+        route = urlsplit(self.path).path
+        if route == "/slow":
+            self._slow()
+        elif route == "/404":
+            self._send(404, "text/html; charset=utf-8", NOT_FOUND_BODY)
+        elif route == "/file.bin":
+            self._send(200, "application/octet-stream", bytes(range(256)) * 8,
+                       {"Content-Disposition": 'attachment; filename="file.bin"'})
+        elif route == "/data.pdf":
+            self._send(200, "application/pdf", PDF_BODY)
+        elif route == "/image.png":
+            self._send(200, "image/png", PNG_BODY)
+        elif route == "/latin1.html":
+            # The header, not only the <meta>, declares the legacy charset.
+            self._send(200, "text/html; charset=windows-1252", (PAGES / "latin1.html").read_bytes())
+        else:
+            super().do_GET()
+
+    def _slow(self) -> None:
+        """Headers and the start of the body, then nothing until the server stops:
+        the load event never fires."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.end_headers()
+        try:
+            self.wfile.write(SLOW_HEAD)
+            self.wfile.flush()
+            self.server.stopping.wait(timeout=300)
+        except OSError:
+            pass  # the browser gave up and closed the connection
+
+
+@dataclass(frozen=True)
+class Site:
+    """The served fixtures: `site.url("article")` → http://127.0.0.1:PORT/article.html."""
+
+    base: str
+
+    def url(self, name: str) -> str:
+        if name.startswith("/"):
+            return self.base + name  # an extra route such as /slow or /404
+        return f"{self.base}/{name if '.' in name else name + '.html'}"
+
+    @staticmethod
+    def path(name: str) -> Path:
+        return PAGES / (name if "." in name else name + ".html")
+
+
+@pytest.fixture(scope="session")
+def site() -> Iterator[Site]:
+    server = _FixtureServer(("127.0.0.1", 0), _Handler)
+    server.stopping = threading.Event()
+    thread = threading.Thread(target=server.serve_forever, name="fixture-server", daemon=True)
+    thread.start()
+    try:
+        yield Site(f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
+def closed_port_url() -> str:
+    """A URL on 127.0.0.1 where nothing listens: connection refused, at once."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}/"
+
+
+@pytest_asyncio.fixture(scope="session", loop_scope="session")
+async def chromium() -> AsyncIterator[PlaywrightBrowser]:
+    """One headless Chromium for the session, found by the project's own discovery."""
+    browser = await PlaywrightBrowser.launch()
+    try:
+        yield browser
+    finally:
+        await browser.close()
+
+
+OpenTabs = Callable[..., Awaitable[list[Tab | TabFailure]]]
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def open_tabs(chromium: PlaywrightBrowser) -> AsyncIterator[OpenTabs]:
+    """`await open_tabs([url, ...], timeout_s=...)`; the tabs are closed after the test."""
+    opened: list[Tab] = []
+
+    async def _open(targets: list[str], *, timeout_s: float | None = None) -> list[Tab | TabFailure]:
+        result = await chromium.open_tabs(targets, timeout_s=timeout_s)
+        opened.extend(t for t in result if isinstance(t, Tab))
+        return result
+
+    yield _open
+    for tab in opened:
+        await tab.close()

@@ -1,0 +1,253 @@
+"""The Playwright backend against real Chromium and the served fixtures:
+opening good and bad targets, scrolling lazy pages, live changes, discovery."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from chatagent.browser import discovery
+from chatagent.browser.base import Tab, TabFailure
+from chatagent.browser.playwright import PlaywrightBrowser, PlaywrightTab
+from chatagent.context import ContextBuilder
+from chatagent.errors import BrowserNotFoundError, ToolError
+
+from conftest import ROOT, Site
+
+LAZY_FACT = "The warehouse code is ZX-4471"
+
+
+def _tab(result: Tab | TabFailure) -> Tab:
+    assert isinstance(result, Tab), f"expected an open tab, got {result!r}"
+    return result
+
+
+def _failure(result: Tab | TabFailure) -> TabFailure:
+    assert isinstance(result, TabFailure), f"expected a TabFailure, got an open tab {result!r}"
+    return result
+
+
+class TestOpenTabs:
+    pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+    async def test_http_url_local_path_and_file_url_all_open(self, site: Site, open_tabs) -> None:
+        path = Site.path("article")
+        tabs = await open_tabs([site.url("article"), str(path), path.as_uri()])
+        for result in tabs:
+            snap = await _tab(result).snapshot()
+            assert "14.2-kilometre tram route" in snap.visible_text
+            assert snap.title.startswith("Northport opens its first tram line")
+        # The local path was turned into a file:// URL, not mistaken for a domain.
+        assert (await _tab(tabs[1]).snapshot()).url == path.as_uri()
+
+    async def test_relative_local_path_opens(self, open_tabs, monkeypatch: pytest.MonkeyPatch) -> None:
+        monkeypatch.chdir(ROOT)
+        (tab,) = await open_tabs(["fixtures/pages/table.html"])
+        assert "Henrik Solvang" in (await _tab(tab).snapshot()).visible_text
+
+    async def test_bad_inputs_fail_per_tab_and_good_tab_survives(
+        self, site: Site, open_tabs, closed_port_url: str, tmp_path: Path
+    ) -> None:
+        targets = [
+            closed_port_url,                      # unreachable
+            site.url("/file.bin"),                # download
+            site.url("/image.png"),               # not HTML
+            "ftp://files.example.org/report.txt",  # unsupported scheme
+            str(tmp_path / "missing.html"),       # missing local file
+            site.url("article"),                  # the one good tab
+        ]
+        unreachable, download, image, ftp, missing, good = await open_tabs(targets, timeout_s=10)
+
+        f = _failure(unreachable)
+        assert f.code == "unreachable" and "connection refused" in f.message and closed_port_url in f.message
+        f = _failure(download)
+        assert f.code == "download" and "download" in f.message.lower()
+        f = _failure(image)
+        assert f.code == "not_html" and "image/png" in f.message
+        f = _failure(ftp)
+        assert f.code == "bad_url" and "ftp" in f.message
+        f = _failure(missing)
+        assert f.code == "bad_url" and "missing.html" in f.message
+        # Every failure names its own URL, and ids stay distinct and in order.
+        ids = [r.tab_id for r in (unreachable, download, image, ftp, missing, good)]
+        assert len(set(ids)) == 6
+
+        ctx = await ContextBuilder().build([unreachable, download, image, ftp, missing, good])
+        by_id = {t.tab_id: t for t in ctx.tabs}
+        assert "14.2-kilometre tram route" in by_id[good.tab_id].text
+        assert by_id[good.tab_id].ok
+        assert not by_id[unreachable.tab_id].ok and by_id[unreachable.tab_id].text == ""
+
+    async def test_missing_file_name_is_not_taken_for_a_domain(self, open_tabs) -> None:
+        # "report.html" looks like a file, not like https://report.html.
+        (result,) = await open_tabs(["no-such-report.html"])
+        f = _failure(result)
+        assert f.code == "bad_url"
+        assert "no-such-report.html" in f.message and "https://" not in f.message
+
+    async def test_pdf_is_refused_with_a_clear_reason(self, site: Site, open_tabs) -> None:
+        (result,) = await open_tabs([site.url("/data.pdf")])
+        f = _failure(result)
+        # Headless Chromium either downloads a PDF or shows it in its viewer.
+        assert f.code in {"download", "not_html"}
+        assert "pdf" in f.message.lower() or "download" in f.message.lower()
+
+    async def test_content_rendered_after_load_is_waited_for(self, open_tabs) -> None:
+        # A data: URL has no HTTP response; the post-load settle must still run.
+        html = "<div id=a>Loading…</div><script>onload=()=>setTimeout(()=>a.textContent='Rendered late',300)</script>"
+        (result,) = await open_tabs(["data:text/html," + html])
+        assert "Rendered late" in (await _tab(result).snapshot()).visible_text
+
+    async def test_404_keeps_the_page_with_a_note(self, site: Site, open_tabs) -> None:
+        (result,) = await open_tabs([site.url("/404")])
+        ctx = await ContextBuilder().build([_tab(result)])
+        (tc,) = ctx.tabs
+        assert any("404" in n for n in tc.notes)
+        assert "does not exist" in tc.text
+
+    async def test_never_finishing_page_times_out_with_partial_text(self, site: Site, open_tabs) -> None:
+        slow, good = await open_tabs([site.url("/slow"), site.url("two_a")], timeout_s=2)
+        ctx = await ContextBuilder().build([_tab(slow), _tab(good)])
+        slow_ctx, good_ctx = ctx.tabs
+        assert any("did not finish loading" in n for n in slow_ctx.notes)
+        assert "The first part of this report arrived" in slow_ctx.text
+        assert "founded in 1648" in good_ctx.text and not good_ctx.notes
+
+
+class TestScrollAndScreenshot:
+    pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+    async def test_lazy_fact_appears_only_after_scrolling_down(self, site: Site, open_tabs) -> None:
+        (result,) = await open_tabs([site.url("lazy")])
+        tab = _tab(result)
+        builder = ContextBuilder()
+        before = (await builder.build([tab])).tabs[0]
+        assert "30 days of delivery" in before.text
+        assert LAZY_FACT not in before.text
+
+        # The fact is not loaded yet, so scroll(to_text=...) cannot find it.
+        with pytest.raises(ToolError, match="not found"):
+            await tab.scroll(to_text="ZX-4471")
+
+        seen_in_viewport = False
+        for _ in range(30):
+            r = await tab.scroll("down")
+            seen_in_viewport |= "ZX-4471" in r.text
+            if r.at_bottom:
+                break
+        assert r.at_bottom and r.scroll_y > 0 and r.page_height > r.viewport_height
+        assert seen_in_viewport
+        after = (await builder.build([tab])).tabs[0]
+        assert LAZY_FACT in after.text
+        assert after.content_hash != before.content_hash
+
+        # Once loaded, it can be scrolled to by text from the top.
+        await tab.scroll("top")
+        r = await tab.scroll(to_text="ZX-4471")
+        assert "ZX-4471" in r.text and r.scroll_y > 0
+
+    async def test_scroll_reports_viewport_text_and_position(self, site: Site, open_tabs) -> None:
+        (result,) = await open_tabs([site.url("long")])
+        tab = _tab(result)
+        top = await tab.scroll("top")
+        assert top.scroll_y == 0 and not top.at_bottom
+        assert "Report for 1901" in top.text and "Report for 2020" not in top.text
+        down = await tab.scroll("down")
+        assert down.scroll_y > 0 and down.text != top.text
+        bottom = await tab.scroll("bottom")
+        assert bottom.at_bottom and "Report for 2020" in bottom.describe()
+        assert "bottom of page" in bottom.describe()
+
+    async def test_screenshot_is_a_png_of_the_viewport(self, site: Site, open_tabs) -> None:
+        (result,) = await open_tabs([site.url("image_only")])
+        png = await _tab(result).screenshot()
+        assert png.startswith(b"\x89PNG\r\n\x1a\n")
+        width, height = int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")
+        assert (width, height) == (1280, 900)
+
+    async def test_changing_page_is_seen_on_the_next_snapshot(self, site: Site, open_tabs) -> None:
+        (result,) = await open_tabs([site.url("changing")])
+        tab = _tab(result)
+        assert isinstance(tab, PlaywrightTab)
+        first = await tab.snapshot()
+        assert "Status: pending" in first.visible_text
+        assert await tab.page.evaluate("window.bump()") == "Status: shipped"
+        second = await tab.snapshot()
+        assert "Status: shipped" in second.visible_text and "NP-7730-2291-SE" in second.visible_text
+        assert second.content_hash != first.content_hash
+
+    async def test_closed_tab_reports_an_error_not_a_crash(self, site: Site, open_tabs) -> None:
+        (result,) = await open_tabs([site.url("two_b")])
+        tab = _tab(result)
+        await tab.close()
+        await tab.close()  # twice is harmless
+        ctx = await ContextBuilder().build([tab])
+        assert not ctx.tabs[0].ok and "closed" in (ctx.tabs[0].error or "")
+
+
+# --- discovery (no browser needed) -----------------------------------------
+
+
+def test_env_var_pointing_nowhere_names_the_variable(tmp_path: Path) -> None:
+    missing = tmp_path / "no-chrome"
+    with pytest.raises(BrowserNotFoundError) as exc:
+        discovery.find_browser({"CHATAGENT_BROWSER": str(missing)})
+    assert "CHATAGENT_BROWSER" in exc.value.message and str(missing) in exc.value.message
+
+
+def test_env_var_pointing_at_a_non_executable_file_is_rejected(tmp_path: Path) -> None:
+    fake = tmp_path / "chrome"
+    fake.write_text("not a browser")
+    fake.chmod(stat.S_IRUSR | stat.S_IWUSR)
+    if os.access(fake, os.X_OK):  # root may execute anything with any x bit; none set here
+        pytest.skip("this user can execute non-executable files")
+    with pytest.raises(BrowserNotFoundError, match="CHATAGENT_BROWSER"):
+        discovery.find_browser({"CHATAGENT_BROWSER": str(fake)})
+
+
+def test_env_var_wins_and_accepts_a_command_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    exe = tmp_path / "my-chrome"
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert discovery.find_browser({"CHATAGENT_BROWSER": str(exe)}) == str(exe)
+    assert discovery.find_browser({"CHATAGENT_BROWSER": "my-chrome"}) == str(exe)
+
+
+def _no_browser_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(discovery, "_CANDIDATES", ())
+    monkeypatch.setenv("PATH", str(empty))
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(empty))
+    monkeypatch.setenv("HOME", str(empty))
+    monkeypatch.delenv("CHATAGENT_BROWSER", raising=False)
+
+
+def test_no_browser_anywhere_says_how_to_install(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _no_browser_anywhere(monkeypatch, tmp_path)
+    with pytest.raises(BrowserNotFoundError) as exc:
+        discovery.find_browser()
+    msg = exc.value.message
+    assert "apt-get install chromium" in msg and "CHATAGENT_BROWSER" in msg
+
+
+def test_discovery_finds_a_playwright_cache_chromium(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    _no_browser_anywhere(monkeypatch, tmp_path)
+    exe = tmp_path / "cache" / "chromium-1234" / "chrome-linux" / "chrome"
+    exe.parent.mkdir(parents=True)
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("PLAYWRIGHT_BROWSERS_PATH", str(tmp_path / "cache"))
+    assert discovery.find_browser() == str(exe)
+
+
+async def test_launch_without_a_browser_raises_the_install_hint(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    _no_browser_anywhere(monkeypatch, tmp_path)
+    with pytest.raises(BrowserNotFoundError, match="Install one"):
+        await PlaywrightBrowser.launch()

@@ -1,0 +1,199 @@
+"""Token budgets: splitting a total across tabs and fitting a text into its share."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from chatagent.browser.static import StaticTab
+from chatagent.budget import allocate, fit_text
+from chatagent.context import ContextBuilder
+from chatagent.extraction import Extractor
+from chatagent.tokens import count_tokens
+
+PAGES = Path(__file__).resolve().parent.parent / "fixtures" / "pages"
+MARKER = re.compile(r"\[…? ?([\d,]+) tokens[^\]]*left out[^\]]*\]")
+
+# --- allocate ----------------------------------------------------------------
+
+
+def test_allocate_equal_split_when_every_tab_is_long() -> None:
+    assert allocate([5000, 5000, 5000], 3000) == [1000, 1000, 1000]
+
+
+def test_allocate_short_tabs_donate_to_long_ones() -> None:
+    shares = allocate([100, 5000, 300, 9000], 4000)
+    assert shares[0] == 100 and shares[2] == 300  # short tabs get all they need
+    assert shares[1] == shares[3] == 1800  # and the rest is split among the long ones
+    assert sum(shares) == 4000
+
+
+def test_allocate_everyone_satisfied_when_total_suffices() -> None:
+    assert allocate([10, 20, 30], 1000) == [10, 20, 30]
+
+
+def test_allocate_zero_and_empty() -> None:
+    assert allocate([], 1000) == []
+    assert allocate([0, 0], 1000) == [0, 0]
+    assert allocate([0, 500], 1000) == [0, 500]
+    assert allocate([100, 200], 0) == [0, 0]
+
+
+needs_st = st.lists(st.integers(min_value=0, max_value=50_000), max_size=12)
+
+
+@given(needs=needs_st, total=st.integers(min_value=0, max_value=200_000))
+def test_allocate_properties(needs: list[int], total: int) -> None:
+    shares = allocate(needs, total)
+    assert len(shares) == len(needs)
+    assert sum(shares) <= total
+    assert all(0 <= s <= n for s, n in zip(shares, needs))  # nobody gets more than it needs
+    if total >= sum(needs):
+        assert shares == needs
+    unmet = [i for i, (s, n) in enumerate(zip(shares, needs)) if s < n]
+    if unmet:
+        # Max-min fair: a tab left short gets at least as much as any other tab...
+        assert all(shares[i] >= max(shares) for i in unmet)
+        # ...and at most a rounding remainder is wasted.
+        assert total - sum(shares) < len(unmet)
+
+
+# --- fit_text ----------------------------------------------------------------
+
+
+def _sentences(n: int, start: int = 0) -> list[str]:
+    return [f"Sentence number {i} reports that the depot on Canal Street handled {i * 37} parcels." for i in
+            range(start, start + n)]
+
+
+def test_fit_text_returns_short_text_unchanged() -> None:
+    text = "A short page.\n\nIt has two paragraphs."
+    f = fit_text(text, 500)
+    assert f.text == text and not f.truncated and not f.selected and f.tokens == f.original_tokens
+
+
+def test_fit_text_cuts_at_a_paragraph_boundary() -> None:
+    paragraphs = [" ".join(_sentences(4, i * 4)) for i in range(40)]
+    text = "\n\n".join(paragraphs)
+    f = fit_text(text, 400)
+    assert f.truncated and f.tokens <= 400 and count_tokens(f.text) <= 400
+    body, _, marker = f.text.rpartition("\n\n")
+    assert MARKER.fullmatch(marker)
+    # Whatever was kept is a prefix of the page made of whole sentences.
+    assert text.startswith(body)
+    assert body.endswith("parcels.")
+    assert f.omitted_tokens > 0 and f"{f.omitted_tokens:,}" in marker
+
+
+def test_fit_text_cuts_inside_a_long_paragraph_at_a_sentence_boundary() -> None:
+    text = " ".join(_sentences(200))  # one huge paragraph
+    f = fit_text(text, 300)
+    body, _, marker = f.text.rpartition("\n\n")
+    assert MARKER.fullmatch(marker) and f.tokens <= 300
+    kept = re.split(r"(?<=\.)\s+", body.strip())
+    assert kept and all(k in _sentences(200) for k in kept)  # only whole sentences
+    assert count_tokens(body) > 150  # and the budget was actually used
+
+
+def test_fit_text_with_question_keeps_the_relevant_paragraph() -> None:
+    filler = [" ".join(_sentences(3, i * 3)) for i in range(150)]
+    needle = "The spare ferry ramp is stored at the Skarvøy boatyard next to the crane."
+    paras = filler[:120] + [needle] + filler[120:]
+    text = "# Depot report\n\n" + "\n\n".join(paras)
+    with_q = fit_text(text, 600, "Where is the spare ferry ramp stored?")
+    assert with_q.selected and needle in with_q.text and with_q.tokens <= 600
+    assert with_q.text.startswith("# Depot report")
+    without_q = fit_text(text, 600)
+    assert without_q.truncated and needle not in without_q.text
+
+
+def test_fit_text_question_with_no_match_falls_back_to_the_head() -> None:
+    text = "\n\n".join(" ".join(_sentences(3, i * 3)) for i in range(100))
+    f = fit_text(text, 300, "zeppelin xylophone quokka")
+    assert f.truncated and not f.selected and text.startswith(f.text.rpartition("\n\n")[0])
+
+
+def test_fit_text_long_fixture_needle_within_2000_tokens() -> None:
+    from chatagent.browser.base import PageSnapshot
+    from chatagent.extraction import extract_snapshot
+
+    html = (PAGES / "long.html").read_text(encoding="utf-8")
+    text = extract_snapshot(PageSnapshot(tab_id="1", url="file:///long.html", html=html)).text
+    assert count_tokens(text) > 50_000
+    needle = "The emergency generator for the east pier is kept in shed 41-C"
+    f = fit_text(text, 2000, "Where is the emergency generator for the east pier kept?")
+    assert f.selected and needle in f.text and count_tokens(f.text) <= 2000
+    head = fit_text(text, 2000)
+    assert head.truncated and needle not in head.text and count_tokens(head.text) <= 2000
+
+
+@pytest.mark.xfail(strict=True, reason="budget.py: joiners between tiny paragraphs are not counted, so the cut overshoots")
+@pytest.mark.parametrize("block", ["x", "- a\n- b"])
+def test_fit_text_many_tiny_paragraphs_stay_within_budget(block: str) -> None:
+    # Menus, tag clouds and listings are exactly this shape.
+    text = "\n\n".join([block] * 600)
+    f = fit_text(text, 64)
+    assert count_tokens(f.text) <= 64
+
+
+words = st.sampled_from(
+    "the harbour board met in March and approved repairs to quay 3 while tonnage rose by 12% "
+    "a gale closed the north mole for 9 days ferry Nordlys café Zürich € 2,100 — ✓ 東京 naïve".split()
+)
+sentence_st = st.lists(words, min_size=1, max_size=30).map(lambda ws: " ".join(ws).capitalize() + ".")
+paragraph_st = st.lists(sentence_st, min_size=1, max_size=12).map(" ".join)
+heading_st = st.lists(words, min_size=1, max_size=5).map(lambda ws: "## " + " ".join(ws))
+block_st = st.one_of(paragraph_st, paragraph_st, heading_st,
+                     st.lists(sentence_st, min_size=1, max_size=6).map(lambda ss: "\n".join("- " + s for s in ss)))
+page_st = st.lists(block_st, min_size=1, max_size=60).map("\n\n".join)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=page_st, budget=st.integers(min_value=64, max_value=1500),
+       question=st.one_of(st.none(), sentence_st))
+def test_fit_text_never_exceeds_the_budget(text: str, budget: int, question: str | None) -> None:
+    f = fit_text(text, budget, question)
+    assert count_tokens(f.text) <= budget
+    assert f.tokens == count_tokens(f.text)
+    assert f.original_tokens == count_tokens(text)
+    if f.original_tokens > budget:
+        assert (f.truncated or f.selected) and MARKER.search(f.text)
+    else:
+        assert f.text == text
+
+
+@settings(max_examples=40, deadline=None)
+@given(text=st.text(min_size=1, max_size=4000), budget=st.integers(min_value=64, max_value=600))
+def test_fit_text_never_exceeds_the_budget_on_arbitrary_text(text: str, budget: int) -> None:
+    assert count_tokens(fit_text(text, budget).text) <= budget
+
+
+# --- the context builder's split across tabs -------------------------------------
+
+
+async def test_context_builder_gives_a_short_tab_all_and_a_long_tab_more_than_its_share() -> None:
+    short_html = (PAGES / "two_a.html").read_text(encoding="utf-8")
+    long_html = (PAGES / "long.html").read_text(encoding="utf-8")
+    tabs = [StaticTab("1", "http://x/two_a.html", short_html, title="Port Averly"),
+            StaticTab("2", "http://x/long.html", long_html, title="Bergholm")]
+    ctx = await ContextBuilder(Extractor(), budget_per_tab=1000).build(tabs)
+    short, long_ = ctx.tabs
+    assert short.tokens == short.original_tokens and not short.truncated
+    assert "founded in 1648" in short.text
+    assert long_.truncated and long_.tokens > 1000  # it got what the short tab did not need
+    assert ctx.tokens <= 2000
+    assert long_.tokens >= 2000 - short.tokens - 120  # and the donation was mostly used
+
+
+async def test_context_builder_reports_failures_in_place() -> None:
+    from chatagent.browser.base import TabFailure
+
+    good = StaticTab("1", "http://x/a", "<p>Hello there.</p>", title="A")
+    bad = TabFailure(tab_id="2", url="http://x/b", code="unreachable", message="http://x/b: connection refused.")
+    ctx = await ContextBuilder(Extractor(), budget_per_tab=500).build([bad, good])
+    assert [t.tab_id for t in ctx.tabs] == ["2", "1"]
+    assert ctx.tabs[0].error == bad.message and not ctx.tabs[0].ok
+    assert "Hello there." in ctx.tabs[1].text

@@ -1,0 +1,168 @@
+"""`chatagent context` run as a user would: a subprocess against the served fixtures."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from chatagent.browser.discovery import find_browser
+from chatagent.cli import build_parser, main
+
+from conftest import ROOT, Site
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})}
+    return subprocess.run(
+        [sys.executable, "-m", "chatagent", *args],
+        cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def _no_traceback(proc: subprocess.CompletedProcess[str]) -> None:
+    assert "Traceback" not in proc.stderr and "Traceback" not in proc.stdout
+
+
+def test_json_output_two_tabs_one_bad(site: Site, closed_port_url: str) -> None:
+    proc = run_cli("context", site.url("product"), closed_port_url, "-q", "How much does it cost?",
+                   "--budget", "1500", "--json")
+    assert proc.returncode == 0, proc.stderr
+    _no_traceback(proc)
+    data = json.loads(proc.stdout)  # stdout is only the JSON: progress went to stderr
+    assert data["question"] == "How much does it cost?" and data["budget_per_tab"] == 1500
+    good, bad = data["tabs"]
+    assert good["url"] == site.url("product") and good["error"] is None
+    assert "$1,349.00" in good["text"] and good["tokens"] <= 3000
+    assert good["title"].startswith("Aurora X14 Pro")
+    assert bad["error"] and "connection refused" in bad["error"] and bad["text"] == ""
+    assert "connection refused" in proc.stderr  # the failure is also reported to the user
+
+
+def test_human_output_shows_each_tab(site: Site) -> None:
+    proc = run_cli("context", site.url("long"), str(Site.path("table")), "--budget", "500",
+                   "-q", "Where is the emergency generator for the east pier kept?")
+    assert proc.returncode == 0, proc.stderr
+    _no_traceback(proc)
+    out = proc.stdout
+    assert "tab 1: Bergholm Harbour Board" in out and "tab 2: 2024 Lakeside Marathon" in out
+    assert site.url("long") in out and Site.path("table").as_uri() in out
+    assert "selected" in out and "(of " in out  # "N tokens (of M)" for the cut tab
+    assert "shed 41-C" in out and "Henrik Solvang" in out
+    assert "2 tabs" in proc.stderr
+
+
+def test_local_path_and_timeout_note(site: Site) -> None:
+    proc = run_cli("context", site.url("/slow"), "fixtures/pages/two_b.html", "--timeout", "2", "--json")
+    assert proc.returncode == 0, proc.stderr
+    slow, local = json.loads(proc.stdout)["tabs"]
+    assert any("did not finish loading" in n for n in slow["notes"])
+    assert local["url"] == Site.path("two_b").as_uri() and "founded in 1791" in local["text"]
+
+
+def test_no_readable_tab_is_an_error_with_a_clear_message(closed_port_url: str) -> None:
+    proc = run_cli("context", closed_port_url, "ftp://files.example.org/x", "--json")
+    assert proc.returncode == 1
+    _no_traceback(proc)
+    assert "No page could be read" in proc.stderr
+    assert all(t["error"] for t in json.loads(proc.stdout)["tabs"])
+
+
+def test_missing_browser_is_reported_not_raised(site: Site, tmp_path: Path) -> None:
+    proc = run_cli("context", site.url("article"), env={"CHATAGENT_BROWSER": str(tmp_path / "nope")})
+    assert proc.returncode == 1
+    _no_traceback(proc)
+    assert "CHATAGENT_BROWSER" in proc.stderr and proc.stdout == ""
+
+
+def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["context", "--budget", "10", "x"])
+    assert exc.value.code == 2 and "at least 64 tokens" in capsys.readouterr().err
+    assert main(["context"]) == 1  # no URL and no --cdp
+    assert "at least one URL" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as exc:
+        main([])
+    assert exc.value.code == 2
+
+
+def test_parser_has_subcommands_for_later_commands() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["context", "a.html", "b.html", "-q", "why?", "--timeout", "3"])
+    assert args.command == "context" and args.targets == ["a.html", "b.html"] and args.timeout == 3.0
+    assert callable(args.handler)
+
+
+def test_keyboard_interrupt_exits_130(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import chatagent.cli as cli
+
+    async def interrupted(args: object) -> int:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "cmd_context", interrupted)
+    assert main(["context", "x.html"]) == 130
+    assert "Interrupted" in capsys.readouterr().err
+
+
+# --- attaching to a running Chrome over CDP ---------------------------------------------
+
+
+@pytest.fixture
+def running_chrome(site: Site, tmp_path: Path) -> Iterator[str]:
+    """A separate headless Chromium with a debugging port and one tab already open."""
+    args = [find_browser(), "--headless=new", "--remote-debugging-port=0", f"--user-data-dir={tmp_path / 'profile'}",
+            "--no-first-run", "--no-default-browser-check", "--disable-gpu", site.url("two_b")]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        args.insert(1, "--no-sandbox")
+    proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    port_file = tmp_path / "profile" / "DevToolsActivePort"
+    try:
+        for _ in range(300):  # Chromium writes the chosen port once it listens
+            if port_file.exists() and port_file.read_text().strip():
+                break
+            if proc.poll() is not None:
+                pytest.fail("Chromium exited before opening its debugging port")
+            time.sleep(0.1)
+        else:
+            pytest.fail("Chromium did not open its debugging port")
+        yield f"http://127.0.0.1:{port_file.read_text().split()[0]}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _open_page_urls(endpoint: str) -> list[str]:
+    with urllib.request.urlopen(endpoint + "/json/list", timeout=10) as resp:
+        return [t["url"] for t in json.load(resp) if t.get("type") == "page"]
+
+
+def test_cdp_reads_the_open_tabs_and_leaves_them_open(site: Site, running_chrome: str) -> None:
+    for _ in range(100):  # the tab given on Chromium's command line may still be loading
+        if site.url("two_b") in _open_page_urls(running_chrome):
+            break
+        time.sleep(0.1)
+    proc = run_cli("context", "--cdp", running_chrome, "--json")
+    assert proc.returncode == 0, proc.stderr
+    tabs = json.loads(proc.stdout)["tabs"]
+    (tab,) = [t for t in tabs if t["url"] == site.url("two_b")]
+    assert "founded in 1791" in tab["text"]
+    assert site.url("two_b") in _open_page_urls(running_chrome)  # the user's tab is still there
+
+
+def test_cdp_with_urls_opens_and_then_closes_only_its_own_tabs(site: Site, running_chrome: str) -> None:
+    proc = run_cli("context", "--cdp", running_chrome, site.url("two_a"), "--json")
+    assert proc.returncode == 0, proc.stderr
+    (tab,) = json.loads(proc.stdout)["tabs"]
+    assert tab["url"] == site.url("two_a") and "founded in 1648" in tab["text"]
+    urls = _open_page_urls(running_chrome)
+    assert site.url("two_a") not in urls and site.url("two_b") in urls

@@ -1,0 +1,214 @@
+"""Each fixture page through real Chromium → extraction → ContextBuilder: the
+facts a user would ask about must be in the context the model sees."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from chatagent.browser.base import Tab
+from chatagent.context import ContextBuilder, PageContext, TabContext
+from chatagent.extraction import Extractor, extract_snapshot
+from chatagent.browser.base import PageSnapshot
+from chatagent.tokens import count_tokens
+
+from conftest import Site
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+NEEDLE = "The emergency generator for the east pier is kept in shed 41-C"
+NEEDLE_QUESTION = "Where is the emergency generator for the east pier kept?"
+# "[… 12,345 tokens … left out …]": the number must be there, the wording may evolve.
+# Shared across the module: extraction is deterministic and cached by content
+# hash, so a page opened again in another test (huge_dom: seconds of parsing)
+# is extracted once.
+EXTRACTOR = Extractor()
+MARKER = re.compile(r"\[…? ?([\d,]+) tokens[^\]]*left out[^\]]*\]")
+
+
+async def _context(open_tabs, urls: list[str], question: str | None = None, budget: int = 2000) -> PageContext:
+    tabs = await open_tabs(urls, timeout_s=15)
+    for t in tabs:
+        assert isinstance(t, Tab), t
+    return await ContextBuilder(EXTRACTOR, budget_per_tab=budget).build(tabs, question)
+
+
+async def _one(open_tabs, url: str, question: str | None = None, budget: int = 2000) -> TabContext:
+    ctx = await _context(open_tabs, [url], question, budget)
+    (tc,) = ctx.tabs
+    assert tc.ok, tc.error
+    return tc
+
+
+def _line_with(text: str, needle: str) -> str:
+    return next((line for line in text.splitlines() if needle in line), "")
+
+
+async def test_article_body_kept_and_boilerplate_dropped(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("article"))
+    assert tc.title.startswith("Northport opens its first tram line in 60 years")
+    for fact in ("14.2-kilometre tram route", "€268 million rose to €312 million", "The line has 19 stops",
+                 "Tomasz Keller", "open no earlier than 2030"):
+        assert fact in tc.text, fact
+    for boilerplate in ("Subscribe for €1 a week", "Sign in", "Cookie settings", "Most read",
+                        "Morning Briefing", "Advertise with us", "All rights reserved"):
+        assert boilerplate not in tc.text, boilerplate
+    assert not tc.truncated and tc.tokens == tc.original_tokens == count_tokens(tc.text)
+
+
+@pytest.mark.xfail(strict=True, reason="extraction drops the byline (trafilatura keeps author as metadata only)")
+async def test_article_byline_kept(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("article"))
+    assert "Maren Oyelaran" in tc.text
+
+
+async def test_table_rows_and_caption(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("table"))
+    assert "Men's elite race — top 12 finishers" in tc.text
+    # A row keeps its cells together, so "who ran 2:09:47" is answerable.
+    winner = _line_with(tc.text, "Henrik Solvang")
+    assert "2:09:47" in winner and "Norway" in winner
+    for athlete, time in (("Tadesse Alemu", "2:10:52"), ("Piotr Zieliński", "2:14:22"), ("Yusuf Demir", "2:16:31")):
+        assert time in _line_with(tc.text, athlete), athlete
+    assert "Finishers: 41" in tc.text
+
+
+async def test_product_price_specs_and_reviews(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("product"))
+    assert "Aurora X14 Pro" in tc.text
+    for fact in ("$1,349.00", "32 GB LPDDR5X-7467", "1 TB PCIe 4.0 NVMe SSD", "2880 × 1800", "72 Wh",
+                 "1.28 kg", "4.4 out of 5", "still had 31% left at 7 pm", "fan gets noticeably loud"):
+        assert fact in tc.text, fact
+    for nav in ("My account", "Cart (0)", "1-800-555-0199"):
+        assert nav not in tc.text, nav
+
+
+LISTING = {
+    "Ridgeline GTX Mid": "$189.95", "Trailhead Low": "$129.00", "Summit Pro 3": "$249.00",
+    "Canyon Runner": "$99.99", "Fjell Classic": "$215.00", "Backcountry Hiker WP": "$159.50",
+    "Moraine Mid": "$179.00", "Scree Approach": "$139.95", "Tundra Winter Boot": "$229.00",
+    "Pathfinder Kids": "$64.99", "Ridgeline GTX Low": "$169.95", "Cascade Lite": "$119.00",
+    "Highland Walker": "$149.00", "Glacier Trek Pro": "$299.00", "Meadow Trail": "$89.00",
+    "Basalt Mid WP": "$174.50", "Sierra Hybrid": "$134.00", "Vinterfjell GTX": "$259.00",
+    "Dune Explorer": "$109.00", "Crestline Ultra": "$199.00",
+}
+
+
+async def test_listing_keeps_every_item_with_its_price(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("listing"))
+    for name, price in LISTING.items():
+        at = tc.text.find(name)
+        assert at >= 0, name
+        # The price follows its own item, before the next one starts.
+        assert price in tc.text[at : at + len(name) + 120], name
+
+
+async def test_js_rendered_fact_present(site: Site, open_tabs) -> None:
+    # The fixture really renders client-side: the fact is not in its source.
+    assert "14 June" not in Site.path("js_rendered").read_text()
+    tc = await _one(open_tabs, site.url("js_rendered"))
+    assert "The spring exhibition Tides of Glass closes on 14 June 2025." in tc.text
+    assert "Late opening on Thursdays until 21:00" in tc.text
+    assert not any("No readable text" in n for n in tc.notes)
+
+
+@pytest.mark.parametrize("how", ["served with a windows-1252 header", "file:// with only the meta tag"])
+async def test_latin1_page_decoded(site: Site, open_tabs, how: str) -> None:
+    raw = Site.path("latin1").read_bytes()
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("utf-8")  # the fixture really is not UTF-8
+    url = site.url("latin1") if how.startswith("served") else Site.path("latin1").as_uri()
+    tc = await _one(open_tabs, url)
+    for word in ("Café Zürich", "Bahnhofstraße", "Göttingen", "Crème brûlée — 5,40 €", "Señor Núñez", "« Déjà vu? »"):
+        assert word in tc.text, word
+    assert "Ã" not in tc.text and "\ufffd" not in tc.text and "â‚¬" not in tc.text
+
+
+async def test_huge_dom_extracts_and_fits(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("huge_dom"), budget=2000)
+    assert tc.original_tokens > 20_000
+    assert tc.truncated and tc.tokens <= 2000
+    assert "Central Station" in tc.text and "| Train | To | Time | Platform |" in tc.text
+    assert MARKER.search(tc.text)
+
+
+async def test_huge_dom_question_selects_the_matching_row(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("huge_dom"), "Which platform does train IC 2417 to Haldenby leave from?")
+    assert tc.selected and tc.tokens <= 2000
+    row = _line_with(tc.text, "IC 2417")
+    assert "Haldenby" in row and "7B" in row and "17:42" in row
+    # The table header travels with a selected row, so the columns stay readable.
+    assert "| Train | To | Time | Platform |" in tc.text
+
+
+async def test_image_only_page_gets_a_note_and_no_invented_text(site: Site, open_tabs) -> None:
+    source = Site.path("image_only").read_text()
+    assert "B12" not in source and "14:35" not in source
+    tc = await _one(open_tabs, site.url("image_only"))
+    assert any("No readable text" in n for n in tc.notes)
+    assert "B12" not in tc.text and "14:35" not in tc.text and "BOARDING" not in tc.text
+    assert tc.tokens <= 20  # just the title
+
+
+async def test_lazy_fact_absent_before_scrolling(site: Site, open_tabs) -> None:
+    assert "ZX-4471" not in Site.path("lazy").read_text()
+    tc = await _one(open_tabs, site.url("lazy"))
+    assert "30 days of delivery" in tc.text
+    assert "ZX-4471" not in tc.text  # scrolling it into view is tested in test_browser.py
+
+
+async def test_hostile_page_content_is_still_readable(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("instructions"))
+    for fact in ("250 g plain flour", "Bake for 50 minutes", "26 cm springform tin", "Boskoop"):
+        assert fact in tc.text, fact
+
+
+async def test_long_page_needle_survives_with_a_question(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("long"), NEEDLE_QUESTION, budget=2000)
+    assert tc.original_tokens > 50_000
+    assert tc.selected and not tc.truncated
+    assert NEEDLE in tc.text
+    assert tc.tokens <= 2000 and count_tokens(tc.text) <= 2000
+    assert tc.text.startswith("# Bergholm Harbour Board")  # the page head is kept too
+    counts = [int(m.replace(",", "")) for m in MARKER.findall(tc.text)]
+    assert counts and sum(counts) > 40_000  # the gaps account for what was dropped
+
+
+async def test_long_page_without_question_keeps_head_and_loses_needle(site: Site, open_tabs) -> None:
+    tc = await _one(open_tabs, site.url("long"), None, budget=2000)
+    assert tc.truncated and not tc.selected
+    assert NEEDLE not in tc.text
+    assert "The year 1901 opened with a January hurricane" in tc.text
+    assert tc.tokens <= 2000 and count_tokens(tc.text) <= 2000
+    m = MARKER.search(tc.text)
+    assert m and tc.text.rstrip().endswith(m.group(0))
+    assert int(m.group(1).replace(",", "")) > 40_000
+
+
+async def test_two_tabs_both_in_context_with_comparable_facts(site: Site, open_tabs) -> None:
+    ctx = await _context(open_tabs, [site.url("two_a"), site.url("two_b")], "Which town is older and which is wetter?")
+    a, b = ctx.tabs
+    assert a.title.startswith("Port Averly") and b.title.startswith("Lindqvist Harbor")
+    assert "founded in 1648" in a.text and "640 mm" in a.text and "21.4 °C" in a.text
+    assert "founded in 1791" in b.text and "1,120 mm" in b.text and "18.9 °C" in b.text
+    assert a.tab_id != b.tab_id and ctx.tokens == a.tokens + b.tokens
+
+
+@pytest.mark.xfail(strict=True, reason="extraction drops an infobox table placed before the article text")
+async def test_two_tabs_infobox_population_kept(site: Site, open_tabs) -> None:
+    ctx = await _context(open_tabs, [site.url("two_a"), site.url("two_b")], "Which town has more people?")
+    a, b = ctx.tabs
+    assert "182,400" in a.text and "96,750" in b.text
+
+
+async def test_same_content_in_two_tabs_is_extracted_once_but_kept_per_tab(site: Site, open_tabs) -> None:
+    ctx = await _context(open_tabs, [site.url("table"), site.url("table")])
+    a, b = ctx.tabs
+    assert a.tab_id != b.tab_id and a.text == b.text and "Henrik Solvang" in a.text
+
+
+async def test_extract_snapshot_without_html_falls_back_to_rendered_text() -> None:
+    snap = PageSnapshot(tab_id="1", url="about:blank", title="T", html="", visible_text="Line one\n\n  Line two  ")
+    ex = extract_snapshot(snap)
+    assert ex.method == "rendered" and ex.text == "Line one\nLine two"
