@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 
 from pydantic import BaseModel, Field
@@ -57,6 +58,10 @@ class ContextBuilder:
     def __init__(self, extractor: Extractor | None = None, budget_per_tab: int = DEFAULT_TAB_BUDGET) -> None:
         self.extractor = extractor or Extractor()
         self.budget_per_tab = budget_per_tab
+        # Token count of each extracted body (keyed by the body itself): a
+        # follow-up question on an unchanged page need not re-tokenize it all.
+        self._tokens: dict[str, int] = {}
+        self._tokens_lock = threading.Lock()  # _fit runs on worker threads
 
     async def snapshot(self, tab: Tab) -> PageSnapshot | TabFailure:
         try:
@@ -97,7 +102,7 @@ class ContextBuilder:
 
     def _fit(self, extracted: list[Extracted], question: str | None) -> dict[str, TabContext]:
         bodies = [_body(e) for e in extracted]
-        needs = [count_tokens(b) for b in bodies]
+        needs = [self._count(b) for b in bodies]
         shares = allocate(needs, self.budget_per_tab * len(extracted))
         out: dict[str, TabContext] = {}
         for e, body, need, share in zip(extracted, bodies, needs, shares):
@@ -116,6 +121,19 @@ class ContextBuilder:
                 notes=e.notes,
             )
         return out
+
+    def _count(self, body: str) -> int:
+        n = self._tokens.get(body)
+        if n is None:
+            n = count_tokens(body)
+            with self._tokens_lock:
+                if len(self._tokens) >= _TOKEN_CACHE_SIZE:
+                    self._tokens.pop(next(iter(self._tokens)))
+                self._tokens[body] = n
+        return n
+
+
+_TOKEN_CACHE_SIZE = 64
 
 
 def _body(e: Extracted) -> str:
