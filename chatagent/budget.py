@@ -4,6 +4,10 @@ Two ways to fit a text that is too long:
 - no question: keep the head, cut at a paragraph or sentence boundary;
 - with a question: keep the page head plus the chunks that BM25 ranks highest
   against the question, in document order, with a marker for every gap.
+  A chunk's score mixes its own BM25 score with that of its block (the table
+  or section it belongs to), so the rows of the table a question is about win
+  over stray matches elsewhere; table rows are ranked and shown with their
+  table's header (and caption), so a row group out of context still reads.
 Every marker says how much was left out, so neither the model nor the user
 mistakes a partial page for a whole one.
 """
@@ -21,7 +25,12 @@ from pydantic import BaseModel
 from .tokens import count_tokens
 
 CHUNK_TOKENS = 96  # small enough to pick precisely, large enough to carry context
+# Row groups are larger: every gap in a table costs a marker and a repeated header.
+TABLE_CHUNK_TOKENS = 256
 HEAD_SHARE = 0.12  # of a tab's budget, always kept when selecting: title, lead, infobox
+BLOCK_WEIGHT = 1.0  # weight of the block's (table's, section's) score next to the chunk's own
+NEIGHBOUR_SHARE = 0.5  # of a chunk's score passed on to the chunks either side of it
+REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
 MIN_TAB_BUDGET = 64
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
@@ -74,8 +83,10 @@ class _Unit:
     text: str
     tokens: int
     section: str = ""
-    table_header: str = ""  # header + separator rows for a table-row unit
+    table_header: str = ""  # caption, header (+ separator) rows for a table-row unit
     joiner: str = "\n\n"  # what goes before it when it follows its predecessor
+    block: int = 0  # the table or section it belongs to
+    in_table: bool = False
 
 
 @dataclass
@@ -91,9 +102,25 @@ class _Chunk:
         return " ".join(filter(None, [first.section, first.table_header, *(u.text for u in self.units)]))
 
 
+def _is_row(line: str) -> bool:
+    return line.lstrip().startswith("|")
+
+
+def _table_header(lines: list[str]) -> int:
+    """How many leading lines of a table block form its header: an optional caption,
+    the first row, and a separator row if there is one (trafilatura writes none)."""
+    n = 0 if _is_row(lines[0]) else 1
+    n += 1
+    if n < len(lines) and set(lines[n].strip()) <= set("|-: "):
+        n += 1
+    return n
+
+
 def _split_units(text: str) -> list[_Unit]:
     units: list[_Unit] = []
     section = ""
+    block = 0
+    table: tuple[str, int] | None = None  # header and block of the table just read
     for para in re.split(r"\n\s*\n", text):
         para = para.strip("\n")
         if not para.strip():
@@ -101,17 +128,27 @@ def _split_units(text: str) -> list[_Unit]:
         lines = para.splitlines()
         if _HEADING.match(lines[0]):
             section = lines[0].lstrip("#").strip()
-        if all(line.lstrip().startswith("|") for line in lines) and len(lines) > 2:
-            header = "\n".join(lines[:2]) if set(lines[1].strip()) <= set("|-: ") else ""
-            body = lines[2:] if header else lines
-            if header:
-                units.append(_Unit(header, count_tokens(header), section))
-            for i, row in enumerate(body):
-                units.append(_Unit(row, count_tokens(row) + 1, section, header, "\n" if header or i else "\n\n"))
+            block += 1
+        if all(_is_row(line) for line in lines[1:]) and (_is_row(lines[0]) or len(lines) > 1):
+            if table is not None and _is_row(lines[0]):
+                header, tblock = table  # more rows of the same table after a blank line
+                body = lines
+            else:
+                n = _table_header(lines)
+                header = "\n".join(lines[:n])
+                block += 1
+                tblock = block
+                units.append(_Unit(header, count_tokens(header), section, block=tblock, in_table=True))
+                body = lines[n:]
+            for row in body:
+                units.append(_Unit(row, count_tokens(row) + 1, section, header, "\n", tblock, True))
+            table = (header, tblock)
+            block += 1  # prose after a table is not part of it
             continue
+        table = None
         tokens = count_tokens(para)
         if tokens <= CHUNK_TOKENS * 2:
-            units.append(_Unit(para, tokens, section))
+            units.append(_Unit(para, tokens, section, block=block))
             continue
         # Long paragraph (or a list): split into lines, then sentences.
         first = True
@@ -119,7 +156,7 @@ def _split_units(text: str) -> list[_Unit]:
             pieces = _SENTENCE.split(line) if count_tokens(line) > CHUNK_TOKENS else [line]
             for j, piece in enumerate(pieces):
                 joiner = "\n\n" if first else (" " if j else "\n")
-                units.append(_Unit(piece, count_tokens(piece) + 1, section, "", joiner))
+                units.append(_Unit(piece, count_tokens(piece) + 1, section, "", joiner, block))
                 first = False
     return units
 
@@ -128,10 +165,12 @@ def _chunks(units: list[_Unit]) -> list[_Chunk]:
     chunks: list[_Chunk] = []
     cur = _Chunk()
     for u in units:
+        limit = TABLE_CHUNK_TOKENS if u.table_header else CHUNK_TOKENS
         boundary = bool(cur.units) and (
-            cur.tokens + u.tokens > CHUNK_TOKENS
+            cur.tokens + u.tokens > limit
             or u.section != cur.units[-1].section
             or u.table_header != cur.units[-1].table_header
+            or u.block != cur.units[-1].block
         )
         if boundary:
             chunks.append(cur)
@@ -209,7 +248,7 @@ def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
 
 def _select(units: list[_Unit], budget: int, question: str, total: int) -> Fitted | None:
     chunks = _chunks(units)
-    scores = rank([c.rank_text() for c in chunks], question)
+    scores, best_block = _scores(chunks, question)
     if not any(s > 0 for s in scores):
         return None  # nothing matches: the head is the best guess
     gap_cost = count_tokens(omitted_marker(total, selected=True)) + 2
@@ -230,6 +269,14 @@ def _select(units: list[_Unit], budget: int, question: str, total: int) -> Fitte
             break
         keep.add(i)
         used += chunks[i].tokens
+    # The block (table, section) that matches best, whole if it fits: aggregate
+    # questions ("how many…", "which … most") need every row, not the matching ones.
+    if best_block is not None:
+        members = [i for i, c in enumerate(chunks) if c.units[0].block == best_block and i not in keep]
+        whole = sum(chunks[i].tokens for i in members) + gap_cost + count_tokens(chunks[members[0]].units[0].table_header) if members else 0
+        if members and used + whole <= budget:
+            keep.update(members)
+            used += whole
     for i in sorted(range(len(chunks)), key=lambda j: (-scores[j], j)):
         if i in keep or scores[i] <= 0:
             continue
@@ -251,6 +298,49 @@ def _select(units: list[_Unit], budget: int, question: str, total: int) -> Fitte
     if tokens > budget:  # estimates drifted (joins, markers): trim from the least relevant end
         return _head(_split_units(text), budget, total)
     return Fitted(text=text, tokens=tokens, original_tokens=total, selected=True, omitted_tokens=omitted)
+
+
+_CITATION = re.compile(r"^\s*(?:\d+\.\s*)?(?:\*\*)?\^", re.M)
+
+
+def _is_reference_list(chunk: _Chunk) -> bool:
+    """Wiki-style notes ("1. ^ Author (2011). Title. Retrieved …"): they echo the
+    page's keywords without answering anything."""
+    lines = [line for u in chunk.units for line in u.text.splitlines() if line.strip()]
+    return bool(lines) and sum(bool(_CITATION.match(line)) for line in lines) * 2 >= len(lines)
+
+
+def _scores(chunks: list[_Chunk], question: str) -> tuple[list[float], int | None]:
+    """Each chunk's BM25 score plus BLOCK_WEIGHT × its block's, both scaled to [0, 1];
+    and the best-matching block."""
+    own = rank([c.rank_text() for c in chunks], question)
+    own = [s * REFERENCE_FACTOR if s > 0 and _is_reference_list(c) else s for s, c in zip(own, chunks)]
+    # A neighbour inherits part of a match's score: "the year after X", "who won
+    # before Y" need the rows around the matching one.
+    own = [
+        max(s, NEIGHBOUR_SHARE * max(own[i - 1] if i else 0.0, own[i + 1] if i + 1 < len(own) else 0.0))
+        for i, s in enumerate(own)
+    ]
+    blocks: dict[int, list[int]] = {}
+    for i, c in enumerate(chunks):
+        blocks.setdefault(c.units[0].block, []).append(i)
+    if BLOCK_WEIGHT <= 0 or len(blocks) < 2:
+        return own, None
+    ids = [b for b in blocks if not all(_is_reference_list(chunks[i]) for i in blocks[b])]
+    if not ids:
+        return own, None
+    texts = [" ".join(chunks[i].rank_text() if n == 0 else _join(chunks[i].units) for n, i in enumerate(blocks[b])) for b in ids]
+    block_scores = dict(zip(ids, rank(texts, question)))
+    top_own = max(own) or 1.0
+    top_block = max(block_scores.values()) or 1.0
+    combined = []
+    for i, c in enumerate(chunks):
+        b = block_scores.get(c.units[0].block, 0.0)
+        combined.append(own[i] / top_own + BLOCK_WEIGHT * b / top_block if own[i] > 0 or b > 0 else 0.0)
+    # Only a table is taken whole: prose is served well enough chunk by chunk.
+    tables = [b for b in ids if chunks[blocks[b][0]].units[0].in_table]
+    best = max(tables, key=lambda b: block_scores[b], default=None)
+    return combined, (best if best is not None and block_scores[best] > 0 else None)
 
 
 def _assemble(chunks: list[_Chunk], keep: set[int]) -> str:

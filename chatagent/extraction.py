@@ -1,9 +1,14 @@
-"""Main-text extraction: trafilatura first, the rendered text where it falls short.
+"""Main-text extraction: trafilatura first, then what it dropped that matters.
 
-trafilatura is excellent on articles but drops much of listings, product pages,
-SPAs and forms. When its output is small next to what the browser rendered, the
-rendered lines it missed are appended under a separate heading, so nothing the
-user can see is lost, and the budgeter can still rank them by relevance.
+trafilatura is excellent on articles but drops many data tables (infoboxes,
+results, specifications) and much of listings, product pages, SPAs and forms.
+Two supplements, each under its own heading so the budgeter can rank them:
+- data tables trafilatura missed, rebuilt from the HTML as markdown tables
+  (navigation/layout tables are skipped), since questions are so often about them;
+- when the output is still small next to what the browser rendered, the
+  rendered lines it missed, so nothing the user can see is lost.
+Articles are left alone: their text is most of what renders, and they rarely
+hold tables, so neither supplement kicks in and no boilerplate gets in.
 """
 
 from __future__ import annotations
@@ -13,7 +18,9 @@ import logging
 import re
 from concurrent.futures import Executor
 
+import lxml.html
 import trafilatura
+from lxml import etree
 from pydantic import BaseModel, Field
 
 from .browser.base import PageSnapshot
@@ -21,8 +28,19 @@ from .browser.base import PageSnapshot
 log = logging.getLogger(__name__)
 
 # Below this share of the rendered text's words, trafilatura missed too much.
-MIN_MAIN_SHARE = 0.6
+MIN_MAIN_SHARE = 0.15
 SUPPLEMENT_HEADING = "## Other text on the page"
+TABLES_HEADING = "## Tables not in the main text"
+# A table counts as missed when fewer than this share of its cells are in the main text.
+MISSED_TABLE_SHARE = 0.5
+MAX_CELL_CHARS = 300  # longer cells are prose in a layout table, not data
+_NAV_TABLE = re.compile(r"nav|menu|footer|header|sidebar|metadata|persondata|breadcrumb|toc|mbox|ambox", re.I)
+_NAV_ANCESTORS = "ancestor::nav or ancestor::footer or ancestor::header or ancestor::aside or ancestor::*[@role='navigation']"
+_DROP_IN_CELLS = "|".join(
+    [".//script", ".//style", ".//noscript", ".//template",
+     ".//sup[contains(concat(' ', normalize-space(@class), ' '), ' reference ')]",
+     ".//*[contains(concat(' ', normalize-space(@style), ' '), 'display:none')]"]
+)
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -34,7 +52,7 @@ class Extracted(BaseModel):
     url: str
     title: str
     text: str
-    method: str  # "trafilatura", "rendered" or "trafilatura+rendered"
+    method: str  # "trafilatura", "rendered", or "trafilatura" plus "+tables" and/or "+rendered"
     content_hash: str
     notes: list[str] = Field(default_factory=list)
 
@@ -69,8 +87,15 @@ def _main_text(html: str, url: str) -> str:
     return _tidy(text or "")
 
 
+_REF_SUP = re.compile(r"<sup>\s*(?:\\?\[[^<\]]{0,40}\\?\]\s*)+</sup>")
+_BACKLINKS = re.compile(r"(?:\s*<sup>\**[a-z]{1,2}\**</sup>)+")  # "^ a b c" jump-back letters in wiki notes
+_ESCAPED_BRACKET = re.compile(r"\\([\[\]])")
+
+
 def _tidy(text: str) -> str:
-    # Empty markdown table cells ("|  |  |") cost tokens and say nothing.
+    # Citation markers ("<sup>\[12\]</sup>") cost tokens and say nothing to the model;
+    # neither do empty markdown table cells ("|  |  |").
+    text = _ESCAPED_BRACKET.sub(r"\1", _BACKLINKS.sub("", _REF_SUP.sub("", text)))
     lines = []
     for line in text.splitlines():
         stripped = line.strip()
@@ -78,6 +103,67 @@ def _tidy(text: str) -> str:
             continue
         lines.append(re.sub(r"(\|\s+)+\|", "|", line) if stripped.startswith("|") else line.rstrip())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def _cell_text(cell: etree._Element) -> str:
+    for bad in cell.xpath(_DROP_IN_CELLS):
+        bad.drop_tree()
+    text = _WS.sub(" ", cell.text_content()).strip()
+    return text.replace("|", "/")  # a pipe would break the markdown row
+
+
+def _table_markdown(table: etree._Element) -> tuple[str, list[str]] | None:
+    """A data table as markdown rows (first row = header) plus its cell texts; None for layout/nav tables."""
+    rows: list[list[str]] = []
+    for tr in table.xpath("./tr|./thead/tr|./tbody/tr|./tfoot/tr"):
+        cells = [_cell_text(c) for c in tr.xpath("./th|./td")]
+        if any(len(c) > MAX_CELL_CHARS for c in cells):
+            return None
+        if any(cells):
+            rows.append(cells)
+    if len(rows) < 2 or max(len(r) for r in rows) < 2:
+        return None
+    lines = ["| " + " | ".join(r) + " |" for r in rows]
+    caption = table.xpath("./caption")
+    if caption:
+        lines.insert(0, _WS.sub(" ", caption[0].text_content()).strip())
+    return "\n".join(lines), [c for r in rows for c in r if len(c) > 1]
+
+
+def _heading_before(table: etree._Element) -> str:
+    for el in table.itersiblings(preceding=True):
+        if isinstance(el.tag, str) and re.fullmatch(r"h[1-6]", el.tag):
+            return _WS.sub(" ", el.text_content()).replace("[edit]", "").strip()
+        if isinstance(el.tag, str) and el.tag == "table":
+            return ""  # a heading above the previous table is that table's
+    return ""
+
+
+def _missed_tables(html: str, main: str) -> list[str]:
+    """Data tables in `html` that the main text lacks, as markdown blocks in page order."""
+    if "<table" not in html.lower():
+        return []
+    try:
+        doc = lxml.html.fromstring(html)
+    except (ValueError, etree.ParserError):
+        return []
+    haystack = _norm(main)
+    out: list[str] = []
+    for table in doc.xpath("//table[not(.//table)]"):
+        if _NAV_TABLE.search(f"{table.get('class', '')} {table.get('id', '')} {table.get('role', '')}"):
+            continue
+        if table.xpath(_NAV_ANCESTORS):
+            continue
+        heading = _heading_before(table)
+        rendered = _table_markdown(table)
+        if rendered is None:
+            continue
+        md, cells = rendered
+        keys = {_norm(c) for c in cells}
+        if not keys or sum(k in haystack for k in keys) >= MISSED_TABLE_SHARE * len(keys):
+            continue
+        out.append(f"### {heading}\n\n{md}" if heading else md)
+    return out
 
 
 def _missing_lines(main: str, rendered: str) -> list[str]:
@@ -101,6 +187,9 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
     rendered = snapshot.visible_text.strip()
     rendered_words = _words(rendered)
     method = "trafilatura"
+    if main and (tables := _missed_tables(snapshot.html, main)):
+        main = f"{main}\n\n{TABLES_HEADING}\n\n" + "\n\n".join(tables)
+        method = "trafilatura+tables"
     text = main
     if not main:
         text, method = "\n".join(line.strip() for line in rendered.splitlines() if line.strip()), "rendered"
@@ -108,7 +197,7 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
         missing = _missing_lines(main, rendered)
         if missing:
             text = f"{main}\n\n{SUPPLEMENT_HEADING}\n\n" + "\n".join(missing)
-            method = "trafilatura+rendered"
+            method += "+rendered"
     notes = list(snapshot.notes)
     if not text.strip():
         notes.append("No readable text on this page (it may be an image, a canvas or still loading).")
