@@ -148,7 +148,7 @@ def _split_units(text: str) -> list[_Unit]:
         table = None
         tokens = count_tokens(para)
         if tokens <= CHUNK_TOKENS * 2:
-            units.append(_Unit(para, tokens, section, block=block))
+            units.append(_Unit(para, tokens + 1, section, block=block))  # + the "\n\n" before it
             continue
         # Long paragraph (or a list): split into lines, then sentences.
         first = True
@@ -240,10 +240,19 @@ def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
             break
         kept.append(u)
         used += u.tokens
-    body = _join(kept)
-    omitted = max(total - count_tokens(body), 0)
-    text = f"{body}\n\n{omitted_marker(omitted, selected=False)}" if body else omitted_marker(omitted, selected=False)
-    return Fitted(text=text, tokens=count_tokens(text), original_tokens=total, truncated=True, omitted_tokens=omitted)
+    while True:
+        body = _join(kept)
+        omitted = max(total - count_tokens(body), 0)
+        marker = omitted_marker(omitted, selected=False)
+        text = f"{body}\n\n{marker}" if body else marker
+        tokens = count_tokens(text)
+        if tokens <= budget or not kept:
+            break
+        # Per-unit counts missed a merge or a joiner: drop units from the end until it fits.
+        over = tokens - budget
+        while kept and over > 0:
+            over -= kept.pop().tokens
+    return Fitted(text=text, tokens=tokens, original_tokens=total, truncated=True, omitted_tokens=omitted)
 
 
 def _select(units: list[_Unit], budget: int, question: str, total: int) -> Fitted | None:
@@ -273,7 +282,10 @@ def _select(units: list[_Unit], budget: int, question: str, total: int) -> Fitte
     # questions ("how many…", "which … most") need every row, not the matching ones.
     if best_block is not None:
         members = [i for i, c in enumerate(chunks) if c.units[0].block == best_block and i not in keep]
-        whole = sum(chunks[i].tokens for i in members) + gap_cost + count_tokens(chunks[members[0]].units[0].table_header) if members else 0
+        whole = 0
+        if members:
+            header = chunks[members[0]].units[0].table_header
+            whole = sum(chunks[i].tokens for i in members) + gap_cost + count_tokens(header)
         if members and used + whole <= budget:
             keep.update(members)
             used += whole
@@ -329,7 +341,11 @@ def _scores(chunks: list[_Chunk], question: str) -> tuple[list[float], int | Non
     ids = [b for b in blocks if not all(_is_reference_list(chunks[i]) for i in blocks[b])]
     if not ids:
         return own, None
-    texts = [" ".join(chunks[i].rank_text() if n == 0 else _join(chunks[i].units) for n, i in enumerate(blocks[b])) for b in ids]
+    # A block's text: its first chunk with heading and header, then the rest plain.
+    texts = [
+        " ".join(chunks[i].rank_text() if n == 0 else _join(chunks[i].units) for n, i in enumerate(blocks[b]))
+        for b in ids
+    ]
     block_scores = dict(zip(ids, rank(texts, question)))
     top_own = max(own) or 1.0
     top_block = max(block_scores.values()) or 1.0

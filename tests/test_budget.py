@@ -130,7 +130,6 @@ def test_fit_text_long_fixture_needle_within_2000_tokens() -> None:
     assert head.truncated and needle not in head.text and count_tokens(head.text) <= 2000
 
 
-@pytest.mark.xfail(strict=True, reason="budget.py: joiners between tiny paragraphs are not counted, so the cut overshoots")
 @pytest.mark.parametrize("block", ["x", "- a\n- b"])
 def test_fit_text_many_tiny_paragraphs_stay_within_budget(block: str) -> None:
     # Menus, tag clouds and listings are exactly this shape.

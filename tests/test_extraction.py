@@ -195,7 +195,6 @@ async def test_two_tabs_both_in_context_with_comparable_facts(site: Site, open_t
     assert a.tab_id != b.tab_id and ctx.tokens == a.tokens + b.tokens
 
 
-@pytest.mark.xfail(strict=True, reason="extraction drops an infobox table placed before the article text")
 async def test_two_tabs_infobox_population_kept(site: Site, open_tabs) -> None:
     ctx = await _context(open_tabs, [site.url("two_a"), site.url("two_b")], "Which town has more people?")
     a, b = ctx.tabs

@@ -29,7 +29,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -281,6 +281,18 @@ def _p90(xs: Sequence[float]) -> float:
     return float(s[min(len(s) - 1, int(round(0.9 * (len(s) - 1))))])
 
 
+def _methods(results: list[dict[str, Any]]) -> dict[str, int]:
+    """Pages per extraction method: how often each supplement kicked in."""
+    counts: dict[str, int] = defaultdict(int)
+    for r in results:
+        counts[r["method"]] += 1
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1]))
+
+
+def _fmt_methods(methods: dict[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in methods.items())
+
+
 def summarise_wtq(pages: list[dict[str, Any]]) -> dict[str, Any]:
     rows = [r for p in pages for r in p["rows"]]
     out: dict[str, Any] = {"questions": len(rows), "pages": len(pages), "configs": {}, "splits": {}}
@@ -304,7 +316,7 @@ def summarise_wtq(pages: list[dict[str, Any]]) -> dict[str, Any]:
     out["budget_ms"] = {"median": _median(budget_ms), "p90": _p90(budget_ms), "max": max(budget_ms, default=0.0)}
     ex = [p["extract_ms"] for p in pages]
     out["extract_ms"] = {"median": _median(ex), "p90": _p90(ex)}
-    out["supplemented_pages"] = sum(p["method"] != "trafilatura" for p in pages)
+    out["methods"] = _methods(pages)
     return out
 
 
@@ -315,7 +327,7 @@ def summarise_articles(results: list[dict[str, Any]]) -> dict[str, Any]:
         "precision": sum(r["prf"]["precision"] for r in results) / n,
         "recall": sum(r["prf"]["recall"] for r in results) / n,
         "f1": sum(r["prf"]["f1"] for r in results) / n,
-        "supplemented_pages": sum(r["method"] != "trafilatura" for r in results),
+        "methods": _methods(results),
         "extract_ms": {"median": _median([r["extract_ms"] for r in results]), "p90": _p90([r["extract_ms"] for r in results])},
     }
 
@@ -408,7 +420,7 @@ def print_report(result: dict[str, Any], console: Console) -> None:
         console.print(s)
         console.print(
             f"budgeting per question: median {w['budget_ms']['median']:.1f} ms, p90 {w['budget_ms']['p90']:.1f} ms, "
-            f"max {w['budget_ms']['max']:.0f} ms; pages with the rendered-text supplement: {w['supplemented_pages']}"
+            f"max {w['budget_ms']['max']:.0f} ms; pages by extraction method: {_fmt_methods(w['methods'])}"
         )
     q = Table(title="Extraction quality through headless Chromium (chatagent Extractor, no budget)")
     for col in ("dataset", "pages", "precision", "recall", "F1", "snippet pass", "published trafilatura F1"):
@@ -425,10 +437,11 @@ def print_report(result: dict[str, Any], console: Console) -> None:
     if w := result.get("wcxb"):
         console.print(
             f"WCXB snippets: {w['with_found_rate']:.3f} of 'with' snippets present, "
-            f"{w['without_absent_rate']:.3f} of 'without' snippets absent; "
-            f"pages with the rendered-text supplement: AEB {result.get('aeb', {}).get('supplemented_pages', 0)}, "
-            f"WCXB {w['supplemented_pages']}"
+            f"{w['without_absent_rate']:.3f} of 'without' snippets absent"
         )
+    for key, name in (("aeb", "AEB"), ("wcxb", "WCXB")):
+        if key in result:
+            console.print(f"{name} pages by extraction method: {_fmt_methods(result[key]['methods'])}")
     tt = Table(title="Extraction time")
     for col in ("what", "median ms", "p90 ms"):
         tt.add_column(col, justify="left" if col == "what" else "right")
