@@ -191,7 +191,8 @@ def _join(units: list[_Unit]) -> str:
 
 
 @lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
+def english_stemmer() -> Stemmer.Stemmer:
+    """One Snowball stemmer per process: BM25 here and in the extractive model share it."""
     return Stemmer.Stemmer("english")
 
 
@@ -199,7 +200,7 @@ def rank(passages: list[str], query: str) -> list[float]:
     """BM25 scores of `passages` against `query` (stemmed, English stopwords)."""
     if not passages or not query.strip():
         return [0.0] * len(passages)
-    kw = dict(stopwords="en", stemmer=_stemmer(), show_progress=False)
+    kw = dict(stopwords="en", stemmer=english_stemmer(), show_progress=False)
     corpus = bm25s.tokenize(passages, **kw)
     retriever = bm25s.BM25()
     retriever.index(corpus, show_progress=False)

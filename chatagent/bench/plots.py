@@ -57,11 +57,7 @@ def plot_ttft(results: dict[str, Any], path: str | Path) -> Path:
     )
     ax.set_ylim(bottom=0)
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right", fontsize=8)
-    fig.tight_layout()
-    path = Path(path)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return _save(fig, path)
 
 
 def plot_overhead(results: dict[str, Any], path: str | Path) -> Path:
@@ -85,6 +81,10 @@ def plot_overhead(results: dict[str, Any], path: str | Path) -> Path:
     ax.set_title("Overhead by phase (bars: means; black: median overhead; green dashed: goal)", fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right", fontsize=8)
+    return _save(fig, path)
+
+
+def _save(fig: Any, path: str | Path) -> Path:
     fig.tight_layout()
     path = Path(path)
     fig.savefig(path, dpi=120)

@@ -16,12 +16,10 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any
 
 import bm25s
 import bm25s.stopwords
-import Stemmer
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
@@ -36,6 +34,7 @@ from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResu
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
+from ..budget import english_stemmer
 from ..prompts import ESCALATION_MARKER
 from ..tokens import count_tokens
 
@@ -66,13 +65,10 @@ class _Passage:
     order: int
 
 
-@lru_cache(maxsize=1)
-def _stemmer() -> Stemmer.Stemmer:
-    return Stemmer.Stemmer("english")
 
 
 def _terms(text: str) -> list[str]:
-    return bm25s.tokenize([text], stopwords=_STOPWORDS, stemmer=_stemmer(), return_ids=False, show_progress=False)[0]
+    return bm25s.tokenize([text], stopwords=_STOPWORDS, stemmer=english_stemmer(), return_ids=False, show_progress=False)[0]
 
 
 def _question_terms(question: str) -> set[str]:
@@ -141,7 +137,7 @@ def _best(
     texts = [f"{p.text} {_passage_intents(p.text)}" for p in passages]
     corpus = [set(_terms(t)) for t in texts]
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords=_STOPWORDS, stemmer=_stemmer(), show_progress=False), show_progress=False)
+    retriever.index(bm25s.tokenize(texts, stopwords=_STOPWORDS, stemmer=english_stemmer(), show_progress=False), show_progress=False)
     vocab = set().union(*corpus)
     # Score each passage on what the question asks beyond its own page's title.
     scores_by_tab: dict[str, list[float]] = {}
