@@ -6,24 +6,34 @@ from __future__ import annotations
 import asyncio
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import suppress
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage, message_chunk_to_message,
+)
 
 from .browser.base import Tab, TabFailure
+from .cache import AnswerCache, CachedAnswer
 from .context import ContextBuilder, PageContext
-from .errors import ChatAgentError
+from .errors import ChatAgentError, ContextOverflowError, ModelError
 from .escalation import EscalationGate, looks_unanswerable
 from .events import (
     Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, Timings, Token, ToolCall, ToolResult, Usage,
 )
+from .history import History
+from .models import key_setting, model_identity
 from .prompts import build_messages, render_browser_state
+from .retry import RetryPolicy, stream_reply
 from .tools import ToolRunner, tool_specs
 
 MAX_TURNS = 20  # model calls in pass 2
 MAX_TOOL_CALLS = 24  # per question: a page cannot drive the agent into a loop
+MAX_QUESTION_CHARS = 8000  # as the bridge protocol allows
+DEFAULT_DEADLINE_S = 180.0  # every question ends by then, with `done` or `error`
+MIN_OVERFLOW_BUDGET = 250  # tokens per tab: below this, shrinking cannot help
 _CITE = re.compile(r"\[Tab (\d+)\]")
 
 Emit = Callable[[Event], None]
@@ -51,8 +61,11 @@ class _Run:
 class ChatAgent:
     """Answers questions about a set of tabs as a stream of typed events.
 
-    `ask()` yields events and always ends with exactly one `done` or `error`;
-    `cancel()` (or cancelling the consuming task) stops it promptly.
+    `ask()` yields events and always ends with exactly one `done` or `error`,
+    within `deadline_s`; `cancel()` (or cancelling the consuming task) stops
+    it promptly. The conversation is kept in `history` (pruned by tokens);
+    with a `cache`, a repeated question about unchanged pages is answered
+    from it.
     """
 
     def __init__(
@@ -63,13 +76,21 @@ class ChatAgent:
         builder: ContextBuilder | None = None,
         max_turns: int = MAX_TURNS,
         max_tool_calls: int = MAX_TOOL_CALLS,
+        history: History | None = None,
+        cache: AnswerCache | None = None,
+        retry: RetryPolicy | None = None,
+        deadline_s: float | None = DEFAULT_DEADLINE_S,
     ) -> None:
         self.model = model
         self.tabs = list(tabs)
         self.builder = builder or ContextBuilder()
         self.max_turns = max_turns
         self.max_tool_calls = max_tool_calls
-        self.history: list[BaseMessage] = []
+        self.history = history or History()
+        self.cache = cache
+        self.retry = retry or RetryPolicy()
+        self.deadline_s = deadline_s
+        self._model_id = model_identity(model)
         # The model and the user know tabs as 1..N in the order given, whatever
         # ids the backend uses (the extension's tab ids, say).
         self._runner = ToolRunner(
@@ -98,7 +119,13 @@ class ChatAgent:
 
     async def _guarded(self, question: str, emit: Emit) -> None:
         try:
-            await self._answer(question, emit, _Run())
+            async with asyncio.timeout(self.deadline_s):
+                await self._answer(question, emit, _Run())
+        except TimeoutError:
+            emit(ErrorEvent(code="deadline", message=(
+                f"No complete answer within {self.deadline_s:g} s, so I stopped. "
+                "Ask again, or allow more time with --deadline."
+            )))
         except asyncio.CancelledError:
             emit(ErrorEvent(code="aborted", message="Stopped: the question was cancelled."))
         except ChatAgentError as exc:
@@ -111,28 +138,88 @@ class ChatAgent:
         if not question:
             emit(ErrorEvent(code="bad_input", message="The question is empty."))
             return
-        ctx = await self.builder.build(self.tabs, question)
-        for label, tab in enumerate(ctx.tabs, 1):
-            tab.tab_id = str(label)
-        for tab in ctx.tabs:
-            for note in tab.notes:
-                emit(Note(text=note, tab_id=tab.tab_id))
+        if len(question) > MAX_QUESTION_CHARS:
+            emit(ErrorEvent(code="bad_input", message=(
+                f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."
+            )))
+            return
+        ctx = await self._context(self.builder, question, emit)
         if not any(t.ok for t in ctx.tabs):
             emit(ErrorEvent(code="no_readable_tabs", message="None of the tabs could be read; see the notes above."))
             return
-        emit(PassStart(pass_=1))
-        answer, gate = await self._pass1(ctx, question, emit, run)
-        if not gate.escalated and not looks_unanswerable(answer):
-            self._finish(question, answer, 1, ctx, emit, run)
+        key = AnswerCache.key(self._model_id, question, ctx) if self.cache is not None else ""
+        if self.cache is not None and (hit := self.cache.get(key)):
+            self._replay(question, hit, ctx, emit, run)
             return
+        try:
+            done = await self._passes(ctx, question, emit, run)
+        except ContextOverflowError:
+            if run.first_token_ms is not None or self.builder.budget_per_tab // 2 < MIN_OVERFLOW_BUDGET:
+                raise
+            emit(Note(text="The pages and the conversation were too long for the model: "
+                      "trying once more with half as much of each."))
+            smaller = ContextBuilder(self.builder.extractor, budget_per_tab=self.builder.budget_per_tab // 2)
+            ctx = await self._context(smaller, question, emit, notes=False)
+            done = await self._passes(ctx, question, emit, run, history_tokens=self.history.budget_tokens // 2)
+        if self.cache is not None and done.stop_reason == "answered" and done.answer:
+            self.cache.put(key, CachedAnswer(done.answer, done.pass_, done.citations))
+
+    async def _context(self, builder: ContextBuilder, question: str, emit: Emit, *, notes: bool = True) -> PageContext:
+        """Build the page context (every tab re-read; unchanged ones come from
+        the extraction cache) and say which tabs changed since the last question."""
+        ctx = await builder.build(self.tabs, question)
+        for label, tab in enumerate(ctx.tabs, 1):
+            tab.tab_id = str(label)
+            before = self.history.pages.get(tab.tab_id)
+            if tab.ok and before and before[0] != tab.url:
+                tab.notes = [*tab.notes, f"Tab {label} is now at {tab.url} (it was at {before[0]} "
+                             "at the last question); reading the new page."]
+            elif tab.ok and before and before[1] != tab.content_hash:
+                tab.notes = [*tab.notes, f"Tab {label} changed since the last question; reading it again."]
+            if tab.ok:
+                self.history.pages[tab.tab_id] = (tab.url, tab.content_hash)
+            for note in tab.notes if notes else ():
+                emit(Note(text=note, tab_id=tab.tab_id))
+        return ctx
+
+    async def _passes(
+        self, ctx: PageContext, question: str, emit: Emit, run: _Run, history_tokens: int | None = None,
+    ) -> Done:
+        emit(PassStart(pass_=1))
+        answer, gate = await self._pass1(ctx, question, emit, run, history_tokens)
+        if not gate.escalated and not looks_unanswerable(answer):
+            return self._finish([HumanMessage(question), AIMessage(answer)], 1, ctx, emit, run)
         reason = gate.reason.strip() or "the page text did not contain the answer"
         emit(PassStart(pass_=2, reason=reason))
-        await self._pass2(ctx, question, emit, run)
+        return await self._pass2(ctx, question, emit, run, history_tokens)
 
-    async def _pass1(self, ctx: PageContext, question: str, emit: Emit, run: _Run) -> tuple[str, EscalationGate]:
+    def _replay(self, question: str, hit: CachedAnswer, ctx: PageContext, emit: Emit, run: _Run) -> None:
+        """A cached answer streams like a fresh one (tokens, then `done` marked
+        cached); no pass starts, since no model is asked."""
+        for word in re.findall(r"\S+\s*", hit.answer):
+            self._emit_text(word, [], emit, run)
+        self.history.add([HumanMessage(question), AIMessage(hit.answer)])
+        emit(Done(
+            answer=hit.answer, pass_=hit.pass_, citations=hit.citations, cached=True,
+            timings=Timings(first_token_ms=run.first_token_ms, total_ms=run.ms(),
+                            extraction_ms=ctx.extraction_ms, budget_ms=ctx.budget_ms),
+        ))
+
+    def _stream(self, model: Any, messages: list[BaseMessage], emit: Emit) -> AsyncGenerator[AIMessageChunk, None]:
+        def on_retry(err: ModelError, attempt: int, delay: float) -> None:
+            emit(Note(text=f"{err.message} Retrying in {delay:.1f} s "
+                      f"(try {attempt + 1} of {self.retry.attempts})."))
+
+        return stream_reply(lambda: model.astream(messages), self.retry,
+                            key_setting=key_setting(self.model), on_retry=on_retry)
+
+    async def _pass1(
+        self, ctx: PageContext, question: str, emit: Emit, run: _Run, history_tokens: int | None,
+    ) -> tuple[str, EscalationGate]:
         gate = EscalationGate()
         parts: list[str] = []
-        stream = self.model.astream(build_messages(ctx, question, self.history))
+        history = self.history.messages(tools=False, budget_tokens=history_tokens)
+        stream = self._stream(self.model, build_messages(ctx, question, history), emit)
         try:
             async for chunk in stream:
                 run.add_usage(chunk)
@@ -144,29 +231,31 @@ class ChatAgent:
         self._emit_text(gate.finish(), parts, emit, run)
         return "".join(parts), gate
 
-    async def _pass2(self, ctx: PageContext, question: str, emit: Emit, run: _Run) -> None:
+    async def _pass2(
+        self, ctx: PageContext, question: str, emit: Emit, run: _Run, history_tokens: int | None,
+    ) -> Done:
         self._runner.question = question
         model = self.model.bind_tools(tool_specs())
-        messages = build_messages(ctx, question, self.history, tools=True)
+        history = self.history.messages(tools=True, budget_tokens=history_tokens)
+        messages = build_messages(ctx, question, history, tools=True)
+        turn_start = len(messages) - 1  # this question's messages: kept in the history afterwards
         for _ in range(self.max_turns):
             parts: list[str] = []
             reply: AIMessageChunk | None = None
-            async for chunk in model.astream(messages):
+            async for chunk in self._stream(model, messages, emit):
                 run.add_usage(chunk)
                 reply = chunk if reply is None else reply + chunk
                 self._emit_text(chunk.text, parts, emit, run)
             _forget_images(messages)  # the model has seen them once; keep the history light
-            ai = AIMessage(content=reply.content if reply else "", tool_calls=reply.tool_calls if reply else [])
+            # The whole message, not just text and calls: providers put what they
+            # need to see again (Gemini's thought signatures) in its extra fields.
+            ai = message_chunk_to_message(reply) if reply is not None else AIMessage("")
             messages.append(ai)
             if not ai.tool_calls:
-                self._finish(question, "".join(parts), 2, ctx, emit, run)
-                return
+                return self._finish(messages[turn_start:], 2, ctx, emit, run)
             await self._run_tools(ai, messages, emit, run)
-        self._finish(
-            question,
-            f"I stopped after {self.max_turns} model turns without finding the answer.",
-            2, ctx, emit, run, stop_reason="max_turns",
-        )
+        stop = AIMessage(f"I stopped after {self.max_turns} model turns without finding the answer.")
+        return self._finish([*messages[turn_start:], stop], 2, ctx, emit, run, stop_reason="max_turns")
 
     async def _run_tools(self, ai: AIMessage, messages: list[BaseMessage], emit: Emit, run: _Run) -> None:
         extra: list[BaseMessage] = []  # images and fresh page text go after all tool results
@@ -202,12 +291,13 @@ class ChatAgent:
         emit(Token(text=text))
 
     def _finish(
-        self, question: str, answer: str, pass_: int, ctx: PageContext, emit: Emit, run: _Run,
+        self, turn: list[BaseMessage], pass_: int, ctx: PageContext, emit: Emit, run: _Run,
         stop_reason: str = "answered",
-    ) -> None:
-        answer = answer.strip()
-        self.history += [HumanMessage(question), AIMessage(answer)]
-        emit(Done(
+    ) -> Done:
+        """End the question: the turn joins the history; `done` goes out."""
+        answer = str(turn[-1].text).strip()
+        self.history.add([*turn[:-1], AIMessage(answer)])
+        done = Done(
             answer=answer,
             pass_=pass_,
             citations=_citations(answer, ctx),
@@ -218,7 +308,9 @@ class ChatAgent:
             ),
             tool_calls=run.tool_calls,
             stop_reason=stop_reason,
-        ))
+        )
+        emit(done)
+        return done
 
 
 def _citations(answer: str, ctx: PageContext) -> list[Citation]:

@@ -57,7 +57,7 @@ class EventPrinter:
 
     def _done(self, done: Done) -> None:
         if done.cached:
-            self.console.print("[dim](cached answer)[/dim]")
+            self.console.print("[dim](cached: the same question about the same pages; --no-cache asks again)[/dim]")
         for c in done.citations:
             title = f"{_esc(c.title)} — " if c.title else ""
             self.console.print(f"[cyan][Tab {c.tab_id}][/cyan] {title}[link={c.url}]{_esc(c.url)}[/link]")

@@ -14,8 +14,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from .agent import ChatAgent
+from .agent import DEFAULT_DEADLINE_S, ChatAgent
 from .browser.base import Browser, Tab, TabFailure
+from .cache import AnswerCache
 from .context import DEFAULT_TAB_BUDGET, ContextBuilder
 from .models import get_chat_model
 
@@ -129,6 +130,8 @@ class Session:
         timeout_s: float | None = None,
         budget_per_tab: int = DEFAULT_TAB_BUDGET,
         model_options: dict[str, Any] | None = None,
+        cache: bool = False,
+        deadline_s: float | None = DEFAULT_DEADLINE_S,
     ) -> "Session":
         from .browser.playwright import PlaywrightBrowser
 
@@ -146,7 +149,10 @@ class Session:
             warm.cancel()
             await browser.close()
             raise
-        agent = ChatAgent(chat_model, tabs, builder=ContextBuilder(budget_per_tab=budget_per_tab))
+        agent = ChatAgent(
+            chat_model, tabs, builder=ContextBuilder(budget_per_tab=budget_per_tab),
+            cache=AnswerCache() if cache else None, deadline_s=deadline_s,
+        )
         return cls(browser, tabs, chat_model, agent)
 
     async def close(self) -> None:

@@ -1,6 +1,6 @@
 """`python -m extension_bridge ORIGIN`: the native-messaging host Chrome starts."""
 
-from .answer import agent_answer
+from .answer import AgentAnswerer
 from .host import main
 
-raise SystemExit(main(agent_answer))
+raise SystemExit(main(AgentAnswerer()))

@@ -3,15 +3,25 @@
 The agent labels tabs 1..N (what the model sees); the side panel knows Chrome
 tab ids. Events are translated back so citations and screenshots point at the
 right Chrome tab.
+
+One host serves one side panel for as long as it stays connected, so what
+outlives a single ask lives here: the conversation (follow-ups work), the
+extraction cache, the answer cache (skipped when an ask says `noCache`) and
+the model clients.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
+from langchain_core.language_models import BaseChatModel
+
 from chatagent.agent import ChatAgent
+from chatagent.cache import AnswerCache
+from chatagent.context import ContextBuilder
 from chatagent.events import Done, Event, Note, Screenshot, ToolCall
-from chatagent.models import get_chat_model
+from chatagent.history import History
+from chatagent.models import default_model_name, get_chat_model
 
 from .messages import AskMessage
 from .tab import BridgeTab
@@ -31,8 +41,26 @@ def _relabel(event: Event, chrome_ids: dict[str, str]) -> Event:
     return event
 
 
-async def agent_answer(ask: AskMessage, tabs: list[BridgeTab]) -> AsyncIterator[Event]:
-    agent = ChatAgent(get_chat_model(ask.model), tabs)
-    chrome_ids = {str(i): tab.tab_id for i, tab in enumerate(tabs, 1)}
-    async for event in agent.ask(ask.question):
-        yield _relabel(event, chrome_ids)
+class AgentAnswerer:
+    """`answer(ask, tabs)` for `BridgeHost`, with the state a conversation keeps."""
+
+    def __init__(self) -> None:
+        self.builder = ContextBuilder()
+        self.cache = AnswerCache()
+        self.history = History()
+        self._models: dict[str, BaseChatModel] = {}
+
+    def _model(self, name: str | None) -> BaseChatModel:
+        name = name or default_model_name()
+        if name not in self._models:
+            self._models[name] = get_chat_model(name)
+        return self._models[name]
+
+    async def __call__(self, ask: AskMessage, tabs: list[BridgeTab]) -> AsyncIterator[Event]:
+        agent = ChatAgent(
+            self._model(ask.model), tabs, builder=self.builder, history=self.history,
+            cache=None if ask.no_cache else self.cache,
+        )
+        chrome_ids = {str(i): tab.tab_id for i, tab in enumerate(tabs, 1)}
+        async for event in agent.ask(ask.question):
+            yield _relabel(event, chrome_ids)

@@ -106,6 +106,10 @@ _DOM_QUIET_JS = """
 })
 """
 SETTLE_NETWORK_S = 2.0
+# A page whose script hogs its main thread answers no evaluate(): give up on
+# it after this long instead of holding every other tab's answer hostage.
+SNAPSHOT_TIMEOUT_S = 10.0
+SCROLL_TIMEOUT_S = 15.0
 SETTLE_DOM_QUIET_MS = 300
 SETTLE_DOM_CAP_MS = 1500
 
@@ -130,15 +134,34 @@ class PlaywrightTab(Tab):
         self.tab_id = tab_id
         self.page = page
         self._load_notes = list(notes or [])
+        self.crashed = False
+        page.on("crash", self._on_crash)
+
+    def _on_crash(self, _page: Page) -> None:
+        self.crashed = True
+
+    def _gone(self) -> str | None:
+        """Why this tab cannot be used any more, if it cannot."""
+        if self.crashed:
+            return f"Tab {self.tab_id} crashed (its page ran out of memory or hit a browser bug); reload it and ask again."
+        if self.page.is_closed():
+            return f"Tab {self.tab_id} was closed."
+        return None
 
     async def snapshot(self) -> PageSnapshot:
-        if self.page.is_closed():
-            raise TabError(f"Tab {self.tab_id} was closed.")
+        if gone := self._gone():
+            raise TabError(gone)
         try:
             # One CDP round trip instead of three (content(), evaluate(), title()).
-            data: dict[str, Any] = await self.page.evaluate(_SNAPSHOT_JS)
+            async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
+                data: dict[str, Any] = await self.page.evaluate(_SNAPSHOT_JS)
+        except TimeoutError:
+            raise TabError(
+                f"Tab {self.tab_id} ({self.page.url}) is not responding: its page has been busy "
+                f"for over {SNAPSHOT_TIMEOUT_S:g} s."
+            ) from None
         except PlaywrightError as exc:
-            raise TabError(f"Tab {self.tab_id} ({self.page.url}) could not be read: {_short(exc)}") from exc
+            raise TabError(self._gone() or f"Tab {self.tab_id} ({self.page.url}) could not be read: {_short(exc)}") from exc
         return PageSnapshot(
             tab_id=self.tab_id,
             url=self.page.url,
@@ -152,11 +175,18 @@ class PlaywrightTab(Tab):
         try:
             return await self.page.screenshot(type="png", timeout=10_000)
         except PlaywrightError as exc:
-            raise ToolError(f"Screenshot of tab {self.tab_id} failed: {_short(exc)}") from exc
+            raise ToolError(self._gone() or f"Screenshot of tab {self.tab_id} failed: {_short(exc)}") from exc
 
     async def scroll(
         self, direction: ScrollDirection = "down", to_text: str | None = None
     ) -> ScrollResult:
+        try:
+            async with asyncio.timeout(SCROLL_TIMEOUT_S):
+                return await self._scroll(direction, to_text)
+        except TimeoutError:
+            raise ToolError(f"Tab {self.tab_id} did not respond to scrolling within {SCROLL_TIMEOUT_S:g} s.") from None
+
+    async def _scroll(self, direction: ScrollDirection, to_text: str | None) -> ScrollResult:
         try:
             if to_text:
                 found = await self.page.evaluate(_SCROLL_TO_TEXT_JS, to_text)
@@ -173,7 +203,7 @@ class PlaywrightTab(Tab):
             await self._settle()
             data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS)
         except PlaywrightError as exc:
-            raise ToolError(f"Scrolling tab {self.tab_id} failed: {_short(exc)}") from exc
+            raise ToolError(self._gone() or f"Scrolling tab {self.tab_id} failed: {_short(exc)}") from exc
         result = ScrollResult(**data)
         result.at_bottom = result.scroll_y + result.viewport_height >= result.page_height - 2
         return result

@@ -21,7 +21,9 @@ def make_gemini(model: str, **options: Any) -> BaseChatModel:
             "(or use --model extractive, which works offline)."
         )
     base_url = options.pop("base_url", None) or os.environ.get("GOOGLE_GEMINI_BASE_URL")
-    kwargs: dict[str, Any] = {"model": model, "google_api_key": key, **options}
+    # One attempt per call: chatagent.retry retries, visibly and within bounds
+    # (the SDK's default retries silently for up to a minute).
+    kwargs: dict[str, Any] = {"model": model, "google_api_key": key, "max_retries": 1, **options}
     if base_url:
         kwargs["base_url"] = base_url
     return ChatGoogleGenerativeAI(**kwargs)

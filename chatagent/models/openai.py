@@ -25,4 +25,5 @@ def make_openai(model: str, **options: Any) -> BaseChatModel:
     base_url = options.pop("base_url", None) or os.environ.get("CHATAGENT_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
     # Local servers ignore the key, but the client insists on one.
     key = options.pop("api_key", None) or os.environ.get("OPENAI_API_KEY") or "not-needed"
+    options.setdefault("max_retries", 0)  # chatagent.retry retries, visibly and within bounds
     return ChatOpenAI(model=model, base_url=base_url, api_key=key, streaming=True, stream_usage=True, **options)

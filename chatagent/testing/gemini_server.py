@@ -708,6 +708,9 @@ class _Handler(BaseHTTPRequestHandler):
         if action not in ("generateContent", "streamGenerateContent") or model is None:
             self._send_error_json(404, f"Unknown method {action!r}", rec)
             return
+        if problem := _turn_structure_problem(rec.contents):
+            self._send_error_json(400, problem, rec)  # the real API's check: see _turn_structure_problem
+            return
         try:
             reply = g._next_reply(rec)
         except Exception as exc:  # a broken responder is a test bug: say so loudly
@@ -715,6 +718,30 @@ class _Handler(BaseHTTPRequestHandler):
             return
         rec.reply = reply
         _Generation(self, rec, reply).run()
+
+
+def _turn_structure_problem(contents: list[dict[str, Any]]) -> str | None:
+    """The pairing rules the real API enforces with a 400 INVALID_ARGUMENT:
+    every function call turn is answered by as many function responses in the
+    next turn, and function responses only ever answer such a turn. A client
+    that prunes history carelessly (orphaned calls or results) fails here as
+    it would against Gemini."""
+    calls_before = 0
+    for content in contents:
+        parts = content.get("parts") or []
+        responses = sum(1 for p in parts if _get(p, "functionResponse", "function_response"))
+        if responses != calls_before:
+            return (
+                "Please ensure that the number of function response parts is equal to the number "
+                "of function call parts of the function call turn."
+            )
+        calls = sum(1 for p in parts if _get(p, "functionCall", "function_call"))
+        if calls and content.get("role") != "model":
+            return "Function calls can only appear in model turns."
+        calls_before = calls
+    if calls_before:
+        return "Please ensure that function call turn is followed by a function response turn."
+    return None
 
 
 def _model_info(name: str) -> dict[str, Any]:
