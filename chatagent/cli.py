@@ -13,9 +13,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import io
 import logging
+import signal
 import sys
+import threading
 from collections.abc import Sequence
+from contextlib import suppress
 from typing import Any
 
 from rich.console import Console, Group
@@ -33,6 +37,7 @@ log = logging.getLogger("chatagent")
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
 MIN_BUDGET = 64  # below this a tab cannot even hold its title and a marker
 DEFAULT_TIMEOUT_S = 15.0
+DEFAULT_DEADLINE_S = 180.0  # = agent.DEFAULT_DEADLINE_S; not imported, so `--help` stays fast
 
 
 class CLIError(ChatAgentError):
@@ -188,6 +193,8 @@ def _add_agent_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help=f"seconds to wait for each page to load (default {DEFAULT_TIMEOUT_S:g})")
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port")
+    p.add_argument("--deadline", type=_timeout, default=DEFAULT_DEADLINE_S, metavar="S",
+                   help=f"give up on a question after this many seconds (default {DEFAULT_DEADLINE_S:g})")
 
 
 def _add_ask(sub: Any) -> None:
@@ -203,6 +210,8 @@ def _add_chat(sub: Any) -> None:
                        description="Keep the pages open and answer each line of standard input until EOF; "
                        "the conversation is kept, so follow-up questions work.")
     _add_agent_args(p)
+    p.add_argument("--no-cache", dest="cache", action="store_false",
+                   help="ask the model again even when the same question was answered about the same pages")
     p.set_defaults(handler=cmd_chat)
 
 
@@ -213,7 +222,8 @@ async def _open_session(args: argparse.Namespace) -> Any:
         raise CLIError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
     with _stderr().status("Opening pages…"):
         return await Session.open(
-            args.targets, model=args.model, cdp=args.cdp, timeout_s=args.timeout, budget_per_tab=args.budget
+            args.targets, model=args.model, cdp=args.cdp, timeout_s=args.timeout, budget_per_tab=args.budget,
+            cache=getattr(args, "cache", False), deadline_s=args.deadline,
         )
 
 
@@ -240,21 +250,47 @@ async def cmd_chat(args: argparse.Namespace) -> int:
     session = await _open_session(args)
     err = _stderr()
     if sys.stdin.isatty() and not args.json:
-        err.print("[dim]Ask a question and press Enter; Ctrl-D to quit.[/dim]")
+        err.print("[dim]Ask a question and press Enter; Ctrl-C stops an answer, Ctrl-D quits.[/dim]")
     ok = True
     loop = asyncio.get_running_loop()
+    lines = _stdin_lines(loop)
     try:
-        while True:
-            line = await loop.run_in_executor(None, sys.stdin.readline)
-            if not line:
-                break
+        while (line := await lines.get()) is not None:
             question = line.strip()
             if not question:
                 continue
-            ok = await _answer(session, question, args.json) and ok
+            # Ctrl-C while answering stops that answer only; the conversation goes on.
+            with suppress(NotImplementedError, RuntimeError):  # no signal handlers off the main thread
+                loop.add_signal_handler(signal.SIGINT, session.agent.cancel)
+            try:
+                ok = await _answer(session, question, args.json) and ok
+            finally:
+                with suppress(NotImplementedError, RuntimeError):
+                    loop.remove_signal_handler(signal.SIGINT)
     finally:
         await session.close()
     return EXIT_OK if ok else EXIT_FAIL
+
+
+def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
+    """Lines of standard input, then None at EOF. Read on a daemon thread: a
+    thread of the default executor blocked in readline() would keep the
+    process alive after Ctrl-C until the user pressed Enter."""
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+    # Undecodable bytes (a binary file piped in) become U+FFFD instead of an error.
+    if isinstance(sys.stdin, io.TextIOWrapper):
+        sys.stdin.reconfigure(errors="replace")
+
+    def pump() -> None:
+        try:
+            for line in iter(sys.stdin.readline, ""):
+                loop.call_soon_threadsafe(queue.put_nowait, line)
+            loop.call_soon_threadsafe(queue.put_nowait, None)
+        except (RuntimeError, ValueError, OSError):
+            pass  # the loop is gone (we are exiting) or stdin was closed
+
+    threading.Thread(target=pump, name="stdin", daemon=True).start()
+    return queue
 
 
 # --- bridge -----------------------------------------------------------------------
@@ -296,6 +332,34 @@ def cmd_bridge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# --- bench ------------------------------------------------------------------------
+
+
+def _add_bench(sub: Any) -> None:
+    p = sub.add_parser(
+        "bench", help="measure latency, token cost and answer quality on the evaluation data",
+        description="Time to first token against the model's own, tokens per question and answer recall "
+        "against the full-text and head-truncation baselines, extraction F1, multi-tab cost and the pass-1 rate.",
+    )
+    p.add_argument("--quick", action="store_true", help="a smaller sample that finishes in a few minutes")
+    p.add_argument("--model", metavar="M", help="also time this model for real, e.g. gemini-2.5-flash with GOOGLE_API_KEY")
+    p.add_argument("--out", metavar="DIR", default="bench-results",
+                   help="where results.json, report.md and the plots go (default: bench-results)")
+    p.add_argument("--reps", type=int, metavar="N", help="latency repetitions per scenario (default: 5 quick, 15 full)")
+    p.add_argument("--data", metavar="DIR", default="../shared/data",
+                   help="the evaluation data (default: ../shared/data)")
+    p.add_argument("--budget", type=_budget, metavar="TOKENS", help=f"tokens per tab (default {DEFAULT_TAB_BUDGET})")
+    # Items per dataset and pass-1 questions per kind: a tiny end-to-end run for the tests.
+    p.add_argument("--limit", type=int, help=argparse.SUPPRESS)
+    p.set_defaults(handler=cmd_bench)
+
+
+async def cmd_bench(args: argparse.Namespace) -> int:
+    from .bench.suite import run_bench  # heavy imports (matplotlib, the data loaders): only when asked
+
+    return await run_bench(args)
+
+
 # --- entry point ------------------------------------------------------------------
 
 
@@ -310,6 +374,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ask(sub)
     _add_chat(sub)
     _add_bridge(sub)
+    _add_bench(sub)
     return parser
 
 

@@ -24,6 +24,7 @@ import pytest_asyncio
 
 from chatagent.browser.base import Tab, TabFailure
 from chatagent.browser.playwright import PlaywrightBrowser
+from chatagent.testing.gemini_server import GeminiServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "fixtures" / "pages"
@@ -177,3 +178,10 @@ async def open_tabs(chromium: PlaywrightBrowser) -> AsyncIterator[OpenTabs]:
     yield _open
     for tab in opened:
         await tab.close()
+
+
+@pytest.fixture
+def gemini() -> Iterator[GeminiServer]:
+    """The local Gemini-compatible server: instant replies, two words per chunk."""
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, tokens_per_chunk=2) as server:
+        yield server

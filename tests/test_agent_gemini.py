@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -34,14 +33,9 @@ pytestmark = pytest.mark.asyncio(loop_scope="session")
 NEED = f"{ESCALATION_MARKER} the answer is not in the page text"
 
 
-@pytest.fixture
-def server() -> Iterator[GeminiServer]:
-    with GeminiServer(ttft_s=0.0, tokens_per_s=None, tokens_per_chunk=2) as s:
-        yield s
 
-
-def agent_for(server: GeminiServer, tabs: list) -> ChatAgent:
-    model = get_chat_model("gemini-2.5-flash", api_key="test", base_url=server.url)
+def agent_for(gemini: GeminiServer, tabs: list) -> ChatAgent:
+    model = get_chat_model("gemini-2.5-flash", api_key="test", base_url=gemini.url)
     return ChatAgent(model, tabs)
 
 
@@ -55,14 +49,14 @@ def call(name: str, **args: object) -> FunctionCallReply:
     return FunctionCallReply(calls=[FunctionCall(name, dict(args))])
 
 
-async def test_pass_1_streams_with_no_tools_and_carries_the_page_text(server: GeminiServer, site: Site, open_tabs) -> None:
-    server.enqueue(TextReply(text="The Aurora X14 Pro costs $1,349.00 [Tab 1]."))
-    events = await ask(agent_for(server, await open_tabs([site.url("product")])), "How much is it?")
+async def test_pass_1_streams_with_no_tools_and_carries_the_page_text(gemini: GeminiServer, site: Site, open_tabs) -> None:
+    gemini.enqueue(TextReply(text="The Aurora X14 Pro costs $1,349.00 [Tab 1]."))
+    events = await ask(agent_for(gemini, await open_tabs([site.url("product")])), "How much is it?")
     done = events[-1]
     assert isinstance(done, Done) and done.pass_ == 1
     assert done.answer == "The Aurora X14 Pro costs $1,349.00 [Tab 1]."
     assert len([e for e in events if isinstance(e, Token)]) > 1
-    [req] = server.requests
+    [req] = gemini.requests
     assert req.action == "streamGenerateContent"
     assert req.tool_names() == [] and not req.tools
     assert "$1,349.00" in req.text() and "<page_context>" in req.text()
@@ -71,20 +65,20 @@ async def test_pass_1_streams_with_no_tools_and_carries_the_page_text(server: Ge
 
 
 async def test_pass_2_declares_exactly_the_three_tools_and_the_image_is_sent_once(
-    server: GeminiServer, site: Site, open_tabs
+    gemini: GeminiServer, site: Site, open_tabs
 ) -> None:
-    server.enqueue(
+    gemini.enqueue(
         TextReply(text=NEED),
         call("screenshot_tool", tab_id="1"),
         call("scroll_tool", tab_id="1", direction="down"),
         TextReply(text="The board shows Gate B12 [Tab 1]."),
     )
-    events = await ask(agent_for(server, await open_tabs([site.url("image_only")])), "Which gate is on the board?")
+    events = await ask(agent_for(gemini, await open_tabs([site.url("image_only")])), "Which gate is on the board?")
     done = events[-1]
     assert isinstance(done, Done) and done.pass_ == 2 and "B12" in done.answer
     assert ESCALATION_MARKER not in "".join(e.text for e in events if isinstance(e, Token))
     assert [e.pass_ for e in events if isinstance(e, PassStart)] == [1, 2]
-    p1, *p2 = server.requests
+    p1, *p2 = gemini.requests
     assert p1.tool_names() == []
     assert len(p2) == 3
     assert all(sorted(r.tool_names()) == sorted(TOOL_NAMES) for r in p2)
@@ -107,10 +101,10 @@ async def test_a_page_changed_after_load_is_picked_up_by_refresh(site: Site, ope
             bumped.wait(10)  # answer pass 1 only once the page has changed under it
         return reply
 
-    with GeminiServer(responder=respond, ttft_s=0.0, tokens_per_s=None) as server:
+    with GeminiServer(responder=respond, ttft_s=0.0, tokens_per_s=None) as gemini:
         [tab] = await open_tabs([site.url("changing")])
         assert isinstance(tab, PlaywrightTab)
-        agent = agent_for(server, [tab])
+        agent = agent_for(gemini, [tab])
         events: list[Event] = []
         async for event in agent.ask("What is the tracking number of the parcel?"):
             events.append(event)
@@ -119,17 +113,17 @@ async def test_a_page_changed_after_load_is_picked_up_by_refresh(site: Site, ope
                 bumped.set()
     done = events[-1]
     assert isinstance(done, Done) and done.pass_ == 2
-    first, _, last = server.requests
+    first, _, last = gemini.requests
     assert "NP-7730-2291-SE" not in first.text()
     assert "NP-7730-2291-SE" in last.text() and "Status: shipped" in last.text()
     assert any(isinstance(e, ToolResult) and e.name == "refresh_browser_state_tool" and e.ok for e in events)
 
 
 async def test_abort_mid_stream_ends_with_aborted_and_leaves_the_browser_usable(site: Site, open_tabs) -> None:
-    with GeminiServer(ttft_s=0.0, tokens_per_s=20, tokens_per_chunk=1) as server:
-        server.enqueue(TextReply(text=" ".join(f"word{i}" for i in range(400))))
+    with GeminiServer(ttft_s=0.0, tokens_per_s=20, tokens_per_chunk=1) as gemini:
+        gemini.enqueue(TextReply(text=" ".join(f"word{i}" for i in range(400))))
         [tab] = await open_tabs([site.url("article")])
-        agent = agent_for(server, [tab])
+        agent = agent_for(gemini, [tab])
         events: list[Event] = []
         t0 = time.monotonic()
         async for event in agent.ask("Summarise the article."):
@@ -141,15 +135,15 @@ async def test_abort_mid_stream_ends_with_aborted_and_leaves_the_browser_usable(
         assert sum(isinstance(e, Token) for e in events) < 20
         snap = await tab.snapshot()  # the browser still works
         assert "Harbour Line" in snap.visible_text
-        server.enqueue(TextReply(text="Trams are back [Tab 1]."))
+        gemini.enqueue(TextReply(text="Trams are back [Tab 1]."))
         again = await ask(agent, "And in one line?")
         assert isinstance(again[-1], Done) and again[-1].answer == "Trams are back [Tab 1]."
 
 
 async def test_cancelling_the_consumer_task_stops_the_run(site: Site, open_tabs) -> None:
-    with GeminiServer(ttft_s=0.0, tokens_per_s=20, tokens_per_chunk=1) as server:
-        server.enqueue(TextReply(text=" ".join(f"w{i}" for i in range(400))))
-        agent = agent_for(server, await open_tabs([site.url("article")]))
+    with GeminiServer(ttft_s=0.0, tokens_per_s=20, tokens_per_chunk=1) as gemini:
+        gemini.enqueue(TextReply(text=" ".join(f"w{i}" for i in range(400))))
+        agent = agent_for(gemini, await open_tabs([site.url("article")]))
         first = asyncio.Event()
 
         async def consume() -> None:
@@ -169,12 +163,12 @@ async def test_max_turns_ends_with_a_clear_done(site: Site, open_tabs) -> None:
     def respond(request: RecordedRequest) -> Reply:
         return call("scroll_tool", tab_id="1", direction="down") if request.tool_names() else TextReply(text=NEED)
 
-    with GeminiServer(responder=respond, ttft_s=0.0, tokens_per_s=None) as server:
-        events = await ask(agent_for(server, await open_tabs([site.url("article")])), "What is on the last line?")
+    with GeminiServer(responder=respond, ttft_s=0.0, tokens_per_s=None) as gemini:
+        events = await ask(agent_for(gemini, await open_tabs([site.url("article")])), "What is on the last line?")
     done = events[-1]
     assert isinstance(done, Done)
     assert done.stop_reason == "max_turns" and str(MAX_TURNS) in done.answer
-    assert len([r for r in server.requests if r.tool_names()]) == MAX_TURNS
+    assert len([r for r in gemini.requests if r.tool_names()]) == MAX_TURNS
     assert len([e for e in events if isinstance(e, ToolCall)]) == MAX_TURNS
 
 
@@ -201,10 +195,10 @@ class RecordingTab(Tab):
         return await self._timed("scroll", self.inner.scroll(direction, to_text))
 
 
-async def test_parallel_tool_calls_run_one_at_a_time_in_order(server: GeminiServer, site: Site, open_tabs) -> None:
+async def test_parallel_tool_calls_run_one_at_a_time_in_order(gemini: GeminiServer, site: Site, open_tabs) -> None:
     log: list[tuple[str, str, float]] = []
     tabs = [RecordingTab(t, log) for t in await open_tabs([site.url("lazy"), site.url("article")])]
-    server.enqueue(
+    gemini.enqueue(
         TextReply(text=NEED),
         FunctionCallReply(calls=[
             FunctionCall("scroll_tool", {"tab_id": "1", "direction": "down"}),
@@ -214,7 +208,7 @@ async def test_parallel_tool_calls_run_one_at_a_time_in_order(server: GeminiServ
         ]),
         TextReply(text="Done [Tab 1]."),
     )
-    events = await ask(agent_for(server, tabs), "Where do I send my parcel?")
+    events = await ask(agent_for(gemini, tabs), "Where do I send my parcel?")
     assert isinstance(events[-1], Done)
     ops = [what for kind, what, _ in log if kind == "start"]
     # pass-1 context snapshots of both tabs first, then the four tools in order
@@ -230,18 +224,18 @@ async def test_parallel_tool_calls_run_one_at_a_time_in_order(server: GeminiServ
     assert kinds == ["tool_call", "tool_result"] * 4
 
 
-async def test_tool_errors_and_unknown_tools_go_back_to_the_model(server: GeminiServer, site: Site, open_tabs) -> None:
-    server.enqueue(
+async def test_tool_errors_and_unknown_tools_go_back_to_the_model(gemini: GeminiServer, site: Site, open_tabs) -> None:
+    gemini.enqueue(
         TextReply(text=NEED),
         call("scroll_tool", tab_id="1", to_text="no such sentence anywhere"),
         call("delete_everything_tool", confirm=True),
         TextReply(text="I could not find it."),
     )
-    events = await ask(agent_for(server, await open_tabs([site.url("instructions")])), "What is the secret?")
+    events = await ask(agent_for(gemini, await open_tabs([site.url("instructions")])), "What is the secret?")
     done = events[-1]
     assert isinstance(done, Done) and done.answer == "I could not find it."
     results = [e for e in events if isinstance(e, ToolResult)]
     assert [r.ok for r in results] == [False, False]
-    second, third = server.requests[2], server.requests[3]
+    second, third = gemini.requests[2], gemini.requests[3]
     assert "not found" in str(second.function_responses())
     assert "does not exist" in str(third.function_responses())

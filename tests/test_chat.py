@@ -1,0 +1,186 @@
+"""`chatagent chat` run as a user would (a subprocess reading questions on
+stdin) against the local Gemini-compatible server: follow-ups carry the
+earlier turns, navigation between questions is noticed, a long conversation
+stays within the history budget with no orphaned tool results, repeated
+questions come from the answer cache."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+
+from chatagent.browser.playwright import PlaywrightBrowser, PlaywrightTab
+from chatagent.history import DEFAULT_HISTORY_BUDGET
+from chatagent.prompts import ESCALATION_MARKER
+from chatagent.testing.gemini_server import (
+    FunctionCall, FunctionCallReply, GeminiServer, RecordedRequest, Reply, TextReply,
+)
+from chatagent.tokens import count_tokens
+
+from conftest import ROOT, Site
+from test_context_cli import running_chrome  # noqa: F401 - a fixture
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+class Chat:
+    """A running `chatagent chat --json`: one question in, its events out."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    async def ask(self, question: str) -> list[dict[str, Any]]:
+        assert self.proc.stdin and self.proc.stdout
+        self.proc.stdin.write(question.encode() + b"\n")
+        await self.proc.stdin.drain()
+        events: list[dict[str, Any]] = []
+        while True:
+            line = await asyncio.wait_for(self.proc.stdout.readline(), timeout=60)
+            assert line, f"chat exited early: {(await self.proc.stderr.read()).decode()}"  # type: ignore[union-attr]
+            events.append(json.loads(line))
+            if events[-1]["type"] in ("done", "error"):
+                return events
+
+
+@asynccontextmanager
+async def chat(gemini: GeminiServer, *args: str) -> AsyncIterator[Chat]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatagent", "chat", "--json", "--model", "gemini-2.5-flash", *args,
+        cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        yield Chat(proc)
+        assert proc.stdin
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+def done(events: list[dict[str, Any]]) -> dict[str, Any]:
+    assert events[-1]["type"] == "done", events[-1]
+    return events[-1]
+
+
+def page_context(req: RecordedRequest) -> str:
+    first = req.contents[0]
+    return "".join(p.get("text", "") for p in first["parts"])
+
+
+def content_text(content: dict[str, Any]) -> str:
+    bits = []
+    for p in content.get("parts") or []:
+        bits.append(p.get("text") or "")
+        for key in ("functionCall", "functionResponse"):
+            if key in p:
+                bits.append(json.dumps(p[key]))
+    return " ".join(bits)
+
+
+async def test_a_follow_up_carries_the_earlier_turns(gemini: GeminiServer, site: Site) -> None:
+    gemini.enqueue(
+        TextReply(text="The Aurora X14 Pro costs $1,349.00 [Tab 1]."),
+        TextReply(text="Yes, the Volta Sleeve 14\" fits it [Tab 1]."),
+    )
+    async with chat(gemini, site.url("product")) as c:
+        done(await c.ask("How much is the laptop?"))
+        done(await c.ask("Is there a sleeve for it?"))
+    first, second = gemini.generate_requests
+    texts = [content_text(x) for x in second.contents]
+    assert texts[-3:] == [
+        "How much is the laptop?", "The Aurora X14 Pro costs $1,349.00 [Tab 1].", "Is there a sleeve for it?",
+    ]
+    # The page context keeps its place and bytes, so providers' prompt caches can reuse it.
+    assert page_context(first) == page_context(second) and "<page_context>" in page_context(first)
+
+
+async def test_navigation_between_questions_is_noticed(gemini: GeminiServer, site: Site, running_chrome: str) -> None:
+    users_chrome = await PlaywrightBrowser.connect_cdp(running_chrome)
+    try:
+        (tab,) = users_chrome.existing_tabs()
+        assert isinstance(tab, PlaywrightTab)
+        await tab.page.wait_for_load_state()
+        gemini.enqueue(*[TextReply(text="It was founded long ago [Tab 1].")] * 3)
+        async with chat(gemini, "--cdp", running_chrome) as c:
+            first = done(await c.ask("When was it founded?"))
+            await tab.page.goto(site.url("two_a"))  # the user follows a link between questions
+            events = await c.ask("When was it founded?")
+    finally:
+        await users_chrome.close()
+    second = done(events)
+    notes = [e["text"] for e in events if e["type"] == "note"]
+    assert any("is now at " + site.url("two_a") in n for n in notes), notes
+    assert not first["cached"] and not second["cached"], "a changed page is never answered from the cache"
+    before, after = gemini.generate_requests
+    assert "founded in 1791" in page_context(before)
+    assert "founded in 1648" in page_context(after) and "founded in 1791" not in page_context(after)
+    assert second["citations"][0]["url"] == site.url("two_a")
+
+
+async def test_a_repeated_question_is_answered_from_the_cache_unless_told_not_to(gemini: GeminiServer, site: Site) -> None:
+    gemini.enqueue(*[TextReply(text="The Aurora X14 Pro costs $1,349.00 [Tab 1].")] * 3)
+    async with chat(gemini, site.url("product")) as c:
+        fresh = done(await c.ask("How much is the laptop?"))
+        events = await c.ask("how much is  the laptop?")
+    cached = done(events)
+    assert not fresh["cached"] and cached["cached"] and cached["answer"] == fresh["answer"]
+    assert "".join(e["text"] for e in events if e["type"] == "token") == fresh["answer"], "replayed as a stream"
+    assert len(gemini.generate_requests) == 1
+
+    gemini.clear()
+    async with chat(gemini, site.url("product"), "--no-cache") as c:
+        done(await c.ask("How much is the laptop?"))
+        assert not done(await c.ask("How much is the laptop?"))["cached"]
+    assert len(gemini.generate_requests) == 2
+
+
+def _long_conversation_responder() -> Callable[[RecordedRequest], Reply]:
+    """Question N: every 5th needs the browser (one scroll, then an answer);
+    every answer is long enough that 50 of them overflow the history budget."""
+
+    def respond(req: RecordedRequest) -> Reply:
+        last = req.contents[-1]
+        n = re.search(r"question (\d+)", req.last_user_text())
+        padding = " ".join(f"detail{k}" for k in range(60))
+        if any("functionResponse" in p for p in last.get("parts") or []):
+            return TextReply(text=f"After scrolling: answer to the question. {padding}")
+        if req.tool_names():
+            return FunctionCallReply(calls=[FunctionCall("scroll_tool", {"tab_id": "1", "direction": "down"})])
+        if n and int(n.group(1)) % 5 == 0:
+            return TextReply(text=f"{ESCALATION_MARKER} the answer may be further down")
+        return TextReply(text=f"Answer {n.group(1) if n else '?'} [Tab 1]. {padding}")
+
+    return respond
+
+
+async def test_fifty_turns_stay_within_the_history_budget_with_no_orphaned_tool_results(site: Site) -> None:
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, tokens_per_chunk=20, responder=_long_conversation_responder()) as gemini:
+        async with chat(gemini, site.url("product")) as c:
+            for i in range(1, 51):
+                # Any orphaned call or result would be a 400 from the server, so an error event here.
+                d = done(await c.ask(f"Tell me about question {i} on this page?"))
+                assert d["pass"] == (2 if i % 5 == 0 else 1)
+        requests = gemini.generate_requests
+    assert all(r.status == 200 for r in requests)
+    assert len(requests) == 40 + 10 * 3  # pass 1 only, or pass 1 + call + answer
+    for req in requests:
+        texts = [content_text(x) for x in req.contents]
+        question_at = max(i for i, t in enumerate(texts) if re.fullmatch(r"Tell me about question \d+ on this page\?", t))
+        history = texts[1:question_at]
+        assert sum(count_tokens(t) for t in history) <= DEFAULT_HISTORY_BUDGET
+    last = [content_text(x) for x in requests[-1].contents]
+    assert "Tell me about question 49 on this page?" in last, "the newest turns are kept"
+    assert "Tell me about question 2 on this page?" not in last, "the oldest are dropped"
+    assert "<conversation_summary>" in last[1] and "earlier question(s)" in last[1]
