@@ -20,6 +20,8 @@ def normalize_target(target: str) -> str:
     if not target:
         raise TabError("Empty URL.")
     parsed = urlparse(target)
+    if parsed.scheme in ("http", "https") and not parsed.hostname:
+        raise TabError(f"{target!r} is not a valid URL: it names no host.")
     if parsed.scheme in _SCHEMES:
         return target
     if parsed.scheme and len(parsed.scheme) > 1 and "://" in target:
@@ -31,7 +33,8 @@ def normalize_target(target: str) -> str:
         return path.resolve().as_uri()
     host = target.split("/")[0]
     ext = host.rsplit(".", 1)[-1].lower() if "." in host else ""
-    if target.startswith(("/", ".", "~")) or ext in _FILE_EXTS:
+    names_a_file = ext in _FILE_EXTS or ("." not in host and path.suffix.lstrip(".").lower() in _FILE_EXTS)
+    if target.startswith(("/", ".", "~")) or names_a_file:
         raise TabError(f"No such file: {target!r}.")
     if "." in host and " " not in target:
         return "https://" + target  # "example.com/page" as a browser would take it

@@ -1,0 +1,72 @@
+"""The real host (`python -m extension_bridge`) with the real agent and the
+Gemini client against the local server: one side panel is one conversation,
+and a repeated question is answered from the cache unless the ask says noCache."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from chatagent.testing.gemini_server import GeminiServer, TextReply
+from extension_bridge.install import EXTENSION_ORIGIN
+
+from conftest import PAGES, ROOT
+from test_bridge_host import Peer
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+PRODUCT = (PAGES / "product.html").read_text()
+
+
+@contextlib.asynccontextmanager
+async def real_host(gemini: GeminiServer) -> AsyncIterator[Peer]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "extension_bridge", EXTENSION_ORIGIN, cwd=ROOT, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        yield Peer(proc)
+    finally:
+        assert proc.stdin
+        proc.stdin.close()
+        try:
+            await asyncio.wait_for(proc.wait(), 10)
+        except asyncio.TimeoutError:
+            proc.kill()
+            await proc.wait()
+
+
+def ask(rid: str, question: str, **extra: Any) -> dict[str, Any]:
+    tab = {"tabId": 41, "url": "https://shop.example/aurora", "title": "Aurora X14 Pro", "html": PRODUCT}
+    return {"type": "ask", "id": rid, "question": question, "tabs": [tab], "model": "gemini-2.5-flash", **extra}
+
+
+async def test_a_side_panel_conversation_has_follow_ups_and_a_cache(gemini: GeminiServer) -> None:
+    gemini.enqueue(
+        TextReply(text="It costs $1,349.00 [Tab 1]."),
+        TextReply(text="Yes, the Volta Sleeve 14\" [Tab 1]."),
+        TextReply(text="It costs $1,349.00 [Tab 1]."),
+    )
+    async with real_host(gemini) as peer:
+        await peer.send(ask("a", "How much is it?"))
+        first = (await peer.events_until_end("a"))[-1]
+        await peer.send(ask("b", "Is there a sleeve for it?"))
+        assert (await peer.events_until_end("b"))[-1]["type"] == "done"
+        await peer.send(ask("c", "How much is it?"))
+        cached = (await peer.events_until_end("c"))[-1]
+        await peer.send(ask("d", "How much is it?", noCache=True))
+        fresh = (await peer.events_until_end("d"))[-1]
+    assert first["type"] == "done" and not first["cached"]
+    assert cached["cached"] and cached["answer"] == first["answer"]
+    assert cached["citations"][0]["tab_id"] == "41", "cached citations still point at the Chrome tab"
+    assert not fresh["cached"]
+    assert len(gemini.generate_requests) == 3
+    follow_up = gemini.generate_requests[1].text()
+    assert "How much is it?" in follow_up and "$1,349.00 [Tab 1]" in follow_up

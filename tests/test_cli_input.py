@@ -1,0 +1,73 @@
+"""Bad input to `chatagent ask` and `chatagent chat`, as a user would type it:
+a clear message, a non-zero exit status, never a traceback, and a question
+that failed can simply be asked again."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, Site
+
+
+def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
+    env.pop("GOOGLE_API_KEY", None)  # the offline extractive model
+    return subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=ROOT, env=env,
+                          input=stdin, capture_output=True, timeout=120)
+
+
+def clean(proc: subprocess.CompletedProcess[bytes]) -> str:
+    err = proc.stderr.decode()
+    assert "Traceback" not in err and "Traceback" not in proc.stdout.decode()
+    return err
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    (["ask", "x.html"], "-q/--question"),
+    (["ask", "x.html", "-q", "hi", "--budget", "lots"], "not a whole number"),
+    (["ask", "x.html", "-q", "hi", "--deadline", "0"], "must be positive"),
+    (["ask", "x.html", "-q", "hi", "--timeout", "soon"], "not a number of seconds"),
+    (["chat", "x.html", "--no-such-flag"], "unrecognized arguments"),
+])
+def test_usage_errors_exit_2_with_the_reason(args: list[str], says: str) -> None:
+    proc = run(*args)
+    assert proc.returncode == 2 and says in clean(proc)
+
+
+def test_a_blank_question_is_refused_clearly(site: Site) -> None:
+    proc = run("ask", site.url("product"), "-q", "   ")
+    assert proc.returncode == 1 and "The question is empty." in clean(proc)
+
+
+@pytest.mark.parametrize(("target", "says"), [
+    ("no/such/page.html", "No such file"),
+    ("ftp://example.com/file", "Unsupported URL scheme 'ftp'"),
+    ("http://", "names no host"),
+])
+def test_a_target_that_cannot_be_opened_says_why(target: str, says: str) -> None:
+    proc = run("ask", target, "-q", "What is this?")
+    assert proc.returncode == 1
+    out = proc.stdout.decode() + clean(proc)
+    assert says in out and "None of the tabs could be read" in out
+
+
+def test_chat_survives_bad_lines_and_answers_the_next_question(site: Site) -> None:
+    stdin = b"\n".join([
+        b"\xff\xfe\x00 binary garbage \x80",
+        b"   ",
+        b"x" * 9000,
+        b"How much does the Aurora X14 Pro cost?",
+    ]) + b"\n"
+    proc = run("chat", site.url("product"), "--json", stdin=stdin)
+    clean(proc)
+    events = [json.loads(line) for line in proc.stdout.decode().splitlines()]
+    ends = [e for e in events if e["type"] in ("done", "error")]
+    assert len(ends) == 3, "the blank line is skipped; every other line gets exactly one ending"
+    assert ends[1]["type"] == "error" and ends[1]["code"] == "bad_input" and "8,000" in ends[1]["message"]
+    assert ends[2]["type"] == "done" and "$1,349.00" in ends[2]["answer"]
+    assert proc.returncode == 1, "a failed question makes the exit status non-zero"
