@@ -20,6 +20,7 @@ _EXPORTS = {
     "Tab": "browser",
     "TabFailure": "browser",
     "find_browser": "browser",
+    "AnswerCache": "cache",
     "allocate": "budget",
     "fit_text": "budget",
     "ContextBuilder": "context",
@@ -37,7 +38,9 @@ _EXPORTS = {
     "parse_event": "events",
     "Extracted": "extraction",
     "Extractor": "extraction",
+    "History": "history",
     "get_chat_model": "models",
+    "RetryPolicy": "retry",
     "Session": "session",
     "count_tokens": "tokens",
 }
@@ -56,6 +59,7 @@ if TYPE_CHECKING:
     from .agent import MAX_TURNS, ChatAgent
     from .browser import Browser, PageSnapshot, StaticTab, Tab, TabFailure, find_browser
     from .budget import allocate, fit_text
+    from .cache import AnswerCache
     from .context import ContextBuilder, PageContext, TabContext
     from .errors import (
         AbortedError, BrowserError, BrowserNotFoundError, ChatAgentError, ModelConfigError, ModelError, TabError,
@@ -63,6 +67,8 @@ if TYPE_CHECKING:
     )
     from .events import Event, parse_event
     from .extraction import Extracted, Extractor
+    from .history import History
     from .models import get_chat_model
+    from .retry import RetryPolicy
     from .session import Session
     from .tokens import count_tokens

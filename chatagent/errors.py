@@ -90,9 +90,5 @@ class ModelStreamInterrupted(ModelError):
     code = "model_interrupted"
 
 
-class DeadlineError(ChatAgentError):
-    code = "deadline"
-
-
 class AbortedError(ChatAgentError):
     code = "aborted"
