@@ -169,6 +169,12 @@ class ChatAgent:
         the extraction cache) and say which tabs changed since the last question."""
         ctx = await builder.build(self.tabs, question)
         for label, tab in enumerate(ctx.tabs, 1):
+            if tab.tab_id != str(label):
+                # The backend names a tab by its own id; the user knows it by its label.
+                own = re.compile(rf"\bTab {re.escape(tab.tab_id)}\b")
+                tab.notes = [own.sub(f"Tab {label}", n) for n in tab.notes]
+                if tab.error:
+                    tab.error = own.sub(f"Tab {label}", tab.error)
             tab.tab_id = str(label)
             before = self.history.pages.get(tab.tab_id)
             if tab.ok and before and before[0] != tab.url:
