@@ -2,21 +2,31 @@
 
 Two ways to fit a text that is too long:
 - no question: keep the head, cut at a paragraph or sentence boundary;
-- with a question: keep the page head plus the chunks that BM25 ranks highest
-  against the question, in document order, with a marker for every gap.
+- with a question: keep the page head, the best-matching tables whole when they
+  fit, and the chunks that BM25 ranks highest against the question, in document
+  order, with a marker for every gap.
   A chunk's score mixes its own BM25 score with that of its block (the table
   or section it belongs to), so the rows of the table a question is about win
   over stray matches elsewhere; table rows are ranked and shown with their
   table's header (and caption), so a row group out of context still reads.
+  Aggregate questions ("how many…", "which … most", "the first…") need every
+  row, which is why whole tables come first, and why a table too big to keep
+  whole keeps its first and last rows (where the first, the last and the
+  totals are). Whatever room is left is filled row by row.
 Every marker says how much was left out, so neither the model nor the user
 mistakes a partial page for a whole one.
+
+A page's analysis (units, chunks, BM25 indexes) does not depend on the
+question, so it is cached per text: a follow-up question on the same tab only
+scores and assembles.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 import bm25s
 import Stemmer
@@ -27,11 +37,17 @@ from .tokens import count_tokens
 CHUNK_TOKENS = 96  # small enough to pick precisely, large enough to carry context
 # Row groups are larger: every gap in a table costs a marker and a repeated header.
 TABLE_CHUNK_TOKENS = 256
-HEAD_SHARE = 0.12  # of a tab's budget, always kept when selecting: title, lead, infobox
+HEAD_SHARE = 0.12  # of a tab's budget kept when selecting: title, lead, infobox (less if the best table needs it)
 BLOCK_WEIGHT = 1.0  # weight of the block's (table's, section's) score next to the chunk's own
+# Ranking tables: a question names columns ("attendance", "goals") more often than
+# cells, so a table's header and caption count again, at this weight, next to its text.
+HEADER_WEIGHT = 0.5
+WHOLE_TABLES = 3  # best-matching tables kept whole when they fit, best first
 NEIGHBOUR_SHARE = 0.5  # of a chunk's score passed on to the chunks either side of it
 REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
 MIN_TAB_BUDGET = 64
+FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its marker's count
+PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
 
@@ -196,33 +212,131 @@ def english_stemmer() -> Stemmer.Stemmer:
     return Stemmer.Stemmer("english")
 
 
-def rank(passages: list[str], query: str) -> list[float]:
-    """BM25 scores of `passages` against `query` (stemmed, English stopwords)."""
-    if not passages or not query.strip():
-        return [0.0] * len(passages)
-    kw = dict(stopwords="en", stemmer=english_stemmer(), show_progress=False)
-    corpus = bm25s.tokenize(passages, **kw)
-    retriever = bm25s.BM25()
-    retriever.index(corpus, show_progress=False)
-    q = bm25s.tokenize([query], return_ids=False, **kw)[0]
-    q = [t for t in q if t in corpus.vocab]
-    if not q:
-        return [0.0] * len(passages)
-    return [float(s) for s in retriever.get_scores(q)]
+_COMBINING = re.compile(r"[\u0300-\u036f]+")
+
+
+def fold(text: str) -> str:
+    """Accents off ("Škoda" → "Skoda"): questions are often typed without them."""
+    if text.isascii():
+        return text
+    return _COMBINING.sub("", unicodedata.normalize("NFKD", text))
+
+
+def _bm25_options() -> dict[str, object]:
+    return {"stopwords": "en", "stemmer": english_stemmer(), "show_progress": False}
+
+
+def query_terms(question: str) -> list[str]:
+    """The question as BM25 sees it: folded, stemmed, without stopwords."""
+    if not question.strip():
+        return []
+    return bm25s.tokenize([fold(question)], return_ids=False, **_bm25_options())[0]
+
+
+class _Index:
+    """BM25 over a fixed list of passages: built once, scored against many questions."""
+
+    def __init__(self, passages: list[str]) -> None:
+        self.size = len(passages)
+        corpus = bm25s.tokenize([fold(p) for p in passages], **_bm25_options())
+        self.vocab = corpus.vocab
+        self.retriever: bm25s.BM25 | None = None
+        if self.vocab:  # bm25s cannot index a corpus of stopwords only
+            self.retriever = bm25s.BM25()
+            self.retriever.index(corpus, show_progress=False)
+
+    def scores(self, terms: list[str]) -> list[float]:
+        known = [t for t in terms if t in self.vocab]
+        if self.retriever is None or not known:
+            return [0.0] * self.size
+        return [float(s) for s in self.retriever.get_scores(known)]
+
+
+_CITATION = re.compile(r"^\s*(?:\d+\.\s*)?(?:\*\*)?\^", re.M)
+
+
+def _is_reference_list(chunk: _Chunk) -> bool:
+    """Wiki-style notes ("1. ^ Author (2011). Title. Retrieved …"): they echo the
+    page's keywords without answering anything."""
+    lines = [line for u in chunk.units for line in u.text.splitlines() if line.strip()]
+    return bool(lines) and sum(bool(_CITATION.match(line)) for line in lines) * 2 >= len(lines)
+
+
+class _Page:
+    """A text cut into units and chunks, with its BM25 indexes: all question-independent."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.total = count_tokens(text)
+
+    @cached_property
+    def units(self) -> list[_Unit]:
+        return _split_units(self.text)
+
+    @cached_property
+    def chunks(self) -> list[_Chunk]:
+        return _chunks(self.units)
+
+    @cached_property
+    def chunk_index(self) -> _Index:
+        return _Index([c.rank_text() for c in self.chunks])
+
+    @cached_property
+    def reference(self) -> list[bool]:
+        return [_is_reference_list(c) for c in self.chunks]
+
+    @cached_property
+    def blocks(self) -> dict[int, list[int]]:
+        """Block id → its chunks; reference lists left out (they are never a block worth keeping)."""
+        out: dict[int, list[int]] = {}
+        for i, c in enumerate(self.chunks):
+            out.setdefault(c.units[0].block, []).append(i)
+        return {b: idx for b, idx in out.items() if not all(self.reference[i] for i in idx)}
+
+    @cached_property
+    def block_index(self) -> _Index:
+        # A block's text: its first chunk with heading and header, then the rest plain.
+        return _Index([
+            " ".join(self.chunks[i].rank_text() if n == 0 else _join(self.chunks[i].units) for n, i in enumerate(idx))
+            for idx in self.blocks.values()
+        ])
+
+    @cached_property
+    def tables(self) -> list[int]:
+        return [b for b, idx in self.blocks.items() if self.chunks[idx[0]].units[0].in_table]
+
+    @cached_property
+    def header_index(self) -> _Index:
+        return _Index([self._table_head(b) for b in self.tables])
+
+    def _table_head(self, block: int) -> str:
+        for i in self.blocks[block]:
+            first = self.chunks[i].units[0]
+            if first.table_header:
+                return f"{first.section} {first.table_header}"
+        return self.chunks[self.blocks[block][0]].rank_text()
+
+
+# ContextBuilder fits tabs on worker threads: two threads asking at once may
+# analyse a text (or one of its parts) twice, but the results are equal and never
+# mutated, so that costs time only.
+@lru_cache(maxsize=PAGE_CACHE_SIZE)
+def _analysed(text: str) -> _Page:
+    return _Page(text)
 
 
 def fit_text(text: str, budget: int, question: str | None = None) -> Fitted:
     """Fit `text` into `budget` tokens; see the module docstring."""
-    total = count_tokens(text)
+    page = _analysed(text)
+    total = page.total
     if total <= budget:
         return Fitted(text=text, tokens=total, original_tokens=total)
     budget = max(budget, MIN_TAB_BUDGET)
-    units = _split_units(text)
     if question and question.strip():
-        fitted = _select(units, budget, question, total)
+        fitted = _select(page, budget, query_terms(question))
         if fitted is not None:
             return fitted
-    return _head(units, budget, total)
+    return _head(page.units, budget, total)
 
 
 def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
@@ -256,9 +370,9 @@ def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
     return Fitted(text=text, tokens=tokens, original_tokens=total, truncated=True, omitted_tokens=omitted)
 
 
-def _select(units: list[_Unit], budget: int, question: str, total: int) -> Fitted | None:
-    chunks = _chunks(units)
-    scores, best_block = _scores(chunks, question)
+def _select(page: _Page, budget: int, terms: list[str]) -> Fitted | None:
+    chunks, total = page.chunks, page.total
+    scores, tables = _scores(page, terms)
     if not any(s > 0 for s in scores):
         return None  # nothing matches: the head is the best guess
     gap_cost = count_tokens(omitted_marker(total, selected=True)) + 2
@@ -273,91 +387,128 @@ def _select(units: list[_Unit], budget: int, question: str, total: int) -> Fitte
             extra += count_tokens(header) + 1
         return c.tokens + extra
 
+    def add(i: int) -> None:
+        nonlocal used
+        c = cost(i)
+        if i not in keep and used + c <= budget:
+            keep.add(i)
+            used += c
+
     head_budget = int(budget * HEAD_SHARE)
+    if tables:
+        # The best table is evidence, the head only a prior: when the table fits
+        # whole only without the head, the head shrinks (its first chunk, with
+        # the title, stays).
+        need = sum(chunks[i].tokens for i in page.blocks[tables[0]]) + gap_cost
+        if budget - head_budget < need <= budget - chunks[0].tokens - gap_cost:
+            head_budget = budget - need
     for i in range(len(chunks)):
         if used + chunks[i].tokens > head_budget:
             break
         keep.add(i)
         used += chunks[i].tokens
-    # The block (table, section) that matches best, whole if it fits: aggregate
-    # questions ("how many…", "which … most") need every row, not the matching ones.
-    if best_block is not None:
-        members = [i for i, c in enumerate(chunks) if c.units[0].block == best_block and i not in keep]
-        whole = 0
-        if members:
-            header = chunks[members[0]].units[0].table_header
-            whole = sum(chunks[i].tokens for i in members) + gap_cost + count_tokens(header)
-        if members and used + whole <= budget:
+    # The tables that match best, whole if they fit: aggregate questions
+    # ("how many…", "which … most") need every row, not the matching ones.
+    for b in tables[:WHOLE_TABLES]:
+        members = [i for i in page.blocks[b] if i not in keep]
+        if not members:
+            continue
+        whole = sum(chunks[i].tokens for i in members) + gap_cost
+        if used + whole <= budget:
             keep.update(members)
             used += whole
-    for i in sorted(range(len(chunks)), key=lambda j: (-scores[j], j)):
-        if i in keep or scores[i] <= 0:
-            continue
-        c = cost(i)
-        if used + c <= budget:
-            keep.add(i)
-            used += c
+    # The best table did not fit: its first and last rows at least ("the first…",
+    # "the last…", a totals row), before any other chunk.
+    if tables and not all(i in keep for i in page.blocks[tables[0]]):
+        rows = [i for i in page.blocks[tables[0]] if chunks[i].units[0].table_header]
+        for i in rows[:1] + rows[-1:]:
+            add(i)
+    by_score = sorted(range(len(chunks)), key=lambda j: (-scores[j], j))
+    for i in by_score:
+        if scores[i] > 0:
+            add(i)
     # Leftover room: widen the kept parts with their neighbours, best first.
-    for i in sorted(range(len(chunks)), key=lambda j: (-scores[j], j)):
-        for n in (i + 1, i - 1):
-            if 0 <= n < len(chunks) and n not in keep and i in keep:
-                c = cost(n)
-                if used + c <= budget:
-                    keep.add(n)
-                    used += c
+    for i in by_score:
+        if i in keep:
+            for n in (i + 1, i - 1):
+                if 0 <= n < len(chunks):
+                    add(n)
     text = _assemble(chunks, keep)
-    omitted = max(total - sum(chunks[i].tokens for i in keep), 0)
     tokens = count_tokens(text)
+    if tokens < budget:
+        # The estimates above are pessimistic (a gap marker per chunk): what is
+        # really left goes to the rows and lines right after the kept parts.
+        filled_chunks, filled_keep = _fill(chunks, keep, by_score, budget - tokens - FILL_MARGIN)
+        if filled_chunks is not chunks:
+            filled = _assemble(filled_chunks, filled_keep)
+            filled_tokens = count_tokens(filled)
+            if filled_tokens <= budget:
+                chunks, keep, text, tokens = filled_chunks, filled_keep, filled, filled_tokens
+    omitted = max(total - sum(chunks[i].tokens for i in keep), 0)
     if tokens > budget:  # estimates drifted (joins, markers): trim from the least relevant end
         return _head(_split_units(text), budget, total)
     return Fitted(text=text, tokens=tokens, original_tokens=total, selected=True, omitted_tokens=omitted)
 
 
-_CITATION = re.compile(r"^\s*(?:\d+\.\s*)?(?:\*\*)?\^", re.M)
+def _fill(chunks: list[_Chunk], keep: set[int], order: list[int], room: int) -> tuple[list[_Chunk], set[int]]:
+    """Spend `room` tokens on the leading units of the chunks that follow a kept
+    one (in `order`), splitting each such chunk into a kept head and a dropped rest."""
+    take: dict[int, int] = {}
+    for i in order:
+        if i in keep or i - 1 not in keep:
+            continue
+        n = 0
+        for u in chunks[i].units:
+            if u.tokens > room:
+                break
+            room -= u.tokens
+            n += 1
+        if n:
+            take[i] = n
+    if not take:
+        return chunks, keep
+    out: list[_Chunk] = []
+    kept: set[int] = set()
+    for i, c in enumerate(chunks):
+        if i in keep or i in take:
+            kept.add(len(out))
+        n = take.get(i, len(c.units))
+        out.append(_Chunk(c.units[:n]) if n < len(c.units) else c)
+        if n < len(c.units):
+            out.append(_Chunk(c.units[n:]))
+    return out, kept
 
 
-def _is_reference_list(chunk: _Chunk) -> bool:
-    """Wiki-style notes ("1. ^ Author (2011). Title. Retrieved …"): they echo the
-    page's keywords without answering anything."""
-    lines = [line for u in chunk.units for line in u.text.splitlines() if line.strip()]
-    return bool(lines) and sum(bool(_CITATION.match(line)) for line in lines) * 2 >= len(lines)
-
-
-def _scores(chunks: list[_Chunk], question: str) -> tuple[list[float], int | None]:
+def _scores(page: _Page, terms: list[str]) -> tuple[list[float], list[int]]:
     """Each chunk's BM25 score plus BLOCK_WEIGHT × its block's, both scaled to [0, 1];
-    and the best-matching block."""
-    own = rank([c.rank_text() for c in chunks], question)
-    own = [s * REFERENCE_FACTOR if s > 0 and _is_reference_list(c) else s for s, c in zip(own, chunks)]
+    and the tables that match the question, best first."""
+    own = page.chunk_index.scores(terms)
+    own = [s * REFERENCE_FACTOR if s > 0 and ref else s for s, ref in zip(own, page.reference)]
     # A neighbour inherits part of a match's score: "the year after X", "who won
     # before Y" need the rows around the matching one.
     own = [
         max(s, NEIGHBOUR_SHARE * max(own[i - 1] if i else 0.0, own[i + 1] if i + 1 < len(own) else 0.0))
         for i, s in enumerate(own)
     ]
-    blocks: dict[int, list[int]] = {}
-    for i, c in enumerate(chunks):
-        blocks.setdefault(c.units[0].block, []).append(i)
-    if BLOCK_WEIGHT <= 0 or len(blocks) < 2:
-        return own, None
-    ids = [b for b in blocks if not all(_is_reference_list(chunks[i]) for i in blocks[b])]
-    if not ids:
-        return own, None
-    # A block's text: its first chunk with heading and header, then the rest plain.
-    texts = [
-        " ".join(chunks[i].rank_text() if n == 0 else _join(chunks[i].units) for n, i in enumerate(blocks[b]))
-        for b in ids
-    ]
-    block_scores = dict(zip(ids, rank(texts, question)))
+    if BLOCK_WEIGHT <= 0 or len(page.blocks) < 2:
+        return own, []
+    block_scores = dict(zip(page.blocks, page.block_index.scores(terms)))
     top_own = max(own) or 1.0
     top_block = max(block_scores.values()) or 1.0
     combined = []
-    for i, c in enumerate(chunks):
+    for i, c in enumerate(page.chunks):
         b = block_scores.get(c.units[0].block, 0.0)
         combined.append(own[i] / top_own + BLOCK_WEIGHT * b / top_block if own[i] > 0 or b > 0 else 0.0)
-    # Only a table is taken whole: prose is served well enough chunk by chunk.
-    tables = [b for b in ids if chunks[blocks[b][0]].units[0].in_table]
-    best = max(tables, key=lambda b: block_scores[b], default=None)
-    return combined, (best if best is not None and block_scores[best] > 0 else None)
+    # Only tables are taken whole: prose is served well enough chunk by chunk.
+    if not page.tables:
+        return combined, []
+    heads = page.header_index.scores(terms)
+    top_head = max(heads) or 1.0
+    table_scores = {
+        b: block_scores[b] / top_block + HEADER_WEIGHT * h / top_head for b, h in zip(page.tables, heads)
+    }
+    tables = sorted((b for b in page.tables if block_scores[b] > 0), key=lambda b: -table_scores[b])
+    return combined, tables
 
 
 def _assemble(chunks: list[_Chunk], keep: set[int]) -> str:

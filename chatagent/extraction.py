@@ -8,7 +8,14 @@ Two supplements, each under its own heading so the budgeter can rank them:
 - when the output is still small next to what the browser rendered, the
   rendered lines it missed, so nothing the user can see is lost.
 Articles are left alone: their text is most of what renders, and they rarely
-hold tables, so neither supplement kicks in and no boilerplate gets in.
+hold tables, so neither supplement kicks in and no boilerplate gets in; only
+their byline, which trafilatura drops, is put back when the page names an author.
+
+Tables are written tersely ("|a|b|c|"): on table-heavy pages they are most of
+the text, and the spaces markdown pads pipes with cost 8% of a table's tokens
+for nothing (5% of all the text of the WTQ pages).
+Pages too big for trafilatura (its time grows faster than the DOM) are not
+given to it: their rendered text is used, and a note says so.
 """
 
 from __future__ import annotations
@@ -22,6 +29,7 @@ import lxml.html
 import trafilatura
 from lxml import etree
 from pydantic import BaseModel, Field
+from trafilatura.metadata import examine_meta, extract_meta_json
 
 from .browser.base import PageSnapshot
 
@@ -38,6 +46,17 @@ TABLES_HEADING = "## Tables not in the main text"
 # (a row is there when all of its cells are: single cells like "1648" match anywhere).
 MISSED_TABLE_SHARE = 0.8
 MAX_CELL_CHARS = 300  # longer cells are prose in a layout table, not data
+TABLE_SAMPLE_ROWS = 50  # rows checked per table when deciding whether the main text has it
+# Above either size trafilatura stalls: its time grows faster than the DOM (on 2
+# cores: 0.35 s for the largest page of the evaluation data, ~10k elements; 1-3 s
+# for 36k; 25 s for a 2.4 MB table of ~165k). The rendered text is used instead
+# (or, with none, the HTML's head up to the caps).
+MAX_HTML_CHARS = 5_000_000
+MAX_HTML_ELEMENTS = 20_000
+# Text beyond this is not kept: ~125k tokens, 60× a tab's default budget, 7× the
+# longest page of the evaluation data; analysing more for the budgeter takes seconds.
+MAX_TEXT_CHARS = 500_000
+BYLINE_MAX_CHARS = 200  # a rendered line longer than this is prose, not a byline
 _NAV_TABLE = re.compile(r"nav|menu|footer|header|sidebar|metadata|persondata|breadcrumb|toc|mbox|ambox", re.I)
 _NAV_ANCESTORS = "ancestor::nav or ancestor::footer or ancestor::header or ancestor::aside or ancestor::*[@role='navigation']"
 _DROP_IN_CELLS = "|".join(
@@ -93,22 +112,33 @@ def _main_text(html: str, url: str) -> str:
 
 _REF_SUP = re.compile(r"<sup>\s*(?:\\?\[[^<\]]{0,40}\\?\]\s*)+</sup>")
 _BACKLINKS = re.compile(r"(?:\s*<sup>\**[a-z]{1,2}\**</sup>)+")  # "^ a b c" jump-back letters in wiki notes
-_ITALIC_CELL = re.compile(r"(?<=\| )\*([^*|]+)\*(?= \|)")
 _ESCAPED_BRACKET = re.compile(r"\\([\[\]])")
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")
+
+
+def _row(cells: list[str]) -> str:
+    return "|" + "|".join(cells) + "|"
+
+
+def _cell(cell: str) -> str:
+    # Bold and italics in table cells are mostly styling: tokens, little meaning.
+    cell = cell.strip().replace("**", "")
+    if len(cell) > 2 and cell[0] == cell[-1] == "*" and "*" not in cell[1:-1]:
+        cell = cell[1:-1]
+    return cell
 
 
 def _tidy(text: str) -> str:
     # Citation markers ("<sup>\[12\]</sup>") cost tokens and say nothing to the model;
-    # neither do empty markdown table cells ("|  |  |").
+    # neither do empty table cells, nor the spaces markdown puts around pipes.
     text = _ESCAPED_BRACKET.sub(r"\1", _BACKLINKS.sub("", _REF_SUP.sub("", text)))
     lines = []
     for line in text.splitlines():
         stripped = line.strip()
-        if stripped.startswith("|") and not stripped.strip("|- \t"):
-            continue
         if stripped.startswith("|"):
-            # Bold and italics in table cells are mostly styling: tokens, little meaning.
-            line = _ITALIC_CELL.sub(r"\1", re.sub(r"(\|\s+)+\|", "|", line).replace("**", ""))
+            if not stripped.strip("|- \t"):
+                continue  # empty, or a separator row
+            line = _row([c for c in map(_cell, _CELL_SPLIT.split(stripped.strip("|"))) if c])
         lines.append(line.rstrip())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
@@ -131,7 +161,7 @@ def _table_markdown(table: etree._Element) -> tuple[str, list[list[str]]] | None
             rows.append(cells)
     if len(rows) < 2 or max(len(r) for r in rows) < 2:
         return None
-    lines = ["| " + " | ".join(r) + " |" for r in rows]
+    lines = [_row(r) for r in rows]
     caption = table.xpath("./caption")
     if caption:
         lines.insert(0, _WS.sub(" ", caption[0].text_content()).strip())
@@ -167,8 +197,11 @@ def _missed_tables(html: str, main: str) -> list[str]:
         if rendered is None:
             continue
         md, rows = rendered
-        present = sum(all(_norm(c) in haystack for c in row if c) for row in rows)
-        if present >= MISSED_TABLE_SHARE * len(rows):
+        # A sample of the rows decides: checking every cell of a 4,000-row table
+        # against the whole text takes seconds.
+        sample = rows[:: max(1, len(rows) // TABLE_SAMPLE_ROWS)]
+        present = sum(all(_norm(c) in haystack for c in row if c) for row in sample)
+        if present >= MISSED_TABLE_SHARE * len(sample):
             continue
         out.append(f"### {heading}\n\n{md}" if heading else md)
     return out
@@ -189,24 +222,131 @@ def _missing_lines(main: str, rendered: str) -> list[str]:
     return out
 
 
+def _author(html: str) -> list[str]:
+    """The author names a page declares in its <head> (meta tags, JSON-LD), as
+    trafilatura reads them; [] when none. Only the head is parsed: it is cheap."""
+    end = html.find("</head>")
+    if end < 0:
+        return []
+    try:
+        head = lxml.html.fromstring(html[:end] + "</head></html>")
+        meta = extract_meta_json(head, examine_meta(head))
+    except Exception as exc:  # odd markup or JSON-LD: no byline is no loss
+        log.debug("no metadata: %s", exc)
+        return []
+    author = meta.author or ""
+    # trafilatura's own rule: a single word ("admin", "staff") is not a name
+    return [a.strip() for a in author.split(";") if " " in a.strip()]
+
+
+def _byline(html: str, main: str, rendered: str) -> str:
+    """The byline trafilatura dropped: the rendered line naming the author (it
+    usually carries the date too), else "By <author>"; "" when the main text
+    already names the author or the page declares none."""
+    names = _author(html)
+    haystack = _norm(main)
+    if not names or any(_norm(n) in haystack for n in names):
+        return ""
+    for line in rendered.splitlines():
+        line = _WS.sub(" ", line).strip()
+        if len(line) <= BYLINE_MAX_CHARS and any(n.lower() in line.lower() for n in names):
+            return line
+    return "By " + ", ".join(names)
+
+
+def _with_byline(main: str, byline: str) -> str:
+    # After the title heading, if the text starts with one: the title stays first.
+    first, sep, rest = main.partition("\n")
+    if first.startswith("# ") and sep:
+        return f"{first}\n\n{byline}\n\n{rest.lstrip()}"
+    return f"{byline}\n\n{main}"
+
+
+def _rendered_text(rendered: str) -> str:
+    """The rendered text, one line per line; runs of tab-separated lines (how the
+    browser renders table rows) become table rows, set apart so the budgeter
+    keeps each row whole and its header with it."""
+    out: list[str] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) > 1:
+            out.extend(["", *(_row([c.strip().replace("|", "/") for c in r.split("\t") if c.strip()]) for r in run), ""])
+        else:
+            out.extend(_WS.sub(" ", r) for r in run)
+        run.clear()
+
+    for raw in rendered.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if "\t" in line:
+            run.append(line)
+            continue
+        flush()
+        out.append(line)
+    flush()
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
+
+
+def _oversized(html: str) -> str:
+    """Why `html` is too big for trafilatura ("" when it is not)."""
+    elements = html.count("<") - html.count("</")  # a tag count without parsing
+    if len(html) <= MAX_HTML_CHARS and elements <= MAX_HTML_ELEMENTS:
+        return ""
+    return f"{len(html) / 1e6:.1f} MB of HTML, about {elements:,} elements"
+
+
+def _head_of(html: str) -> str:
+    """The start of `html` within both caps, cut before a tag."""
+    elements = max(html.count("<") - html.count("</"), 1)
+    cut = min(len(html), MAX_HTML_CHARS, int(len(html) * MAX_HTML_ELEMENTS / elements))
+    at = html.rfind("<", 0, cut)
+    return html[: at if at > 0 else cut]
+
+
+def _capped(text: str) -> tuple[str, bool]:
+    """`text` cut at the last line break within MAX_TEXT_CHARS, and whether it was cut."""
+    if len(text) <= MAX_TEXT_CHARS:
+        return text, False
+    cut = text.rfind("\n", 0, MAX_TEXT_CHARS)
+    return text[: cut if cut > 0 else MAX_TEXT_CHARS], True
+
+
 def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
     """Pure, CPU-bound: call it off the event loop (see `Extractor`)."""
-    main = _main_text(snapshot.html, snapshot.url)
-    rendered = snapshot.visible_text.strip()
+    html = snapshot.html
+    rendered, rendered_cut = _capped(snapshot.visible_text.strip())
+    notes = list(snapshot.notes)
+    if oversized := _oversized(html):
+        if rendered:
+            html = ""  # the rendered text is already there: nothing to parse
+            notes.append(
+                f"This page is very large ({oversized}): its visible text is used as it is, without "
+                "main-text extraction, so menus and other page furniture may be in it."
+            )
+        else:
+            html = _head_of(html)
+            notes.append(f"This page is very large ({oversized}): only the start of its HTML was read.")
+    main = _main_text(html, snapshot.url)
     rendered_words = _words(rendered)
     method = "trafilatura"
-    if main and (tables := _missed_tables(snapshot.html, main)):
+    if main and (tables := _missed_tables(html, main)):
         main = f"{main}\n\n{TABLES_HEADING}\n\n" + "\n\n".join(tables)
         method = "trafilatura+tables"
+    if main and (byline := _byline(html, main, rendered)):
+        main = _with_byline(main, byline)
     text = main
     if not main:
-        text, method = "\n".join(line.strip() for line in rendered.splitlines() if line.strip()), "rendered"
+        text, method = _rendered_text(rendered), "rendered"
     elif rendered_words and _words(main) < min(MIN_MAIN_SHARE * rendered_words, MIN_MAIN_WORDS):
         missing = _missing_lines(main, rendered)
         if missing:
             text = f"{main}\n\n{SUPPLEMENT_HEADING}\n\n" + "\n".join(missing)
             method += "+rendered"
-    notes = list(snapshot.notes)
+    text, text_cut = _capped(text)
+    if text_cut or (rendered_cut and "rendered" in method):
+        notes.append(f"This page's text is very long: only its first {MAX_TEXT_CHARS:,} characters are used.")
     if not text.strip():
         notes.append("No readable text on this page (it may be an image, a canvas or still loading).")
     return Extracted(
@@ -225,20 +365,23 @@ class Extractor:
 
     def __init__(self, executor: Executor | None = None, cache_size: int = 256) -> None:
         self._executor = executor  # None: the loop's default thread pool
-        self._cache: dict[str, Extracted] = {}
+        # content hash → (result, the notes extraction itself added)
+        self._cache: dict[str, tuple[Extracted, list[str]]] = {}
         self._cache_size = cache_size
 
     async def extract(self, snapshot: PageSnapshot) -> Extracted:
         key = snapshot.content_hash
         hit = self._cache.get(key)
         if hit is not None:
-            # Same content may sit in another tab: keep this tab's identity.
-            return hit.model_copy(update={"tab_id": snapshot.tab_id, "notes": list(snapshot.notes) or hit.notes})
+            # Same content may sit in another tab: keep this tab's identity and
+            # its own load notes, plus what extraction found about the content.
+            result, own = hit
+            return result.model_copy(update={"tab_id": snapshot.tab_id, "notes": [*snapshot.notes, *own]})
         loop = asyncio.get_running_loop()
         result = await loop.run_in_executor(self._executor, extract_snapshot, snapshot)
         if len(self._cache) >= self._cache_size:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[key] = result
+        self._cache[key] = (result, result.notes[len(snapshot.notes):])
         return result
 
     async def extract_many(self, snapshots: list[PageSnapshot]) -> list[Extracted]:

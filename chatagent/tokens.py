@@ -24,14 +24,17 @@ def encoding() -> tiktoken.Encoding:
 
 
 def count_tokens(text: str) -> int:
+    # Special tokens in page text ("<|endoftext|>") count as the plain text they
+    # are; encode_ordinary does exactly that, 2-3× faster than encode() with
+    # disallowed_special=(), which still scans for them.
     if not text:
         return 0
-    return len(encoding().encode(text, disallowed_special=()))
+    return len(encoding().encode_ordinary(text))
 
 
 def truncate_to_tokens(text: str, max_tokens: int) -> str:
     """Cut `text` to at most `max_tokens` tokens (no boundary logic; see budget.py)."""
-    ids = encoding().encode(text, disallowed_special=())
+    ids = encoding().encode_ordinary(text)
     if len(ids) <= max_tokens:
         return text
     return encoding().decode(ids[: max(max_tokens, 0)])

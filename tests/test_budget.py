@@ -130,6 +130,50 @@ def test_fit_text_long_fixture_needle_within_2000_tokens() -> None:
     assert head.truncated and needle not in head.text and count_tokens(head.text) <= 2000
 
 
+def _page_with_table(rows: list[str], header: str = "|Club|Season|Goals|") -> str:
+    prose = [" ".join(_sentences(3, i * 3)) for i in range(60)]
+    return "\n\n".join(["# Club records", *prose[:30], "## Scorers", "\n".join([header, *rows]), *prose[30:]])
+
+
+def test_aggregate_question_keeps_the_whole_matching_table() -> None:
+    # "Which club scored the most goals?" needs every row, not the rows that match.
+    rows = [f"|Club {chr(65 + i)}|{1990 + i}|{(i * 7) % 23}|" for i in range(20)]
+    text = _page_with_table(rows)
+    f = fit_text(text, 800, "Which club scored the most goals?")
+    assert f.selected and count_tokens(f.text) <= 800
+    assert all(row in f.text for row in rows)
+
+
+def test_table_too_big_keeps_its_first_and_last_rows() -> None:
+    # Where "the first …", "the last …" and a totals row are.
+    rows = [f"|Club {i}|{1900 + i}|{i % 17}|" for i in range(400)] + ["|Total|all seasons|3,391|"]
+    text = _page_with_table(rows)
+    f = fit_text(text, 700, "How many goals were scored in total?")
+    assert f.selected and count_tokens(f.text) <= 700
+    assert "|Club 0|1900|0|" in f.text and "|Total|all seasons|3,391|" in f.text
+
+
+def test_question_without_accents_finds_accented_text() -> None:
+    filler = [" ".join(_sentences(3, i * 3)) for i in range(120)]
+    needle = "Škoda Transportation built the twelve trams in Plzeň."
+    text = "\n\n".join(filler[:90] + [needle] + filler[90:])
+    f = fit_text(text, 300, "Who is Skoda?")  # the name is the question's only word
+    assert f.selected and needle in f.text
+
+
+def test_follow_up_questions_on_the_same_text_are_independent() -> None:
+    # The page's analysis is cached; the selection is not.
+    filler = [" ".join(_sentences(3, i * 3)) for i in range(150)]
+    a = "The spare ferry ramp is stored at the Skarvøy boatyard."
+    b = "The harbour pilot boat is moored at quay 7."
+    text = "\n\n".join(filler[:40] + [a] + filler[40:110] + [b] + filler[110:])
+    first = fit_text(text, 400, "Where is the spare ferry ramp stored?")
+    second = fit_text(text, 400, "Where is the harbour pilot boat moored?")
+    again = fit_text(text, 400, "Where is the spare ferry ramp stored?")
+    assert a in first.text and b in second.text and b not in first.text
+    assert again == first
+
+
 @pytest.mark.parametrize("block", ["x", "- a\n- b"])
 def test_fit_text_many_tiny_paragraphs_stay_within_budget(block: str) -> None:
     # Menus, tag clouds and listings are exactly this shape.

@@ -67,6 +67,16 @@ def test_local_path_and_timeout_note(site: Site) -> None:
     assert local["url"] == Site.path("two_b").as_uri() and "founded in 1791" in local["text"]
 
 
+def test_huge_page_note_is_shown(site: Site) -> None:
+    # Too big for main-text extraction: the user is told the visible text was used.
+    proc = run_cli("context", site.url("huge_dom"), "-q", "Which platform does IC 2417 leave from?", "--json")
+    assert proc.returncode == 0, proc.stderr
+    _no_traceback(proc)
+    (tab,) = json.loads(proc.stdout)["tabs"]
+    assert tab["method"] == "rendered" and "7B" in tab["text"]
+    assert any(n.startswith("This page is very large") and "visible text" in n for n in tab["notes"])
+
+
 def test_no_readable_tab_is_an_error_with_a_clear_message(closed_port_url: str) -> None:
     proc = run_cli("context", closed_port_url, "ftp://files.example.org/x", "--json")
     assert proc.returncode == 1

@@ -24,6 +24,13 @@ def test_special_token_text_is_counted_not_rejected() -> None:
     assert count_tokens("before <|endoftext|> after") > 3
 
 
+def test_special_tokens_count_as_plain_text() -> None:
+    # The fast path (encode_ordinary) counts what encode() with no special
+    # tokens allowed would: the marker's characters, not one control token.
+    text = "a <|endoftext|> b <|fim_prefix|> c"
+    assert count_tokens(text) == len(encoding().encode(text, disallowed_special=())) > 6
+
+
 def test_truncate_to_tokens() -> None:
     text = "one two three four five six seven eight"
     assert truncate_to_tokens(text, 3) == "one two three"
