@@ -1,8 +1,16 @@
 """Benchmarks over the public evaluation data in `../shared/data` (see its README).
 
+`chatagent bench` (`suite.run_bench`) runs them all in one process; each part
+also runs on its own.
+
+- `suite`: the plan (`--quick` or everything), the summary and goals, the outputs.
+- `latency`: question → first token through the real Gemini client against the
+  local server; overhead by phase (`python -m chatagent.bench.latency`).
+- `context_bench`: WTQ answer recall and token cost, AEB/WCXB extraction F1,
+  HotpotQA multi-tab cost (`python -m chatagent.bench.context_bench`).
+- `pass1`: the pass-1 rate and pass-2 cost on the fixture questions.
 - `data`: loaders for WikiTableQuestions, AEB, WCXB and HotpotQA.
 - `scoring`: lenient answer matching, word-level precision/recall/F1, WCXB snippet checks.
-- `context_bench`: answer recall and token cost of the page context, extraction
-  quality and speed through the real headless browser
-  (`python -m chatagent.bench.context_bench`).
+- `server`: the pages served on 127.0.0.1 and the headless browser the parts share.
+- `report`, `plots`: the Markdown report, the terminal summary, the PNG plots.
 """

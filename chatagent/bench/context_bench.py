@@ -1,16 +1,21 @@
 """Context benchmark: what the model gets to see, how much it costs, how fast.
 
-    python -m chatagent.bench.context_bench [--data DIR] [--limit N] [--budget 2000] [--out FILE.json]
+    python -m chatagent.bench.context_bench [--data DIR] [--limit N] [--budget 2000] [--out FILE.json] [--hotpot]
 
 1. WTQ answer recall at a per-tab token budget: every page is served from a
    local HTTP server (gunzipped on the fly), loaded once in headless Chromium
    through `PlaywrightBrowser`, and all of its questions are asked against that
-   snapshot, for chatagent (question-aware) and three baselines (trafilatura
-   head-truncated, trafilatura whole, the rendered page text whole). The same
+   snapshot, for chatagent (question-aware) and the baselines (chatagent's own
+   extraction head-truncated, trafilatura head-truncated, trafilatura whole,
+   the rendered page text whole). The same
    is done on the raw HTML (`StaticTab`, no browser) to compare with issue 2.
 2. Extraction quality through the browser: AEB and WCXB word F1 of chatagent's
    `Extractor` output (no budget), WCXB per page type and its snippet checks.
 3. Extraction time per page, and `ContextBuilder.build` over 10 tabs at once.
+4. With `--hotpot`, multi-tab cost on HotpotQA comparison questions: every
+   paragraph rendered as its own page and opened as a tab (the two gold pages
+   plus the distractors), the context built for the question over all of them,
+   against sending the text of every tab whole.
 
 Pages load a few at a time; all CPU work (extraction, budgeting, scoring) runs in
 a process pool after the loads, so the timings are not inflated by the renderer.
@@ -21,36 +26,37 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
 import json
+import multiprocessing
 import os
-import platform
 import statistics
 import sys
 import time
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, AsyncIterator, TypeVar
-from urllib.parse import unquote, urlsplit
+from typing import Any, TypeVar
 
 import trafilatura
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import Progress
 from rich.table import Table
 
-from ..browser.base import PageSnapshot, Tab, TabFailure
+from ..browser.base import PageSnapshot, Tab
 from ..browser.playwright import PlaywrightBrowser
 from ..browser.static import StaticTab
 from ..budget import fit_text
 from ..context import ContextBuilder
 from ..extraction import Extractor, extract_snapshot
 from ..tokens import count_tokens
-from .data import DEFAULT_DATA_DIR, WcxbPage, WtqQuestion, load_aeb, load_wcxb, load_wtq, read_html
+from .data import (
+    DEFAULT_DATA_DIR, AebPage, HotpotQuestion, WcxbPage, WtqQuestion, load_aeb, load_hotpot, load_wcxb, load_wtq,
+    read_html,
+)
+from .report import HOTPOT_HEAD, hotpot_rows, machine, progress_bar
 from .scoring import NormalizedText, answer_in_context, snippet_check, word_prf
+from .server import PageServer, browser_version, launch_browser
 
 T = TypeVar("T")
 
@@ -58,87 +64,23 @@ DEFAULT_BUDGET = 2000
 LOAD_CONCURRENCY = 4  # tabs loading at once: enough to hide latency, few enough for 2 cores
 TEN_TABS = 10
 TEN_TAB_REPEATS = 5
-# Only the local server resolves: the saved pages' third-party assets fail at
-# once instead of waiting on a network that is not there.
-OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 WTQ_CONFIGS = (
     ("chatagent", "chatagent (question-aware)"),
     ("chatagent_nobudget", "chatagent, no budget"),
+    ("chatagent_head", "chatagent extraction, head-truncated"),
     ("trafilatura_head", "trafilatura, head-truncated"),
     ("trafilatura_full", "trafilatura, no budget"),
     ("full_text", "full page text, no budget"),
 )
 
 
-# ---------------------------------------------------------------- local page server
-
-
-class PageServer:
-    """Serves `<data>/<path>.gz` at `/<path>`, gunzipped, on 127.0.0.1 (asyncio, HTTP/1.0)."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root.resolve()
-        self._server: asyncio.Server | None = None
-        self.port = 0
-
-    def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}/{path.removesuffix('.gz')}"
-
-    async def __aenter__(self) -> "PageServer":
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
-        self.port = self._server.sockets[0].getsockname()[1]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-
-    def _file(self, url_path: str) -> Path | None:
-        rel = unquote(urlsplit(url_path).path).lstrip("/")
-        for candidate in (self.root / f"{rel}.gz", self.root / rel):
-            try:
-                resolved = candidate.resolve()
-            except OSError:
-                continue
-            if resolved.is_relative_to(self.root) and resolved.is_file():
-                return resolved
-        return None
-
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            request = await reader.readline()
-            while (line := await reader.readline()) not in (b"\r\n", b"\n", b""):
-                pass  # headers: nothing in them matters here
-            parts = request.decode("latin-1").split()
-            path = self._file(parts[1]) if len(parts) >= 2 and parts[0] in ("GET", "HEAD") else None
-            if path is None:
-                status, body, ctype = "404 Not Found", b"not found", "text/plain"
-            else:
-                raw = await asyncio.to_thread(path.read_bytes)
-                body = await asyncio.to_thread(gzip.decompress, raw) if path.suffix == ".gz" else raw
-                status, ctype = "200 OK", "text/html; charset=utf-8"
-            head = f"HTTP/1.0 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            writer.write(head.encode("latin-1") + (body if parts and parts[0] == "GET" else b""))
-            await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        finally:
-            writer.close()
+def process_pool() -> ProcessPoolExecutor:
+    """One worker per core. Spawned, not forked: the parent has Playwright's, the
+    servers' and asyncio's threads running, and a fork copies their locks mid-use."""
+    return ProcessPoolExecutor(max_workers=max(os.cpu_count() or 1, 1), mp_context=multiprocessing.get_context("spawn"))
 
 
 # ---------------------------------------------------------------- loading pages
-
-
-def _progress(console: Console) -> Progress:
-    return Progress(
-        TextColumn("{task.description:<28}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=console,
-        transient=False,
-    )
 
 
 async def load_snapshots(
@@ -169,12 +111,12 @@ async def load_snapshots(
     return out
 
 
-async def static_snapshots(data_dir: Path, paths: Sequence[str], server: PageServer) -> dict[str, PageSnapshot]:
+async def static_snapshots(data_dir: Path, paths: Sequence[str], site: PageServer) -> dict[str, PageSnapshot]:
     """Raw-HTML snapshots (no renderer): what the issue's baselines were measured on."""
 
     async def one(path: str) -> tuple[str, PageSnapshot]:
         html = await asyncio.to_thread(read_html, data_dir / path)
-        return path, await StaticTab("1", server.url(path), html).snapshot()
+        return path, await StaticTab("1", site.file_url(data_dir / path), html).snapshot()
 
     return dict(await asyncio.gather(*(one(p) for p in paths)))
 
@@ -224,9 +166,12 @@ def wtq_page(snapshot: PageSnapshot, questions: list[WtqQuestion], budget: int) 
 
     built = asyncio.run(contexts())
     whole = ContextBuilder(builder.extractor, budget_per_tab=10**9)  # shares the extraction cache
+    body = asyncio.run(whole.build([], None, snapshots=[snapshot])).tabs[0].text
     traf = _baseline_trafilatura(snapshot.html)
     texts = {
-        "chatagent_nobudget": asyncio.run(whole.build([], None, snapshots=[snapshot])).tabs[0].text,
+        "chatagent_nobudget": body,
+        # Our own extraction cut at the start: what question-aware selection adds over cutting.
+        "chatagent_head": fit_text(body, budget).text,
         "trafilatura_head": fit_text(traf, budget).text,
         "trafilatura_full": traf,
         "full_text": snapshot.visible_text,
@@ -303,6 +248,7 @@ def summarise_wtq(pages: list[dict[str, Any]]) -> dict[str, Any]:
             "recall_strict": sum(v[1] for v in vals) / max(len(vals), 1),
             "tokens_median": _median([v[2] for v in vals]),
             "tokens_p90": _p90([v[2] for v in vals]),
+            "tokens_mean": statistics.fmean(v[2] for v in vals) if vals else 0.0,
         }
     for split in ("tune", "held-out"):
         vals = [r["chatagent"] for r in rows if r["split"] == split]
@@ -454,70 +400,177 @@ def print_report(result: dict[str, Any], console: Console) -> None:
         tt.add_row(f"ContextBuilder.build, {ten['tabs']} tabs, cached extraction", _f(ten["warm_ms_median"], 0), "")
         tt.add_row(f"  of which budgeting {ten['tabs']} tabs", _f(ten["warm_budget_ms_median"], 0), "")
     console.print(tt)
+    if h := result.get("hotpot"):
+        ht = Table(title=f"HotpotQA multi-tab: {h['questions']} questions, {h['tabs_median']:.0f} tabs each")
+        for col in HOTPOT_HEAD:
+            ht.add_column(col, justify="left" if col == "context" else "right")
+        for row in hotpot_rows(h):
+            ht.add_row(*row)
+        console.print(ht)
+        g = h["gold_tabs"]
+        console.print(
+            f"gold paragraphs in the data: both {g['2']}, one {g['1']}, none {g['0']} questions; "
+            f"gold paragraphs' words kept: {h['gold_word_recall']:.3f}; build over all tabs, cold: "
+            f"median {h['build_ms']['median']:.0f} ms, p90 {h['build_ms']['p90']:.0f} ms"
+        )
+
+
+# ---------------------------------------------------------------- the datasets, end to end
+
+
+def group_by_page(questions: Sequence[WtqQuestion]) -> dict[str, list[WtqQuestion]]:
+    by_page: dict[str, list[WtqQuestion]] = defaultdict(list)
+    for q in questions:
+        by_page[q.page].append(q)
+    return dict(by_page)
+
+
+async def bench_wtq(
+    data_dir: Path, questions: Sequence[WtqQuestion], budget: int, browser: PlaywrightBrowser, site: PageServer,
+    pool: Executor, progress: Progress,
+) -> dict[str, Any]:
+    """WTQ answer recall and tokens for every configuration, through the browser."""
+    by_page = group_by_page(questions)
+    snaps = await load_snapshots(browser, {p: site.file_url(data_dir / p) for p in by_page}, progress, "load WTQ pages")
+    pages = await run_pool(pool, wtq_page, [(snaps[p], qs, budget) for p, qs in by_page.items()], progress, "WTQ, score")
+    return summarise_wtq(pages)
+
+
+async def bench_extraction(
+    data_dir: Path, aeb: Sequence[AebPage], wcxb: Sequence[WcxbPage], browser: PlaywrightBrowser, site: PageServer,
+    pool: Executor, progress: Progress,
+) -> dict[str, Any]:
+    """AEB and WCXB word F1 of the browser snapshot's extraction (no budget)."""
+    out: dict[str, Any] = {}
+    if aeb:
+        snaps = await load_snapshots(browser, {p.id: site.file_url(data_dir / p.path) for p in aeb}, progress, "load AEB pages")
+        res = await run_pool(pool, article_page, [(snaps[p.id], p.article) for p in aeb], progress, "AEB, score")
+        out["aeb"] = summarise_articles(res)
+    if wcxb:
+        snaps = await load_snapshots(browser, {p.id: site.file_url(data_dir / p.path) for p in wcxb}, progress, "load WCXB pages")
+        res = await run_pool(pool, wcxb_page, [(snaps[p.id], p) for p in wcxb], progress, "WCXB, score")
+        out["wcxb"] = summarise_wcxb(res)
+    return out
+
+
+# ---------------------------------------------------------------- HotpotQA: many tabs, one question
+
+
+async def hotpot_question(
+    q: HotpotQuestion, budget: int, browser: PlaywrightBrowser, site: PageServer
+) -> dict[str, Any]:
+    """Open every paragraph of the question as its own tab (the two gold pages and the
+    distractors), build the context for the question as the agent would, and compare
+    it with the text of every tab, sent whole."""
+    urls = [site.page_url(f"hotpot/{q.id}/{i}.html", p.html) for i, p in enumerate(q.pages)]
+    tabs = await browser.open_tabs(urls)
+    try:
+        t0 = time.perf_counter()
+        ctx = await ContextBuilder(Extractor(), budget_per_tab=budget).build(tabs, q.question)
+        build_ms = (time.perf_counter() - t0) * 1000
+        full = [await t.snapshot() if isinstance(t, Tab) else None for t in tabs]
+    finally:
+        for t in tabs:
+            if isinstance(t, Tab):
+                await t.close()
+    gold = [i for i, p in enumerate(q.pages) if p.title in q.gold_titles]
+    full_texts = [s.visible_text if s else "" for s in full]
+    ours = "\n\n".join(t.text for t in ctx.tabs)
+    row: dict[str, Any] = {
+        "id": q.id,
+        "tabs": len(tabs),
+        "readable_tabs": sum(t.ok for t in ctx.tabs),
+        "build_ms": build_ms,
+        "yes_no": q.is_yes_no,
+        # The redistributed sample does not always carry the gold paragraphs in `context`.
+        "gold_tabs": len(gold),
+        "tokens": {
+            "chatagent": ctx.tokens,
+            "full_text": sum(count_tokens(t) for t in full_texts),
+            "gold_only": sum(count_tokens(full_texts[i]) for i in gold),
+        },
+        # How much of the two gold paragraphs survives into what the model is sent.
+        "gold_word_recall": statistics.fmean(word_prf(ctx.tabs[i].text, full_texts[i]).recall for i in gold) if gold else None,
+    }
+    if not q.is_yes_no:  # "yes"/"no" is never in the pages; an entity answer should be
+        row["answer_in"] = {
+            "chatagent": answer_in_context(q.answer, ours),
+            "full_text": answer_in_context(q.answer, "\n\n".join(full_texts)),
+            "gold_only": answer_in_context(q.answer, "\n\n".join(full_texts[i] for i in gold)),
+        }
+    return row
+
+
+def summarise_hotpot(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    keys = ("chatagent", "full_text", "gold_only")
+    answered = [r["answer_in"] for r in rows if "answer_in" in r]
+    gold = [r["gold_word_recall"] for r in rows if r["gold_word_recall"] is not None]
+    return {
+        "questions": len(rows),
+        "yes_no": sum(r["yes_no"] for r in rows),
+        "tabs_median": _median([r["tabs"] for r in rows]),
+        "gold_tabs": {str(n): sum(r["gold_tabs"] == n for r in rows) for n in (2, 1, 0)},
+        "tokens_median": {k: _median([r["tokens"][k] for r in rows]) for k in keys},
+        "tokens_p90": {k: _p90([r["tokens"][k] for r in rows]) for k in keys},
+        "answer_recall": {k: (sum(a[k] for a in answered) / len(answered)) if answered else None for k in keys},
+        "gold_word_recall": statistics.fmean(gold) if gold else 0.0,
+        "build_ms": {"median": _median([r["build_ms"] for r in rows]), "p90": _p90([r["build_ms"] for r in rows])},
+        "rows": rows,
+    }
+
+
+async def bench_hotpot(
+    questions: Sequence[HotpotQuestion], budget: int, browser: PlaywrightBrowser, site: PageServer, progress: Progress
+) -> dict[str, Any]:
+    """One question at a time, so each build's time is that of its own tabs alone."""
+    task = progress.add_task("HotpotQA, multi-tab", total=len(questions))
+    rows = []
+    for q in questions:
+        rows.append(await hotpot_question(q, budget, browser, site))
+        progress.advance(task)
+    return summarise_hotpot(rows)
 
 
 # ---------------------------------------------------------------- main
 
 
-def _machine() -> dict[str, Any]:
-    mem = 0
-    try:
-        mem = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        pass
-    return {"cpus": os.cpu_count(), "memory_gib": round(mem / 2**30, 1), "python": platform.python_version(),
-            "platform": platform.platform()}
-
-
-@asynccontextmanager
-async def _browser() -> AsyncIterator[PlaywrightBrowser]:
-    browser = await PlaywrightBrowser.launch(extra_args=OFFLINE_ARGS)
-    try:
-        yield browser
-    finally:
-        await browser.close()
-
-
 async def run(
-    data_dir: Path, limit: int | None, budget: int, raw_html: bool, console: Console, dump: Path | None = None
+    data_dir: Path, limit: int | None, budget: int, raw_html: bool, console: Console, dump: Path | None = None,
+    hotpot: bool = False,
 ) -> dict[str, Any]:
     questions = load_wtq(data_dir, limit)
     aeb = load_aeb(data_dir, limit)
     wcxb = load_wcxb(data_dir, limit)
-    by_page: dict[str, list[WtqQuestion]] = defaultdict(list)
-    for q in questions:
-        by_page[q.page].append(q)
+    by_page = group_by_page(questions)
     result: dict[str, Any] = {
         "config": {"budget": budget, "limit": limit, "data_dir": str(data_dir), "load_concurrency": LOAD_CONCURRENCY},
-        "machine": _machine(),
+        "machine": machine(),
     }
     t_start = time.perf_counter()
-    workers = max(os.cpu_count() or 1, 1)
-    with ProcessPoolExecutor(max_workers=workers) as pool, _progress(console) as progress:
-        async with PageServer(data_dir) as server, _browser() as browser:
-            result["browser"] = browser._browser.version  # noqa: SLF001 - report what rendered the pages
-            wtq_snaps = await load_snapshots(browser, {p: server.url(p) for p in by_page}, progress, "load WTQ pages")
-            aeb_snaps = await load_snapshots(browser, {p.id: server.url(p.path) for p in aeb}, progress, "load AEB pages")
-            wcxb_snaps = await load_snapshots(browser, {p.id: server.url(p.path) for p in wcxb}, progress, "load WCXB pages")
-            ten_urls = [server.url(p) for p in list(by_page)[:TEN_TABS]]
+    with process_pool() as pool, progress_bar(console) as progress, PageServer() as site:
+        async with launch_browser() as browser:
+            result["browser"] = browser_version(browser)
+            if dump is not None:  # for tuning offline without reloading the pages
+                urls = {"wtq": {p: data_dir / p for p in by_page}, "aeb": {p.id: data_dir / p.path for p in aeb},
+                        "wcxb": {p.id: data_dir / p.path for p in wcxb}}
+                snaps = {k: await load_snapshots(browser, {i: site.file_url(f) for i, f in v.items()}, progress, f"dump {k}")
+                         for k, v in urls.items()}
+                snaps["static"] = await static_snapshots(data_dir, list(by_page), site) if raw_html else {}
+                await asyncio.to_thread(_dump, dump, snaps)
+            result["wtq_browser"] = await bench_wtq(data_dir, questions, budget, browser, site, pool, progress)
+            result.update(await bench_extraction(data_dir, aeb, wcxb, browser, site, pool, progress))
+            ten_urls = [site.file_url(data_dir / p) for p in list(by_page)[:TEN_TABS]]
             if len(ten_urls) < TEN_TABS:
-                ten_urls += [server.url(p.path) for p in aeb[: TEN_TABS - len(ten_urls)]]
+                ten_urls += [site.file_url(data_dir / p.path) for p in aeb[: TEN_TABS - len(ten_urls)]]
             ten_q = [q.question for q in questions[:TEN_TAB_REPEATS + 1]] or ["What is this page about?"]
             result["ten_tabs"] = await time_ten_tabs(browser, ten_urls, ten_q, budget, progress)
-            static = await static_snapshots(data_dir, list(by_page), server) if raw_html else {}
-        if dump is not None:  # for tuning offline without reloading the pages
-            await asyncio.to_thread(_dump, dump, {"wtq": wtq_snaps, "aeb": aeb_snaps, "wcxb": wcxb_snaps, "static": static})
-        result["load_s"] = time.perf_counter() - t_start
-        pages = list(by_page)
-        wtq = await run_pool(pool, wtq_page, [(wtq_snaps[p], by_page[p], budget) for p in pages], progress, "WTQ, browser")
-        result["wtq_browser"] = summarise_wtq(wtq)
+            if hotpot:
+                result["hotpot"] = await bench_hotpot(load_hotpot(data_dir, limit), budget, browser, site, progress)
         if raw_html:
+            static = await static_snapshots(data_dir, list(by_page), site)
+            pages = list(by_page)
             raw = await run_pool(pool, wtq_page, [(static[p], by_page[p], budget) for p in pages], progress, "WTQ, raw HTML")
             result["wtq_raw_html"] = summarise_wtq(raw)
-        aeb_res = await run_pool(pool, article_page, [(aeb_snaps[p.id], p.article) for p in aeb], progress, "AEB, score")
-        result["aeb"] = summarise_articles(aeb_res)
-        wcxb_res = await run_pool(pool, wcxb_page, [(wcxb_snaps[p.id], p) for p in wcxb], progress, "WCXB, score")
-        result["wcxb"] = summarise_wcxb(wcxb_res)
     result["total_s"] = time.perf_counter() - t_start
     return result
 
@@ -536,15 +589,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="tokens per tab (default: 2000)")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     ap.add_argument("--no-raw-html", action="store_true", help="skip the raw-HTML (StaticTab) WTQ comparison")
+    ap.add_argument("--hotpot", action="store_true", help="also the multi-tab HotpotQA comparison")
     ap.add_argument("--dump-snapshots", type=Path, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if not (args.data / "wtq" / "questions.tsv").is_file():
         print(f"No evaluation data at {args.data} (expected wtq/, aeb/, wcxb-test/); pass --data DIR.", file=sys.stderr)
         return 2
     err = Console(stderr=True)
-    result = asyncio.run(run(args.data, args.limit, args.budget, not args.no_raw_html, err, args.dump_snapshots))
+    result = asyncio.run(run(args.data, args.limit, args.budget, not args.no_raw_html, err, args.dump_snapshots, args.hotpot))
     print_report(result, Console())
-    Console().print(f"total {result['total_s']:.0f} s (page loading {result['load_s']:.0f} s)")
+    Console().print(f"total {result['total_s']:.0f} s")
     if args.out:
         args.out.parent.mkdir(parents=True, exist_ok=True)
         args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")

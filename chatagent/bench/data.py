@@ -168,6 +168,11 @@ class HotpotQuestion:
     def gold_pages(self) -> list[HotpotPage]:
         return [p for p in self.pages if p.title in self.gold_titles]
 
+    @property
+    def is_yes_no(self) -> bool:
+        """A yes/no comparison: its answer is a judgement, not a string found in the pages."""
+        return self.answer.strip().lower() in ("yes", "no")
+
 
 def render_paragraph(title: str, sentences: Sequence[str]) -> str:
     """A context paragraph as a minimal page: title in <title> and <h1>, one <p> per sentence."""

@@ -1,9 +1,11 @@
-"""Plots of `chatagent.bench.latency` results (matplotlib, Agg backend: no display needed).
+"""Plots of benchmark results (matplotlib, Agg backend: no display needed).
 
-    from chatagent.bench.plots import plot_ttft, plot_overhead
-    plot_ttft(results, "ttft.png"); plot_overhead(results, "overhead.png")
+    from chatagent.bench.plots import plot_ttft, plot_overhead, plot_tokens_recall
+    plot_ttft(latency, "ttft.png"); plot_overhead(latency, "overhead.png")
+    plot_tokens_recall(wtq, "tokens_recall.png")
 
-`results` is what `run_latency` returns (or its JSON, loaded back).
+`latency` is what `run_latency` returns, `wtq` what `summarise_wtq` returns
+(or their JSON, loaded back).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
 
 PHASE_COLOURS = {
     "snapshot": "#4e79a7",
@@ -43,18 +46,22 @@ def plot_ttft(results: dict[str, Any], path: str | Path) -> Path:
     for i, ys in enumerate(data, 1):
         xs = [i + 0.12 * ((j % 5) - 2) / 2 for j in range(len(ys))]
         ax.scatter(xs, ys, s=14, alpha=0.7, color="#4e79a7", zorder=3)
-    server = results["config"]["server_ttft_ms"]
-    ax.axhline(server, color="#e15759", linestyle="--", linewidth=1)
-    ax.text(0.55, server, f" server TTFT {server:g} ms", color="#e15759", va="bottom", fontsize=8)
-    for i, (name, s) in enumerate(scen, 1):
-        goal = s.get("goal_p50_ms")
-        if goal is not None:
-            ax.hlines(server + goal, i - 0.3, i + 0.3, color="#59a14f", linewidth=1.5)
+    server = results["config"].get("server_ttft_ms")
+    reps = results["config"]["reps"]
+    if server is None:  # a real service: its own TTFT is unknown
+        ax.set_title(f"Question → first token, {results['config']['model']} ({reps} reps)", fontsize=9)
+    else:
+        ax.axhline(server, color="#e15759", linestyle="--", linewidth=1)
+        ax.text(0.55, server, f" server TTFT {server:g} ms", color="#e15759", va="bottom", fontsize=8)
+        for i, (name, s) in enumerate(scen, 1):
+            goal = s.get("goal_p50_ms")
+            if goal is not None:
+                ax.hlines(server + goal, i - 0.3, i + 0.3, color="#59a14f", linewidth=1.5)
+        ax.set_title(
+            f"Question → first token (server TTFT {server:g} ms, {reps} reps; "
+            "green: server TTFT + overhead goal)", fontsize=9
+        )
     ax.set_ylabel("time to first token (ms)")
-    ax.set_title(
-        f"Question → first token (server TTFT {server:g} ms, {results['config']['reps']} reps; "
-        "green: server TTFT + overhead goal)", fontsize=9
-    )
     ax.set_ylim(bottom=0)
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right", fontsize=8)
     return _save(fig, path)
@@ -81,6 +88,37 @@ def plot_overhead(results: dict[str, Any], path: str | Path) -> Path:
     ax.set_title("Overhead by phase (bars: means; black: median overhead; green dashed: goal)", fontsize=9)
     ax.legend(fontsize=8, loc="upper left")
     plt.setp(ax.get_xticklabels(), rotation=20, ha="right", fontsize=8)
+    return _save(fig, path)
+
+
+def plot_tokens_recall(
+    wtq: dict[str, Any], path: str | Path, labels: dict[str, str] | None = None, highlight: tuple[str, ...] = ()
+) -> Path:
+    """Median tokens sent per question against answer recall, one point per context
+    configuration (the `highlight`ed ones larger), with the goal relative to the
+    whole page text shaded: at most half its tokens, at most 0.02 less recall."""
+    configs = wtq["configs"]
+    labels = labels or {k: k for k in configs}
+    colours = ["#e15759", "#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#9c755f", "#76b7b2", "#bab0ac"]
+    markers = ["o", "s", "D", "^", "v", "P", "X", "*"]
+    fig, ax = plt.subplots(figsize=(9.5, 4.8))
+    for i, (key, c) in enumerate(configs.items()):
+        ax.scatter(c["tokens_median"], c["recall"], s=90 if key in highlight else 40, zorder=3,
+                   color=colours[i % len(colours)], marker=markers[i % len(markers)],
+                   edgecolors="black" if key in highlight else "none", label=labels.get(key, key))
+    xmax = max(c["tokens_median"] for c in configs.values()) * 1.1 or 1.0
+    if full := configs.get("full_text"):
+        x, y = full["tokens_median"] * 0.5, full["recall"] - 0.02
+        bottom, top = ax.get_ylim()
+        top = max(top, y + 0.01)
+        ax.add_patch(Rectangle((0, y), x, top - y, color="#59a14f", alpha=0.12, zorder=1, label="goal"))
+        ax.set_ylim(min(bottom, y - 0.01), top)
+    ax.set_xlim(0, xmax)
+    ax.set_xlabel("tokens of page text per question (median)")
+    ax.set_ylabel("answer recall (answer in the context sent)")
+    ax.set_title(f"WikiTableQuestions, {wtq['questions']:,} questions: tokens vs answer recall\n"
+                 "goal: ≤ 50% of the whole page text's tokens, recall no more than 0.02 below it", fontsize=9)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1.0))  # outside: never over a point
     return _save(fig, path)
 
 

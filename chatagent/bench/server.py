@@ -1,0 +1,115 @@
+"""Pages for the benchmarks' headless browser: a local HTTP server and the browser that reads it.
+
+`PageServer` serves only what it was given, on 127.0.0.1, from a background
+thread (so serving never competes with the event loop being timed):
+
+    with PageServer() as site:
+        url = site.file_url(Path("../shared/data/aeb/html/0001.html.gz"))  # gunzipped on the fly
+        url = site.page_url("hotpot/q1/0.html", "<!doctype html>...")       # a page held in memory
+
+`launch_browser()` starts headless Chromium with every host but 127.0.0.1
+unresolvable, so the saved pages' third-party assets fail at once instead of
+waiting on a network that is not there.
+"""
+
+from __future__ import annotations
+
+import gzip
+import re
+import threading
+from contextlib import asynccontextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import AsyncIterator
+from urllib.parse import quote, unquote, urlsplit
+
+from ..browser.playwright import PlaywrightBrowser
+
+OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
+# A page's own <meta charset> wins, as it would on the web where the header usually
+# matches it (the windows-1252 fixture); everything else is UTF-8.
+_META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_-]+)""", re.I)
+
+
+def _charset(body: bytes) -> str:
+    m = _META_CHARSET.search(body[:4096])
+    return m.group(1).decode("ascii").lower() if m else "utf-8"
+
+
+class PageServer:
+    """Serves registered files (gunzipped when .gz) and in-memory pages; anything else is a 404."""
+
+    def __init__(self) -> None:
+        self._routes: dict[str, Path | bytes] = {}
+        self._files: dict[Path, str] = {}
+        self._lock = threading.Lock()
+        routes, lock = self._routes, self._lock
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+                with lock:
+                    source = routes.get(unquote(urlsplit(self.path).path))
+                if source is None:
+                    body, status, ctype = b"not found", 404, "text/plain"
+                else:
+                    body = source if isinstance(source, bytes) else source.read_bytes()
+                    if isinstance(source, Path) and source.suffix == ".gz":
+                        body = gzip.decompress(body)
+                    status, ctype = 200, f"text/html; charset={_charset(body)}"
+                self.send_response(status)
+                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="bench-pages", daemon=True)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def file_url(self, path: Path) -> str:
+        """The URL of a local .html or .html.gz file (registered on first use)."""
+        path = Path(path).resolve()
+        with self._lock:
+            route = self._files.get(path)
+            if route is None:
+                route = f"/f/{len(self._files)}/{path.name.removesuffix('.gz')}"
+                self._files[path] = route
+                self._routes[route] = path
+        return self.base + quote(route)
+
+    def page_url(self, name: str, html: str) -> str:
+        """Serve `html` at /p/<name>; registering the same name again replaces the page."""
+        route = f"/p/{name.lstrip('/')}"
+        with self._lock:
+            self._routes[route] = html.encode("utf-8")
+        return self.base + quote(route)
+
+    def __enter__(self) -> "PageServer":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+@asynccontextmanager
+async def launch_browser() -> AsyncIterator[PlaywrightBrowser]:
+    browser = await PlaywrightBrowser.launch(extra_args=OFFLINE_ARGS)
+    try:
+        yield browser
+    finally:
+        await browser.close()
+
+
+def browser_version(browser: PlaywrightBrowser) -> str:
+    return browser._browser.version  # noqa: SLF001 - report what rendered the pages

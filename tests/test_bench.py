@@ -1,0 +1,84 @@
+"""`chatagent bench` end to end on a tiny sample of the real evaluation data:
+real Chromium, the real Gemini client against the local server, the real agent.
+Figures are only checked for being sane, never against timing goals."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from chatagent.bench.server import PageServer
+from chatagent.cli import main
+
+DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+SCENARIOS = {"warm_1tab", "cold_1tab", "cold_10tab"}
+CONTEXTS = {"chatagent", "full_text", "head_truncation"}
+
+
+def _get(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=5) as r:
+            return r.status, r.headers["Content-Type"], r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers["Content-Type"], e.read()
+
+
+def test_page_server_serves_only_what_it_was_given(tmp_path: Path) -> None:
+    page = b"<!doctype html><title>t</title><p>caf\xc3\xa9</p>"
+    (tmp_path / "a.html.gz").write_bytes(gzip.compress(page))
+    (tmp_path / "legacy.html").write_bytes(b'<meta charset="windows-1252"><p>caf\xe9</p>')
+    (tmp_path / "secret.html").write_bytes(b"never registered")
+    with PageServer() as site:
+        gz = site.file_url(tmp_path / "a.html.gz")
+        assert gz.endswith("/a.html") and site.file_url(tmp_path / "a.html.gz") == gz
+        assert _get(gz) == (200, "text/html; charset=utf-8", page)
+        assert _get(site.file_url(tmp_path / "legacy.html"))[1] == "text/html; charset=windows-1252"
+        mem = site.page_url("hotpot/q1/0.html", "<p>in memory</p>")
+        assert _get(mem)[2] == b"<p>in memory</p>"
+        assert _get(site.base + "/secret.html")[0] == 404
+        assert _get(gz.replace("/a.html", "/../secret.html"))[0] == 404
+
+
+@pytest.mark.skipif(not (DATA / "wtq" / "questions.tsv").is_file(), reason="evaluation data not present")
+def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    rc = main(["bench", "--quick", "--limit", "2", "--reps", "1", "--data", str(DATA), "--out", str(out)])
+    assert rc == 0
+
+    result = json.loads((out / "results.json").read_text(encoding="utf-8"))
+    assert {"machine", "config", "summary", "latency", "wtq", "extraction", "hotpot", "pass1"} <= set(result)
+    s = result["summary"]
+
+    assert set(s["overhead_ms_p50"]) == SCENARIOS and set(s["ttft_ms_p50"]) == SCENARIOS
+    for k in SCENARIOS:
+        # The local server waits its TTFT before the first chunk, so TTFT holds it plus our overhead.
+        assert s["overhead_ms_p50"][k] > 0
+        assert s["ttft_ms_p50"][k] >= s["server_ttft_ms"] == 300
+    assert set(s["tokens_per_question_median"]) == CONTEXTS and set(s["answer_recall"]) == CONTEXTS
+    assert all(s["tokens_per_question_median"][k] > 0 for k in CONTEXTS)
+    assert all(0 <= s["answer_recall"][k] <= 1 for k in CONTEXTS)
+    assert set(s["extraction_f1"]) == {"aeb", "wcxb"}
+    assert all(0 < s["extraction_f1"][k] <= 1 for k in ("aeb", "wcxb"))
+    assert 0 <= s["pass1_rate"] <= 1
+
+    assert result["wtq"]["pages"] == 2 and result["wtq"]["questions"] > 0
+    assert result["hotpot"]["questions"] == 2 and result["hotpot"]["tabs_median"] >= 2
+    p = result["pass1"]
+    assert {r["needs"] for r in p["questions_detail"]} == {"text", "scroll", "screenshot"}
+    assert all(r["error"] is None for r in p["questions_detail"])
+    goals = s["goals"]
+    assert {"overhead_warm_1tab", "overhead_cold_1tab", "overhead_cold_10tab", "tokens_vs_full_text",
+            "recall_vs_full_text"} <= set(goals)
+    assert all(isinstance(g["met"], bool) for g in goals.values())
+
+    report = (out / "report.md").read_text(encoding="utf-8")
+    for heading in ("## Goals", "## Latency", "## Token cost", "## Extraction quality", "## Multi-tab", "## Pass-1 rate"):
+        assert heading in report
+    for png in ("ttft.png", "overhead.png", "tokens_recall.png"):
+        assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({png})" in report
