@@ -15,6 +15,7 @@ import threading
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
+from functools import cache
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -54,6 +55,19 @@ def _png(width: int = 8, height: int = 8) -> bytes:
 
 
 PNG_BODY = _png()
+HUGE_FACT = "The reserve for lot 77777 is 1,250 EUR."
+
+
+@cache
+def huge_page() -> bytes:
+    """About 12 MB of HTML, 240k elements: an auction archive with one fact near the top."""
+    cell = "Oak sideboard, restored, with brass fittings and its original key " * 2
+    rows = "".join(f"<tr><td>Lot {i}</td><td>{cell}</td><td>{i * 7 % 1000} EUR</td></tr>\n" for i in range(60_000))
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>Auction archive</title></head><body>'
+        f"<h1>Auction archive</h1><p>{HUGE_FACT}</p><table><tr><th>Lot</th><th>Description</th><th>Price</th></tr>"
+        f"{rows}</table></body></html>"
+    ).encode()
 
 
 class _FixtureServer(ThreadingHTTPServer):
@@ -93,6 +107,8 @@ class _Handler(SimpleHTTPRequestHandler):
             self._send(200, "application/pdf", PDF_BODY)
         elif route == "/image.png":
             self._send(200, "image/png", PNG_BODY)
+        elif route == "/huge.html":
+            self._send(200, "text/html; charset=utf-8", huge_page())
         elif route == "/latin1.html":
             # The header, not only the <meta>, declares the legacy charset.
             self._send(200, "text/html; charset=windows-1252", (PAGES / "latin1.html").read_bytes())

@@ -22,7 +22,7 @@ from chatagent.testing.gemini_server import (
 )
 from chatagent.tools import TOOL_NAMES
 
-from conftest import Site
+from conftest import HUGE_FACT, Site
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -100,6 +100,22 @@ async def test_pages_that_are_not_pages_get_notes_and_the_good_tab_answers(
     done = events[-1]
     assert isinstance(done, Done) and "$1,349.00" in done.answer
     assert [c.tab_id for c in done.citations] == ["1"]
+
+
+async def test_a_huge_page_gets_a_note_and_still_answers_next_to_a_normal_tab(site: Site, open_tabs) -> None:
+    # ~11 MB of HTML: too big for main-text extraction, so its visible text is
+    # used and the user is told; the other tab is unaffected.
+    tabs = await open_tabs([site.url("product"), site.url("/huge.html")], timeout_s=20)
+    agent = extractive(tabs)
+    events = await ask(agent, PRICE_Q)
+    tab2 = [e.text for e in events if isinstance(e, Note) and e.tab_id == "2"]
+    assert any(n.startswith("This page is very large") and "MB of HTML" in n for n in tab2), tab2
+    done = events[-1]
+    assert isinstance(done, Done) and "$1,349.00" in done.answer
+    events = await ask(agent, "What is the reserve for lot 77777?")
+    done = events[-1]
+    assert isinstance(done, Done) and "1,250 EUR" in done.answer and HUGE_FACT.split(" is ")[0] in done.answer
+    assert [c.tab_id for c in done.citations] == ["2"]
 
 
 async def test_a_tab_closed_during_an_answer_is_reported_to_the_model(site: Site, open_tabs) -> None:
