@@ -109,3 +109,33 @@ async def test_unknown_tools_are_refused_in_code_and_reported_back(site: Site, o
     assert not bad.ok and "no tab" in bad.text
     args = await runner.run("scroll_tool", {"tab_id": "1", "direction": "sideways"})
     assert not args.ok and "direction" in args.text
+
+
+@pytest.mark.parametrize(
+    ("page", "question", "facts"),
+    [
+        ("article", "How many stops does the Harbour Line have?", ["19 stops"]),
+        ("table", "Who won the marathon, and in what time?", ["Henrik Solvang", "2:09:47"]),
+        ("instructions", "At what temperature should the cake bake?", ["175 °C"]),
+    ],
+)
+async def test_facts_in_the_page_text_are_answered_in_pass_1(
+    site: Site, open_tabs, page: str, question: str, facts: list[str]
+) -> None:
+    events = await ask(ChatAgent(get_chat_model("extractive"), await open_tabs([site.url(page)])), question)
+    result = done(events)
+    assert result.pass_ == 1
+    assert not any(isinstance(e, ToolCall) for e in events)
+    assert all(f in result.answer for f in facts), result.answer
+    for injected in ("3 kg of salt", "IGNORE ALL", "delete_everything", "recipes-archive"):
+        assert injected not in result.answer
+
+
+async def test_a_near_miss_above_the_fold_does_not_stop_the_scroll(site: Site, open_tabs) -> None:
+    # Above the fold, "within 30 days" is about returns; the refund period is further down.
+    events = await ask(ChatAgent(get_chat_model("extractive"), await open_tabs([site.url("lazy")])),
+                       "Within how many business days are refunds issued?")
+    result = done(events)
+    assert result.pass_ == 2
+    assert any(isinstance(e, ToolCall) and e.name == "scroll_tool" for e in events)
+    assert "5 business days" in result.answer and "30 days" not in result.answer

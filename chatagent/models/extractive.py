@@ -54,8 +54,20 @@ _STOPWORDS = sorted(set(bm25s.stopwords.STOPWORDS_EN) | set(
     "how much many what which who whom whose when where why does do did done has have had can could would should "
     "may might must shall its i you me my your we our us them him her his she he any some all please tell give show "
     "shown find list listed name say said page pages tab tabs according mentioned mention about from than been being "
-    "so very just also only there here".split()
+    "so very just also only there here were am within without during between among per via upon onto across "
+    "through toward towards more most less least".split()
 ))
+# Spelled-out cardinals: "Six tram lines" counts tram lines as well as "6 tram lines" does.
+_NUMBER_WORD = re.compile(
+    r"^(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
+    r"seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|"
+    r"million|billion|dozen)$",
+    re.IGNORECASE,
+)
+_WORD_OR_NUMBER = re.compile(r"\d[\d.,:]*|[^\W\d_]+")
+# A counted noun may stand up to this many words after its number ("19 low-floor stops").
+COUNT_REACH = 3
+_HOW_MANY = re.compile(r"\bhow many\s+(?P<what>[^?.,;]*)", re.IGNORECASE)
 
 
 @dataclass
@@ -63,8 +75,10 @@ class _Passage:
     tab_id: str
     text: str
     order: int
+    header: str = ""  # a table row's caption and header rows: what the table is, what its columns are
 
-
+    def quote(self) -> str:
+        return f"{self.header}\n{self.text}" if self.header else self.text
 
 
 def _terms(text: str) -> list[str]:
@@ -75,20 +89,39 @@ def _question_terms(question: str) -> set[str]:
     return set(_terms(_VISUAL.sub(" ", question))) or set(_terms(question))
 
 
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in row.strip("|").split("|")]
+
+
 def _passages(tab_id: str, body: str) -> list[_Passage]:
     out: list[_Passage] = []
     header = ""
+    captions: list[str] = []  # one-cell rows above the current table's first row
+    rows = 0  # rows of two or more cells in the current table
     for i, raw in enumerate(body.splitlines()):
         line = raw.strip()
         if not line or _MARKER_LINE.match(line) or set(line) <= set("|-: "):
             continue
-        if line.startswith("|"):
-            if not header:
-                header = line
+        if not line.startswith("|"):
+            header, captions, rows = "", [], 0
+            out.append(_Passage(tab_id, line, i))
+            continue
+        cells = _cells(line)
+        if len(cells) < 2:  # a caption or a footer spans the table: no columns to name
+            if not rows:
+                captions.append(line)
+            out.append(_Passage(tab_id, line, i))
+            continue
+        rows += 1
+        if rows == 1:
+            header = "\n".join(captions)
+            # A first row without figures names the columns; one with figures is
+            # data (an infobox has no header), and losing data would cost more
+            # than quoting a header as a row.
+            if not any(re.search(r"\d", c) for c in cells):
+                header = "\n".join([*captions, line])
                 continue
-        else:
-            header = ""
-        out.append(_Passage(tab_id, line, i))
+        out.append(_Passage(tab_id, line, i, header))
     return out
 
 
@@ -109,11 +142,52 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(r"\b(how many|number of|how long|how far|how tall|how big|how old|population|count)\b", re.I),
         re.compile(r"\d"),
     ),
+    (
+        "xxtemperaturexx",
+        re.compile(r"\b(temperatures?|how hot|how cold|how warm|degrees)\b", re.I),
+        re.compile(r"\d\s?(°|º|℃|℉|degrees?\b)", re.I),
+    ),
+    (
+        # A results table names its winner only by rank: "|1|104|Henrik Solvang|…|".
+        "xxfirstxx",
+        re.compile(r"\b(won|win|wins|winner|winners|winning|victor|champion|first place|came first|finished first)\b", re.I),
+        re.compile(r"^\|\s*(1|1st|1\.|#1|first)\s*\|", re.I),
+    ),
 )
 
 
 def _intent_terms(question: str) -> set[str]:
     return {term for term, asks, _ in _INTENTS if asks.search(question)}
+
+
+def _intent_words(question: str) -> set[str]:
+    """The question's words that an intent answers: "cost" is answered by "$1,349"."""
+    return {t for _, asks, _ in _INTENTS for m in asks.finditer(question) for t in _terms(m.group(0))}
+
+
+def _counted(question: str) -> set[str]:
+    """What a "how many" question counts: its words after "how many", up to the first
+    function word ("how many business days are …" counts business days)."""
+    m = _HOW_MANY.search(question)
+    out: set[str] = set()
+    for word in m["what"].split() if m else []:
+        stems = _terms(word)
+        if not stems:
+            break
+        out.update(stems)
+    return out
+
+
+def _counts(text: str, counted: set[str]) -> bool:
+    """Whether a number in the text counts one of the counted words: "19 stops",
+    "six tram lines", "Finishers: 41"."""
+    words = _WORD_OR_NUMBER.findall(text)
+    stems = english_stemmer().stemWords([w.lower() for w in words])
+    for i, w in enumerate(words):
+        if w[0].isdigit() or _NUMBER_WORD.match(w):
+            if counted & set(stems[i + 1 : i + 1 + COUNT_REACH]) or (i and stems[i - 1] in counted):
+                return True
+    return False
 
 
 def _passage_intents(text: str) -> str:
@@ -127,14 +201,24 @@ def _best(
 
     A passage is about its page, so its tab's title words count towards coverage
     ("tram lines | 6" answers "does Port Averly have trams?" on Port Averly's
-    page), but the passage itself must match something beyond the title, and
-    passages are ranked by what they match beyond it.
+    page), but the passage itself must match something beyond the title, and at
+    least half of the question's own topic: its words beyond every tab's title
+    and beyond what an intent answers. Otherwise the passage answers another
+    question ("within 30 days" of a return for "within how many business days
+    are refunds issued?") and the answer is more likely elsewhere on the page.
+    For a "how many" question, a tab's passages that count what is asked
+    ("19 stops") push out its other ones. Passages are ranked by what they
+    match beyond the title; a heading only names what the sentences under it
+    state, so those come first.
     """
     q = _question_terms(question) | _intent_terms(question)
     if not passages or not q:
         return []
     title_terms = {tab_id: set(_terms(t)) for tab_id, t in (titles or {}).items()}
-    texts = [f"{p.text} {_passage_intents(p.text)}" for p in passages]
+    topic = _question_terms(question) - set().union(*title_terms.values()) - _intent_words(question)
+    counted = _counted(question)
+    # A table row is matched with its caption and column names: "Time" is what "2:09:47" is.
+    texts = [f"{p.text} {p.header} {_passage_intents(p.text)}" for p in passages]
     corpus = [set(_terms(t)) for t in texts]
     retriever = bm25s.BM25()
     retriever.index(bm25s.tokenize(texts, stopwords=_STOPWORDS, stemmer=english_stemmer(), show_progress=False), show_progress=False)
@@ -150,9 +234,15 @@ def _best(
         title = title_terms.get(p.tab_id, set())
         beyond = len((q & own) - title)
         coverage = len(q & (own | title)) / len(q)
-        if coverage >= MIN_COVERAGE and beyond and s > 0:
-            scored.append((beyond, coverage, float(s), p))
-    scored.sort(key=lambda x: (-x[0], -x[1], -x[2], x[3].order))
+        on_topic = len(topic & own) / len(topic) if topic else 1.0
+        if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0:
+            scored.append(((-beyond, -coverage, p.text.startswith("#"), -s, p.order), coverage, float(s), p))
+    if counted:
+        # Where a tab counts what is asked, its other passages answer another question.
+        counting = {id(p) for _, _, _, p in scored if _counts(p.text, counted)}
+        tabs = {p.tab_id for _, _, _, p in scored if id(p) in counting}
+        scored = [x for x in scored if id(x[3]) in counting or x[3].tab_id not in tabs]
+    scored.sort(key=lambda x: x[0])
     return [(c, s, p) for _, c, s, p in scored]
 
 
@@ -209,10 +299,14 @@ def _read(messages: Sequence[BaseMessage]) -> _Turn:
 def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tuple[str, str, str]]) -> str:
     multi = len(tabs) > 1
     if not multi:
-        # A second passage only when it is nearly as good and says something.
+        # A second passage only when it is nearly as good and says something (a
+        # heading only names what the sentences under it say).
         top = hits[0][1]
-        keep = [hits[0]] + [h for h in hits[1:] if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6]
-        return "\n\n".join(f"{h[2].text} [Tab {h[2].tab_id}]" for h in keep[:MAX_PASSAGES_SINGLE])
+        keep = [hits[0]] + [
+            h for h in hits[1:]
+            if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6 and not h[2].text.startswith("#")
+        ]
+        return "\n\n".join(f"{h[2].quote()} [Tab {h[2].tab_id}]" for h in keep[:MAX_PASSAGES_SINGLE])
     per_tab: dict[str, list[_Passage]] = {}
     for _, _, p in hits:
         if len(per_tab.setdefault(p.tab_id, [])) < MAX_PASSAGES_PER_TAB:
@@ -220,7 +314,7 @@ def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tu
     blocks = []
     for tab_id in sorted(per_tab, key=lambda t: (len(t), t)):
         title = tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
-        blocks.append(f"From [Tab {tab_id}] ({title}):\n" + "\n".join(p.text for p in per_tab[tab_id]))
+        blocks.append(f"From [Tab {tab_id}] ({title}):\n" + "\n".join(p.quote() for p in per_tab[tab_id]))
     return "\n\n".join(blocks)
 
 
