@@ -10,9 +10,13 @@ Two ways to fit a text that is too long:
   over stray matches elsewhere; table rows are ranked and shown with their
   table's header (and caption), so a row group out of context still reads.
   Aggregate questions ("how many…", "which … most", "the first…") need every
-  row, which is why whole tables come first, and why a table too big to keep
-  whole keeps its first and last rows (where the first, the last and the
-  totals are). Whatever room is left is filled row by row.
+  row, which is why whole tables come first. The best table too big to keep
+  whole is shown with fewer columns when that fits: every row, but only its
+  first column (what names a row) and the columns the question matches by
+  name or by a cell, under a marker naming them; the row groups that match
+  best are then shown whole again as room allows. Failing that it keeps its
+  first and last rows (where the first, the last and the totals are).
+  Whatever room is left is filled row by row.
 Every marker says how much was left out, so neither the model nor the user
 mistakes a partial page for a whole one.
 
@@ -48,6 +52,7 @@ REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
 MIN_TAB_BUDGET = 64
 FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its marker's count
 PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
+_CELL_SPLIT = re.compile(r"(?<!\\)\|")  # extraction escapes a pipe inside a cell
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
 
@@ -262,12 +267,61 @@ def _is_reference_list(chunk: _Chunk) -> bool:
     return bool(lines) and sum(bool(_CITATION.match(line)) for line in lines) * 2 >= len(lines)
 
 
+def _cells(row: str) -> list[str]:
+    row = row.strip()
+    return _CELL_SPLIT.split(row[1:-1] if len(row) > 1 and row.endswith("|") else row[1:])
+
+
+@dataclass
+class _Columns:
+    """A table's columns, for showing only those a question is about."""
+
+    names: list[str]  # header cells
+    aligned: list[bool]  # per unit of the table: a row with one cell per column
+    cost: list[int]  # tokens each column adds over the aligned rows
+    heads: _Index  # over the column names
+    cells: _Index  # over every cell below the names
+    column_of: list[int]  # each cell's column
+
+
+def _columns(units: list[_Unit]) -> _Columns | None:
+    """Columns of the table made of `units` (its header unit first); None when most
+    rows do not line up with its header (extraction drops empty cells, a rowspan
+    leaves rows short). Rows that do not line up are shown whole."""
+    header = [line for line in units[0].text.splitlines() if _is_row(line) and set(line) - set("|-: ")]  # no separator
+    if not header:
+        return None
+    lines = header[-1:] + [u.text for u in units[1:]]
+    widths = [len(_cells(line)) for line in lines]
+    # The column names: the first row of more than one cell, after any title rows ("|Career finals|").
+    named = next((k for k, w in enumerate(widths) if w > 1), None)
+    if named is None:
+        return None
+    width = widths[named]
+    aligned = [k >= named and w == width for k, w in enumerate(widths)]
+    if sum(aligned) * 2 < len(lines):
+        return None  # mostly misaligned: a projection would be mostly whole rows
+    names = _cells(lines[named])
+    cost = [0] * width
+    cells: list[str] = []
+    column_of: list[int] = []
+    for k, (line, ok) in enumerate(zip(lines, aligned)):
+        if ok:
+            for j, cell in enumerate(_cells(line)):
+                cost[j] += count_tokens(cell) + 1
+                if k != named:
+                    cells.append(cell)
+                    column_of.append(j)
+    return _Columns(names, aligned, cost, _Index(names), _Index(cells), column_of)
+
+
 class _Page:
     """A text cut into units and chunks, with its BM25 indexes: all question-independent."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.total = count_tokens(text)
+        self._columns: dict[int, _Columns | None] = {}  # per table, worked out when first projected
 
     @cached_property
     def units(self) -> list[_Unit]:
@@ -309,6 +363,14 @@ class _Page:
     def header_index(self) -> _Index:
         return _Index([self._table_head(b) for b in self.tables])
 
+    def table_units(self, block: int) -> list[_Unit]:
+        return [u for i in self.blocks[block] for u in self.chunks[i].units]
+
+    def columns(self, block: int) -> _Columns | None:
+        if block not in self._columns:
+            self._columns[block] = _columns(self.table_units(block))
+        return self._columns[block]
+
     def _table_head(self, block: int) -> str:
         for i in self.blocks[block]:
             first = self.chunks[i].units[0]
@@ -318,8 +380,8 @@ class _Page:
 
 
 # ContextBuilder fits tabs on worker threads: two threads asking at once may
-# analyse a text (or one of its parts) twice, but the results are equal and never
-# mutated, so that costs time only.
+# analyse a text (or one of its parts) twice, but the results are equal and only
+# ever added, never changed, so that costs time only.
 @lru_cache(maxsize=PAGE_CACHE_SIZE)
 def _analysed(text: str) -> _Page:
     return _Page(text)
@@ -371,7 +433,7 @@ def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
 
 
 def _select(page: _Page, budget: int, terms: list[str]) -> Fitted | None:
-    chunks, total = page.chunks, page.total
+    chunks, total = list(page.chunks), page.total  # a table's chunks may be swapped for a projection
     scores, tables = _scores(page, terms)
     if not any(s > 0 for s in scores):
         return None  # nothing matches: the head is the best guess
@@ -383,24 +445,52 @@ def _select(page: _Page, budget: int, terms: list[str]) -> Fitted | None:
         c = chunks[i]
         extra = gap_cost
         header = c.units[0].table_header
-        if header and not (i - 1 in keep and chunks[i - 1].units[-1].table_header == header):
+        if header and not (i - 1 in keep and _shows_header(chunks[i - 1], header)):
             extra += count_tokens(header) + 1
         return c.tokens + extra
 
     def add(i: int) -> None:
         nonlocal used
+        if i in keep:
+            widen(i)
+            return
         c = cost(i)
-        if i not in keep and used + c <= budget:
+        if used + c <= budget:
             keep.add(i)
             used += c
+
+    def widen(i: int) -> None:
+        # A row group of a projected table, in order of relevance like any chunk:
+        # its rows whole (a lookup needs the row's other columns), under the full
+        # header, with the projected one repeated after it.
+        nonlocal used
+        short, full = chunks[i], page.chunks[i]
+        header = short.units[0].table_header
+        if short is full or not header:
+            return
+        extra = full.tokens - short.tokens + count_tokens(full.units[0].table_header) + count_tokens(header) + 2
+        if used + extra <= budget:
+            chunks[i] = full
+            used += extra
 
     head_budget = int(budget * HEAD_SHARE)
     if tables:
         # The best table is evidence, the head only a prior: when the table fits
         # whole only without the head, the head shrinks (its first chunk, with
         # the title, stays).
-        need = sum(chunks[i].tokens for i in page.blocks[tables[0]]) + gap_cost
-        if budget - head_budget < need <= budget - chunks[0].tokens - gap_cost:
+        best = page.blocks[tables[0]]
+        need = sum(chunks[i].tokens for i in best) + gap_cost
+        most = budget - chunks[0].tokens - gap_cost
+        if need > most:
+            # Too big even so: all its rows with fewer columns, beside the whole head if they fit.
+            projected = _project(page, tables[0], terms, budget - head_budget - gap_cost) or _project(
+                page, tables[0], terms, most - gap_cost
+            )
+            if projected is not None:
+                for i, c in zip(best, projected):
+                    chunks[i] = c
+                need = sum(c.tokens for c in projected) + gap_cost
+        if budget - head_budget < need <= most:
             head_budget = budget - need
     for i in range(len(chunks)):
         if used + chunks[i].tokens > head_budget:
@@ -448,6 +538,81 @@ def _select(page: _Page, budget: int, terms: list[str]) -> Fitted | None:
     if tokens > budget:  # estimates drifted (joins, markers): trim from the least relevant end
         return _head(_split_units(text), budget, total)
     return Fitted(text=text, tokens=tokens, original_tokens=total, selected=True, omitted_tokens=omitted)
+
+
+def columns_marker(shown: list[str], width: int, tokens: int) -> str:
+    names = ", ".join(shown)
+    return f"[table shown with {len(shown)} of {width} columns: {names}; {tokens:,} tokens of other columns left out]"
+
+
+def _project(page: _Page, block: int, terms: list[str], room: int) -> list[_Chunk] | None:
+    """The table's chunks with only its first column (what names a row) and the
+    columns the question matches, best first, as many as fit in `room`; None
+    when no matching column fits.
+
+    An aggregate question over a table too big to keep whole ("how many
+    candidates are over 1.8 m tall?") needs every row, but only the rows' names
+    and the column it is about."""
+    cols = page.columns(block)
+    if cols is None or room <= 0:
+        return None
+    width = len(cols.names)
+    heads = cols.heads.scores(terms)
+    # A column's best cell, not its cells together: "david shute" names one
+    # cell of the Player column, where "right" in every other Position cell
+    # would otherwise outweigh it.
+    cells = [0.0] * width
+    for j, score in zip(cols.column_of, cols.cells.scores(terms)):
+        cells[j] = max(cells[j], score)
+    top_head, top_cells = max(heads) or 1.0, max(cells) or 1.0
+    score = [h / top_head + c / top_cells for h, c in zip(heads, cells)]
+    matched = sorted((j for j in range(1, width) if score[j] > 0), key=lambda j: -score[j])
+    units = page.table_units(block)
+    # Estimated from the columns' own tokens; the exact count is checked below.
+    estimate = sum(u.tokens for u, ok in zip(units, cols.aligned) if not ok) + cols.cost[0] + sum(cols.aligned)
+    shown = [0]
+    for j in matched:
+        if estimate + cols.cost[j] <= room:
+            shown.append(j)
+            estimate += cols.cost[j]
+        else:
+            break  # the best-matching column does not fit: a weaker one in its place would mislead
+    while len(shown) > 1:
+        projected = _projected(page, block, cols, sorted(shown))
+        if sum(c.tokens for c in projected) <= room:
+            return projected
+        shown.pop()
+    return None
+
+
+def _projected(page: _Page, block: int, cols: _Columns, shown: list[int]) -> list[_Chunk]:
+    """The table's chunks (one for one, so chunk indexes stay valid) with its aligned
+    rows cut to the `shown` columns, a marker saying which, and its header in every row."""
+    units = page.table_units(block)
+
+    def cut(line: str) -> str:
+        cells = _cells(line)
+        return "|" + "|".join(cells[j] for j in shown) + "|"
+
+    head_lines = units[0].text.splitlines()
+    if cols.aligned[0]:
+        head_lines[-1] = cut(head_lines[-1])
+    rows = [cut(u.text) if ok else u.text for u, ok in zip(units[1:], cols.aligned[1:])]
+    row_tokens = [count_tokens(r) + 1 for r in rows]
+    kept = count_tokens("\n".join(head_lines)) + sum(row_tokens)
+    original = sum(u.tokens for u in units)
+    marker = columns_marker([cols.names[j] for j in shown], len(cols.names), max(original - kept, 0))
+    header = "\n".join([marker, *head_lines])
+    new = [_Unit(header, count_tokens(header), units[0].section, block=block, in_table=True)]
+    new += [
+        _Unit(r, t, u.section, header, u.joiner, block, True) for u, r, t in zip(units[1:], rows, row_tokens)
+    ]
+    out: list[_Chunk] = []
+    for i in page.blocks[block]:
+        n = len(page.chunks[i].units)
+        out.append(_Chunk(new[:n]))
+        new = new[n:]
+    return out
 
 
 def _fill(chunks: list[_Chunk], keep: set[int], order: list[int], room: int) -> tuple[list[_Chunk], set[int]]:
@@ -511,6 +676,13 @@ def _scores(page: _Page, terms: list[str]) -> tuple[list[float], list[int]]:
     return combined, tables
 
 
+def _shows_header(chunk: _Chunk, header: str) -> bool:
+    """Whether `chunk` ends under `header`: in rows below it, or in the header itself
+    (a table's header is a chunk of its own), so what follows need not repeat it."""
+    last = chunk.units[-1]
+    return last.table_header == header or (last.in_table and last.text == header)
+
+
 def _assemble(chunks: list[_Chunk], keep: set[int]) -> str:
     parts: list[str] = []
     prev = -1
@@ -520,7 +692,7 @@ def _assemble(chunks: list[_Chunk], keep: set[int]) -> str:
             skipped = sum(chunks[j].tokens for j in range(prev + 1, i))
             parts.append(omitted_marker(skipped, selected=True))
         header = c.units[0].table_header
-        continues = prev == i - 1 and prev >= 0 and chunks[prev].units[-1].table_header == header
+        continues = prev == i - 1 and prev >= 0 and _shows_header(chunks[prev], header)
         if header and not continues:
             parts.append(header + "\n" + _join(c.units).lstrip("\n"))
         elif continues and header:

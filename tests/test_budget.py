@@ -153,6 +153,54 @@ def test_table_too_big_keeps_its_first_and_last_rows() -> None:
     assert "|Club 0|1900|0|" in f.text and "|Total|all seasons|3,391|" in f.text
 
 
+COLUMNS = re.compile(
+    r"\[table shown with (\d+) of (\d+) columns: ([^;\]]+); ([\d,]+) tokens of other columns left out\]"
+)
+
+
+WIDE_HEADER = "|Name|Age|Hometown|Height|Team|Coach|Sponsor|Previous club|Notes|"
+
+
+def _town(i: int) -> str:
+    return "Town " + chr(65 + i // 26) + chr(97 + i % 26)
+
+
+def _candidates() -> list[str]:
+    return [
+        f"|Candidate {i}|{18 + i % 9}|{_town(i)}|1.{60 + i % 35} m|Team {i % 5}|Coach {i % 4}|"
+        f"Sponsor {i % 6}|Club {i % 8}|Won the regional heat in {1990 + i % 20} after a late surge|"
+        for i in range(90)
+    ]
+
+
+def test_aggregate_question_over_a_wide_table_too_big_keeps_every_row_of_the_matching_column() -> None:
+    # "How many … over 1.80 m?" needs every row's height, not every column.
+    rows = _candidates()
+    text = _page_with_table(rows, WIDE_HEADER)
+    question = "How many candidates have a height over 1.80 m?"
+    f = fit_text(text, 2000, question)
+    assert f.original_tokens > 4000 and f.selected
+    assert count_tokens(f.text) <= 2000 and f.tokens == count_tokens(f.text)
+    shown = {line.split("|")[1]: line for line in f.text.splitlines() if line.startswith("|Candidate ")}
+    assert all(f"|1.{60 + i % 35} m|" in shown[f"Candidate {i}"] for i in range(90))
+    marker = COLUMNS.search(f.text)
+    assert marker and marker.group(1, 2, 3) == ("2", "9", "Name, Height")
+    # Most rows without the other columns; the rows around the one the question
+    # names ("1.80 m") whole, room allowing.
+    whole = [line for line in shown.values() if "regional heat" in line]
+    assert 0 < len(whole) < 30 and shown["Candidate 20"] == rows[20]
+    # A tighter budget than the projection needs gets the first and last rows instead.
+    tight = fit_text(text, 700, question)
+    assert count_tokens(tight.text) <= 700 and not COLUMNS.search(tight.text)
+    assert "Candidate 0|" in tight.text and "Candidate 89|" in tight.text
+
+
+def test_a_whole_table_shows_its_header_once() -> None:
+    rows = [f"|Club {chr(65 + i)}|{1990 + i}|{(i * 7) % 23}|" for i in range(20)]
+    f = fit_text(_page_with_table(rows), 800, "Which club scored the most goals?")
+    assert f.text.count("|Club|Season|Goals|") == 1
+
+
 def test_question_without_accents_finds_accented_text() -> None:
     filler = [" ".join(_sentences(3, i * 3)) for i in range(120)]
     needle = "Škoda Transportation built the twelve trams in Plzeň."
@@ -189,7 +237,12 @@ words = st.sampled_from(
 sentence_st = st.lists(words, min_size=1, max_size=30).map(lambda ws: " ".join(ws).capitalize() + ".")
 paragraph_st = st.lists(sentence_st, min_size=1, max_size=12).map(" ".join)
 heading_st = st.lists(words, min_size=1, max_size=5).map(lambda ws: "## " + " ".join(ws))
-block_st = st.one_of(paragraph_st, paragraph_st, heading_st,
+cell_st = st.lists(words, min_size=1, max_size=4).map(" ".join)
+# Some rows a cell short: extraction drops empty cells.
+table_st = st.integers(min_value=2, max_value=7).flatmap(
+    lambda width: st.lists(st.lists(cell_st, min_size=width - 1, max_size=width), min_size=2, max_size=80)
+).map(lambda rows: "\n".join("|" + "|".join(r) + "|" for r in rows))
+block_st = st.one_of(paragraph_st, paragraph_st, heading_st, table_st,
                      st.lists(sentence_st, min_size=1, max_size=6).map(lambda ss: "\n".join("- " + s for s in ss)))
 page_st = st.lists(block_st, min_size=1, max_size=60).map("\n\n".join)
 
