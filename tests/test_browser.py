@@ -179,6 +179,55 @@ class TestScrollAndScreenshot:
         assert "Status: shipped" in second.visible_text and "NP-7730-2291-SE" in second.visible_text
         assert second.content_hash != first.content_hash
 
+    async def test_unchanged_page_is_not_read_again_but_every_kind_of_change_is_seen(
+        self, site: Site, open_tabs
+    ) -> None:
+        (result,) = await open_tabs([site.url("changing")])
+        tab = _tab(result)
+        assert isinstance(tab, PlaywrightTab)
+        first = await tab.snapshot()
+        replies: list[dict] = []
+        evaluate = tab.page.evaluate
+
+        async def recording(*args, **kwargs):
+            reply = await evaluate(*args, **kwargs)
+            replies.append(reply)
+            return reply
+
+        tab.page.evaluate = recording  # type: ignore[method-assign]
+        again = await tab.snapshot()
+        assert replies[-1].get("same") and "html" not in replies[-1]  # nothing moved
+        assert again.content_hash == first.content_hash and again.visible_text == first.visible_text
+
+        # An attribute-only change (a class that hides an element) changes the rendered text.
+        await evaluate("document.head.insertAdjacentHTML('beforeend', '<style>.gone{display:none}</style>')")
+        await evaluate("document.getElementById('detail').className = 'gone'")
+        hidden = await tab.snapshot()
+        assert "preparing it in our warehouse" not in hidden.visible_text
+        assert "Status: pending" in hidden.visible_text
+
+        # Same DOM, new URL (a single-page app's history.pushState).
+        await evaluate("history.pushState({}, '', '?view=2')")
+        pushed = await tab.snapshot()
+        assert pushed.url.endswith("?view=2") and pushed.visible_text == hidden.visible_text
+
+        # A new viewport can change what media queries show.
+        await evaluate(
+            "document.head.insertAdjacentHTML('beforeend', "
+            "'<style>@media (max-width: 600px) { #status { display: none } }</style>')"
+        )
+        await tab.snapshot()
+        await tab.page.set_viewport_size({"width": 500, "height": 900})
+        narrow = await tab.snapshot()
+        assert "Status: pending" not in narrow.visible_text
+
+        # A reload is a new document, read in full: the injected styles are gone.
+        await tab.page.reload()
+        replies.clear()
+        reloaded = await tab.snapshot()
+        assert "html" in replies[-1]
+        assert "Status: pending" in reloaded.visible_text and "preparing it in our warehouse" in reloaded.visible_text
+
     async def test_closed_tab_reports_an_error_not_a_crash(self, site: Site, open_tabs) -> None:
         (result,) = await open_tabs([site.url("two_b")])
         tab = _tab(result)
