@@ -37,6 +37,7 @@ _EXPORTS = {
     "Event": "events",
     "parse_event": "events",
     "Extracted": "extraction",
+    "ExtractionPool": "extraction",
     "Extractor": "extraction",
     "History": "history",
     "get_chat_model": "models",
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
         ToolError,
     )
     from .events import Event, parse_event
-    from .extraction import Extracted, Extractor
+    from .extraction import Extracted, ExtractionPool, Extractor
     from .history import History
     from .models import get_chat_model
     from .retry import RetryPolicy

@@ -2,8 +2,9 @@
 
 The model client is created and warmed while the tabs load, so the first
 question does not pay for client start-up or connection set-up; the text
-pipeline (tokenizer, trafilatura's fallbacks, BM25, the extraction thread
-pool) is warmed at the same time, so it does not pay for their one-off loads.
+pipeline (tokenizer, BM25, and the extraction worker processes with
+trafilatura's fallbacks loaded) is warmed at the same time, so it does not pay
+for their one-off loads.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from .agent import DEFAULT_DEADLINE_S, ChatAgent
 from .browser.base import Browser, Tab, TabFailure
 from .cache import AnswerCache
 from .context import DEFAULT_TAB_BUDGET, ContextBuilder
+from .extraction import ExtractionPool, Extractor
 from .models import get_chat_model
 
 log = logging.getLogger(__name__)
@@ -71,54 +73,48 @@ def _warm_generate_path(model: BaseChatModel) -> None:
         log.debug("generate-path warm-up skipped: %s", exc)
 
 
-# A small page that takes every path of the pipeline once: trafilatura with its
-# readability and justext fallbacks (the text is short), the missed-table pass,
-# and a question-aware fit (tokenizer, stemmer, BM25).
-_WARM_HTML = """<!DOCTYPE html><html><head><title>Warm-up</title></head><body>
-<nav><a href="/">Home</a> <a href="/a">About</a></nav>
-<h1>Warm-up page</h1><p>This page only warms the extraction pipeline up.</p>
-<h2>Results</h2><table><tr><th>City</th><th>Population</th></tr>
-<tr><td>Springfield</td><td>30,720</td></tr><tr><td>Shelbyville</td><td>25,113</td></tr></table>
-<footer>Copyright nobody</footer></body></html>"""
 _WARM_TEXT = "\n\n".join(
     f"Paragraph {i} reports the population of city number {i} and how it changed over the years."
     for i in range(40)
 )
 
 
-def _warm_pipeline_sync() -> None:
-    from .browser.base import PageSnapshot
+def _warm_pipeline_sync(extraction: bool) -> None:
     from .budget import fit_text
-    from .extraction import extract_snapshot
+    from .extraction import warm_extraction
     from .tokens import encoding
 
     encoding()  # tiktoken's BPE tables: ~0.15-0.45 s on first use
-    # trafilatura loads every justext stoplist on its first fallback (~0.15-0.4 s).
-    extract_snapshot(PageSnapshot(
-        tab_id="warm-up", url="http://localhost/warm-up", title="Warm-up", html=_WARM_HTML,
-        visible_text="Home About\nWarm-up page\nThis page only warms the extraction pipeline up.\n"
-        "Results\nCity Population\nSpringfield 30,720\nShelbyville 25,113\nCopyright nobody",
-    ))
-    fit_text(_WARM_TEXT, 128, "Which city has the largest population?")
+    if extraction:
+        warm_extraction()
+    fit_text(_WARM_TEXT, 128, "Which city has the largest population?")  # stemmer, BM25
 
 
-async def warm_pipeline() -> None:
-    """Load the text pipeline's lazy parts ahead of the first question, on the
-    default executor (the one extraction and budgeting run on), so its first
-    worker thread exists too. Best effort: a failure only costs the first question."""
+async def warm_pipeline(pool: ExtractionPool | None = None) -> None:
+    """Load the text pipeline's lazy parts ahead of the first question: the
+    tokenizer and budgeting on the default executor (where budgeting runs, so
+    its first worker thread exists too), and extraction where it will run:
+    `pool`'s workers, else that same executor. Best effort: a failure only
+    costs the first question."""
     loop = asyncio.get_running_loop()
-    try:
-        await loop.run_in_executor(None, _warm_pipeline_sync)
-    except Exception as exc:  # noqa: BLE001 - warming is best effort
-        log.debug("pipeline warm-up failed: %s", exc)
+    jobs = [loop.run_in_executor(None, _warm_pipeline_sync, pool is None)]
+    if pool is not None:
+        jobs.append(pool.start())
+    for outcome in await asyncio.gather(*jobs, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            log.debug("pipeline warm-up failed: %s", outcome)
 
 
 class Session:
-    def __init__(self, browser: Browser, tabs: list[Tab | TabFailure], model: BaseChatModel, agent: ChatAgent) -> None:
+    def __init__(
+        self, browser: Browser, tabs: list[Tab | TabFailure], model: BaseChatModel, agent: ChatAgent,
+        pool: ExtractionPool | None = None,
+    ) -> None:
         self.browser = browser
         self.tabs = tabs
         self.model = model
         self.agent = agent
+        self._pool = pool
 
     @classmethod
     async def open(
@@ -136,9 +132,11 @@ class Session:
         from .browser.playwright import PlaywrightBrowser
 
         chat_model = model if isinstance(model, BaseChatModel) else get_chat_model(model, **(model_options or {}))
-        warm = asyncio.gather(warm_model(chat_model), warm_pipeline())
-        browser = await (PlaywrightBrowser.connect_cdp(cdp) if cdp else PlaywrightBrowser.launch())
+        pool = ExtractionPool()
+        warm = asyncio.gather(warm_model(chat_model), warm_pipeline(pool))
+        browser: PlaywrightBrowser | None = None
         try:
+            browser = await (PlaywrightBrowser.connect_cdp(cdp) if cdp else PlaywrightBrowser.launch())
             tabs: list[Tab | TabFailure]
             if cdp and not targets:
                 tabs = list(browser.existing_tabs())
@@ -147,16 +145,22 @@ class Session:
             await warm
         except BaseException:
             warm.cancel()
-            await browser.close()
+            if browser is not None:
+                await browser.close()
+            pool.shutdown(wait=False, cancel_futures=True)
             raise
         agent = ChatAgent(
-            chat_model, tabs, builder=ContextBuilder(budget_per_tab=budget_per_tab),
+            chat_model, tabs, builder=ContextBuilder(Extractor(pool), budget_per_tab=budget_per_tab),
             cache=AnswerCache() if cache else None, deadline_s=deadline_s,
         )
-        return cls(browser, tabs, chat_model, agent)
+        return cls(browser, tabs, chat_model, agent, pool)
 
     async def close(self) -> None:
-        await self.browser.close()
+        try:
+            await self.browser.close()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
 
     async def __aenter__(self) -> "Session":
         return self

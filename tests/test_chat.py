@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import sys
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -51,18 +52,20 @@ class Chat:
 
 
 @asynccontextmanager
-async def chat(gemini: GeminiServer, *args: str) -> AsyncIterator[Chat]:
+async def chat(gemini: GeminiServer, *args: str, own_group: bool = False, rc: int = 0) -> AsyncIterator[Chat]:
+    """`own_group`: in a process group of its own, as a terminal's foreground job is;
+    `rc`: the exit status expected once stdin closes."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "chatagent", "chat", "--json", "--model", "gemini-2.5-flash", *args,
         cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=own_group,
     )
     try:
         yield Chat(proc)
         assert proc.stdin
         proc.stdin.close()
-        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == rc
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -104,6 +107,39 @@ async def test_a_follow_up_carries_the_earlier_turns(gemini: GeminiServer, site:
     ]
     # The page context keeps its place and bytes, so providers' prompt caches can reuse it.
     assert page_context(first) == page_context(second) and "<page_context>" in page_context(first)
+
+
+async def test_ctrl_c_stops_one_answer_and_leaves_the_browser_and_extraction_workers_running(
+    gemini: GeminiServer, site: Site
+) -> None:
+    # A terminal sends Ctrl-C to the whole foreground process group: the
+    # browser and the extraction workers must survive it. The page changes
+    # itself 4 s after loading, so the second question needs a new extraction.
+    gemini.enqueue(
+        TextReply(text="It is pending [Tab 1].", ttft_s=30),
+        TextReply(text="It has shipped [Tab 1]."),
+    )
+    # Exit status 1: one of the answers did not complete.
+    async with chat(gemini, site.url("changing") + "?after=4000", own_group=True, rc=1) as c:
+        assert c.proc.stdin
+        c.proc.stdin.write(b"Where is my order?\n")
+        await c.proc.stdin.drain()
+        for _ in range(200):
+            if gemini.generate_requests:
+                break
+            await asyncio.sleep(0.05)
+        assert gemini.generate_requests, "the first question never reached the model"
+        os.killpg(c.proc.pid, signal.SIGINT)
+        event = json.loads(await asyncio.wait_for(c.proc.stdout.readline(), timeout=30))  # type: ignore[union-attr]
+        while event["type"] not in ("done", "error"):
+            event = json.loads(await asyncio.wait_for(c.proc.stdout.readline(), timeout=30))  # type: ignore[union-attr]
+        assert event["type"] == "error" and event["code"] == "aborted", event
+        await asyncio.sleep(4)
+        second = done(await c.ask("Where is my order now?"))
+        assert "shipped" in second["answer"]
+    assert "Status: shipped" in page_context(gemini.generate_requests[-1])
+    stderr = (await c.proc.stderr.read()).decode()  # type: ignore[union-attr]
+    assert "extraction workers are gone" not in stderr, stderr
 
 
 async def test_navigation_between_questions_is_noticed(gemini: GeminiServer, site: Site, running_chrome: str) -> None:

@@ -3,17 +3,21 @@ facts a user would ask about must be in the context the model sees."""
 
 from __future__ import annotations
 
+import asyncio
+import os
 import re
+import signal
+import sys
 
 import pytest
 
 from chatagent.browser.base import Tab
 from chatagent.context import ContextBuilder, PageContext, TabContext
-from chatagent.extraction import Extractor, extract_snapshot
+from chatagent.extraction import ExtractionPool, Extractor, extract_snapshot
 from chatagent.browser.base import PageSnapshot
 from chatagent.tokens import count_tokens
 
-from conftest import Site
+from conftest import ROOT, Site
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -267,3 +271,69 @@ async def test_extract_snapshot_without_html_falls_back_to_rendered_text() -> No
     snap = PageSnapshot(tab_id="1", url="about:blank", title="T", html="", visible_text="Line one\n\n  Line two  ")
     ex = extract_snapshot(snap)
     assert ex.method == "rendered" and ex.text == "Line one\nLine two"
+
+
+async def test_extraction_pool_matches_in_process_extraction_and_outlives_a_killed_worker(
+    site: Site, open_tabs
+) -> None:
+    tabs = await open_tabs([site.url("table"), site.url("two_a"), site.url("two_b"), site.url("product")])
+    snaps = [await t.snapshot() for t in tabs if isinstance(t, Tab)]
+    expected = [extract_snapshot(s) for s in snaps]
+    loop = asyncio.get_running_loop()
+    pool = ExtractionPool(workers=2)
+    try:
+        await pool.start()
+        workers = {await loop.run_in_executor(pool, os.getpid) for _ in range(4)}
+        assert workers and os.getpid() not in workers
+        assert await Extractor(pool).extract_many(snaps) == expected
+
+        # A worker killed (out of memory, say) breaks the pool: extraction goes on here.
+        os.kill(next(iter(workers)), signal.SIGKILL)
+        await asyncio.sleep(0.5)  # the pool notices the dead worker
+        extractor = Extractor(pool)
+        assert await extractor.extract_many(snaps) == expected
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+async def test_extraction_workers_exit_when_their_owner_is_killed() -> None:
+    script = (
+        "import asyncio, os\n"
+        "from chatagent.extraction import ExtractionPool\n"
+        "async def main():\n"
+        "    pool = ExtractionPool(workers=2)\n"
+        "    await pool.start()\n"
+        "    loop = asyncio.get_running_loop()\n"
+        "    pids = {await loop.run_in_executor(pool, os.getpid) for _ in range(4)}\n"
+        "    print(*pids, flush=True)\n"
+        "    await asyncio.sleep(60)\n"
+        "asyncio.run(main())\n"
+    )
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, cwd=ROOT, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+    )
+    assert proc.stdout
+    line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
+    workers = [int(pid) for pid in line.split()]
+    assert workers and all(_alive(pid) for pid in workers)
+    proc.kill()  # SIGKILL: no clean-up code runs in the owner
+    # wait() also waits for the owner's stdout to close, and the workers hold it too.
+    await asyncio.wait_for(proc.wait(), timeout=30)
+    for _ in range(100):
+        if not any(_alive(pid) for pid in workers):
+            break
+        await asyncio.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers), "extraction workers outlived their owner"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A worker that exited but is not reaped yet (its parent, the fork server, is exiting too) is a zombie.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except FileNotFoundError:
+        return False

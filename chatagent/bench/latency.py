@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import logging
 import os
@@ -60,9 +61,9 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -73,7 +74,7 @@ from ..browser.base import PageSnapshot, Tab, TabFailure
 from ..browser.playwright import PlaywrightBrowser
 from ..context import ContextBuilder, PageContext
 from ..events import Done, ErrorEvent, Token
-from ..extraction import Extracted, Extractor
+from ..extraction import Extracted, ExtractionPool, Extractor
 from ..models import get_chat_model
 from ..session import warm_model, warm_pipeline
 from ..testing.gemini_server import GeminiServer, RecordedRequest, TextReply
@@ -136,8 +137,8 @@ class _Stamps:
 
 
 class _TimedExtractor(Extractor):
-    def __init__(self, stamps: Callable[[], _Stamps]) -> None:
-        super().__init__()
+    def __init__(self, stamps: Callable[[], _Stamps], pool: ExtractionPool) -> None:
+        super().__init__(pool)
         self._stamps = stamps
 
     async def extract_many(self, snapshots: list[PageSnapshot]) -> list[Extracted]:
@@ -152,9 +153,9 @@ class _TimedExtractor(Extractor):
 class _TimedBuilder(ContextBuilder):
     """A ContextBuilder that stamps its phases; behaviour unchanged."""
 
-    def __init__(self) -> None:
+    def __init__(self, pool: ExtractionPool) -> None:
         self.current = _Stamps()
-        super().__init__(extractor=_TimedExtractor(lambda: self.current))
+        super().__init__(extractor=_TimedExtractor(lambda: self.current, pool))
 
     async def build(self, tabs: list[Tab | TabFailure], question: str | None = None, **kw: Any) -> PageContext:
         st = self.current
@@ -341,11 +342,23 @@ class _Bench:
     new_model: Callable[[], Any]
     server: GeminiServer | None
     probe: _PromptProbe
+    pool: ExtractionPool
+    reads: Iterator[int] = field(default_factory=itertools.count)
+
+    async def unseen(self, tabs: list[Tab | TabFailure]) -> None:
+        """Have `tabs` read as tabs the agent has not seen yet: an attribute set
+        in each page (outside the timing) means the next snapshot moves the whole
+        HTML (an unchanged page's does not) and its content is new."""
+        n = next(self.reads)
+        await asyncio.gather(*(
+            t.page.evaluate(f"document.documentElement.setAttribute('data-bench-read', '{n}')")  # type: ignore[union-attr]
+            for t in tabs if isinstance(t, Tab)
+        ))
 
     def agent(self, tabs: list[Tab | TabFailure], model: Any = None) -> tuple[Any, _TimedBuilder]:
         from ..agent import ChatAgent
 
-        builder = _TimedBuilder()
+        builder = _TimedBuilder(self.pool)
         return ChatAgent(model or self.model, tabs, builder=builder), builder
 
     async def ask(self, agent: Any, builder: _TimedBuilder, question: str) -> dict[str, Any]:
@@ -357,6 +370,7 @@ class _Bench:
 
     async def cold1(self, i: int) -> dict[str, Any]:
         tab, question, url = self.page(i)
+        await self.unseen([tab])
         return {**await self.ask(*self.agent([tab]), question), "page": url}
 
     async def warm1(self, i: int) -> dict[str, Any]:
@@ -369,6 +383,7 @@ class _Bench:
 
     async def cold10(self, i: int) -> dict[str, Any]:
         _, question, _ = self.page(i)
+        await self.unseen(self.tabs)
         return await self.ask(*self.agent(list(self.tabs)), question)
 
     async def first(self, i: int, warm: bool) -> dict[str, Any]:
@@ -377,6 +392,7 @@ class _Bench:
         if warm:
             await warm_model(model)
         tab, question, url = self.page(i)
+        await self.unseen([tab])
         return {**await self.ask(*self.agent([tab], model), question), "page": url}
 
     async def first_nowarm(self, i: int) -> dict[str, Any]:
@@ -436,10 +452,13 @@ async def run_latency(
                 return get_chat_model(model)
             return get_chat_model(MODEL_NAME, api_key="test", base_url=server.url)
 
+        # Extraction runs where a Session runs it: in worker processes.
+        pool = ExtractionPool()
+        stack.callback(pool.shutdown, wait=False, cancel_futures=True)
         preload_ms = None
         if preload:
             t = time.perf_counter()
-            await warm_pipeline()
+            await warm_pipeline(pool)
             preload_ms = (time.perf_counter() - t) * 1000
         tabs = await br.open_tabs(urls)
         try:
@@ -460,7 +479,7 @@ async def run_latency(
                 warmup["ok"] = bool(gets) and all(r.status == 200 for r in gets)
             log.info("warm_model: %s", warmup)
 
-            bench = _Bench(tabs, titles, urls, chat, new_model, server, probe)
+            bench = _Bench(tabs, titles, urls, chat, new_model, server, probe, pool)
             # An untimed question first, so the process-level one-offs (imports,
             # first use of the thread pool) do not land on whichever scenario runs first.
             await bench.ask(*bench.agent([tabs[-1]]), "What is this page about?")
