@@ -132,7 +132,9 @@ class Session:
         from .browser.playwright import PlaywrightBrowser
 
         chat_model = model if isinstance(model, BaseChatModel) else get_chat_model(model, **(model_options or {}))
-        pool = ExtractionPool()
+        # Worker processes extract tabs in parallel; one tab gains nothing from
+        # them, and starting them costs ~0.3 s of CPU next to Chromium's start.
+        pool = ExtractionPool() if cdp or len(targets) > 1 else None
         warm = asyncio.gather(warm_model(chat_model), warm_pipeline(pool))
         browser: PlaywrightBrowser | None = None
         try:
@@ -147,7 +149,8 @@ class Session:
             warm.cancel()
             if browser is not None:
                 await browser.close()
-            pool.shutdown(wait=False, cancel_futures=True)
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
             raise
         agent = ChatAgent(
             chat_model, tabs, builder=ContextBuilder(Extractor(pool), budget_per_tab=budget_per_tab),
