@@ -63,6 +63,8 @@ MAX_HTML_ELEMENTS = 20_000
 MAX_TEXT_CHARS = 500_000
 BYLINE_MAX_CHARS = 200  # a rendered line longer than this is prose, not a byline
 OWNER_CHECK_S = 1.0  # how often an extraction worker checks that its owner is alive
+# Each worker holds ~75 MB; a question rarely has more tabs than a few workers can share.
+MAX_EXTRACTION_WORKERS = 4
 _NAV_TABLE = re.compile(r"nav|menu|footer|header|sidebar|metadata|persondata|breadcrumb|toc|mbox|ambox", re.I)
 _NAV_ANCESTORS = "ancestor::nav or ancestor::footer or ancestor::header or ancestor::aside or ancestor::*[@role='navigation']"
 _DROP_IN_CELLS = "|".join(
@@ -410,7 +412,10 @@ def _init_worker(owner: int) -> None:
     # An owner killed outright (SIGKILL, a crash) never says goodbye, and a
     # worker waiting for tasks would wait forever (the fork server with it).
     threading.Thread(target=_exit_with, args=(owner,), name="owner-watch", daemon=True).start()
-    warm_extraction()
+    try:
+        warm_extraction()
+    except Exception as exc:  # noqa: BLE001 - a failing initializer would break the whole pool
+        log.debug("extraction warm-up failed: %s", exc)
 
 
 class ExtractionPool(ProcessPoolExecutor):
@@ -422,7 +427,7 @@ class ExtractionPool(ProcessPoolExecutor):
     Playwright's threads in it. The owner shuts the pool down."""
 
     def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers or os.cpu_count() or 1
+        self.workers = workers or min(os.cpu_count() or 1, MAX_EXTRACTION_WORKERS)
         ctx = multiprocessing.get_context("forkserver")
         ctx.set_forkserver_preload([__name__])
         super().__init__(max_workers=self.workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),))

@@ -90,13 +90,14 @@ _VIEWPORT_TEXT_JS = """
 # (media queries) is part of it. With the stamp of the last snapshot passed in,
 # an unchanged page answers `{same: true}` and nothing is moved. A navigation
 # starts a new document: no observer, so a full snapshot. The state lives
-# under a per-tab random key that page scripts cannot guess.
+# under a per-tab random key that page scripts cannot guess; a new document's
+# id comes from here, not from the page's (replaceable) Math.random.
 _SNAPSHOT_JS = """
-([key, known]) => {
+([key, known, fresh]) => {
   const d = document;
   let st = window[key];
   if (!st) {
-    st = { id: Math.random().toString(36).slice(2), n: 0 };
+    st = { id: fresh, n: 0 };
     st.obs = new MutationObserver((records) => { st.n += records.length; });
     st.obs.observe(d, { subtree: true, childList: true, attributes: true, characterData: true });
     Object.defineProperty(window, key, { value: st, enumerable: false });
@@ -175,12 +176,12 @@ class PlaywrightTab(Tab):
             # One CDP round trip, and no HTML moved when the page has not changed.
             async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
                 data: dict[str, Any] = await self.page.evaluate(
-                    _SNAPSHOT_JS, [self._stamp_key, self._last[1] if self._last else None]
+                    _SNAPSHOT_JS, [self._stamp_key, self._last[1] if self._last else None, secrets.token_hex(8)]
                 )
                 url = self.page.url
                 if data.get("same") and not (self._last and self._last[0] == url):
                     # Same DOM, new URL (history.pushState): a snapshot must carry the URL it is of.
-                    data = await self.page.evaluate(_SNAPSHOT_JS, [self._stamp_key, None])
+                    data = await self.page.evaluate(_SNAPSHOT_JS, [self._stamp_key, None, secrets.token_hex(8)])
         except TimeoutError:
             raise TabError(
                 f"Tab {self.tab_id} ({self.page.url}) is not responding: its page has been busy "
