@@ -96,3 +96,22 @@ def test_the_same_question_is_answered_once_the_text_says_it() -> None:
     text = RETURNS + "\nRefunds are issued to the original payment method within 5 business days.\n"
     answer = pass1("Returns and refunds — Help", text, "Within how many business days are refunds issued?")
     assert answer.startswith("Refunds are issued") and "5 business days" in answer
+
+
+def compare(question: str) -> str:
+    tabs = [
+        TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="Port Elm — town guide",
+                   text="# Port Elm\n\nA harbour town on the north coast.\n\n|Founded|1648|\n|Population|182,400|"),
+        TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="Lindvik — town guide",
+                   text="# Lindvik\n\nA river town with a wool market.\n\n|Founded|1791|\n|Population|96,750|"),
+    ]
+    reply = ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), question))
+    return str(reply.content)
+
+
+def test_comparison_questions_quote_each_tab_s_figure() -> None:
+    # "older" asks for a date; "first" says how to compare, it is not the topic.
+    for question in ("Which town is older?", "Which town was founded first?"):
+        answer = compare(question)
+        assert "1648" in answer and "1791" in answer, (question, answer)
+        assert ESCALATION_MARKER not in answer

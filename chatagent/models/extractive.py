@@ -68,6 +68,14 @@ _WORD_OR_NUMBER = re.compile(r"\d[\d.,:]*|[^\W\d_]+")
 # A counted noun may stand up to this many words after its number ("19 low-floor stops").
 COUNT_REACH = 3
 _HOW_MANY = re.compile(r"\bhow many\s+(?P<what>[^?.,;]*)", re.IGNORECASE)
+# Words that say how to compare values, not what the values are about: "which
+# town was founded first?" is about founding; no passage says "first".
+_COMPARING = re.compile(
+    r"\b(first|last|earlier|earliest|later|latest|bigger|biggest|larger|largest|smaller|smallest|higher|"
+    r"highest|lower|lowest|longer|longest|shorter|shortest|older|oldest|newer|newest|younger|youngest|"
+    r"better|best|worse|worst|greater|greatest|fewer|fewest)\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass
@@ -134,7 +142,7 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (
         "xxdatexx",
-        re.compile(r"\b(when|what year|which year|date|founded|born|died|opened|built)\b", re.I),
+        re.compile(r"\b(when|what year|which year|date|founded|born|died|opened|built|older|oldest|newer|newest|younger|youngest|earliest)\b", re.I),
         re.compile(r"\b(1[5-9]\d\d|20\d\d)\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I),
     ),
     (
@@ -202,8 +210,8 @@ def _best(
     A passage is about its page, so its tab's title words count towards coverage
     ("tram lines | 6" answers "does Port Averly have trams?" on Port Averly's
     page), but the passage itself must match something beyond the title, and at
-    least half of the question's own topic: its words beyond every tab's title
-    and beyond what an intent answers. Otherwise the passage answers another
+    least half of the question's own topic: its words beyond every tab's title,
+    beyond what an intent answers and beyond how values are compared. Otherwise the passage answers another
     question ("within 30 days" of a return for "within how many business days
     are refunds issued?") and the answer is more likely elsewhere on the page.
     For a "how many" question, a tab's passages that count what is asked
@@ -215,7 +223,8 @@ def _best(
     if not passages or not q:
         return []
     title_terms = {tab_id: set(_terms(t)) for tab_id, t in (titles or {}).items()}
-    topic = _question_terms(question) - set().union(*title_terms.values()) - _intent_words(question)
+    comparing = {t for m in _COMPARING.finditer(question) for t in _terms(m.group(0))}
+    topic = _question_terms(question) - set().union(*title_terms.values()) - _intent_words(question) - comparing
     counted = _counted(question)
     # A table row is matched with its caption and column names: "Time" is what "2:09:47" is.
     texts = [f"{p.text} {p.header} {_passage_intents(p.text)}" for p in passages]
