@@ -206,6 +206,13 @@ class TestScrollAndScreenshot:
         assert "preparing it in our warehouse" not in hidden.visible_text
         assert "Status: pending" in hidden.visible_text
 
+        # A style rule added through the CSSOM changes what renders, not the DOM.
+        await evaluate("document.styleSheets[0].insertRule('#status { display: none }')")
+        restyled = await tab.snapshot()
+        assert "Status: pending" not in restyled.visible_text
+        await evaluate("document.styleSheets[0].deleteRule(0)")
+        assert "Status: pending" in (await tab.snapshot()).visible_text
+
         # Same DOM, new URL (a single-page app's history.pushState).
         await evaluate("history.pushState({}, '', '?view=2')")
         pushed = await tab.snapshot()

@@ -86,8 +86,8 @@ _VIEWPORT_TEXT_JS = """
 # (doctype + documentElement.outerHTML), the rendered text and the title.
 # Moving the HTML out of Chromium is most of a follow-up question's snapshot
 # time (10 ms for 80 kB), so the page keeps a stamp: a MutationObserver counts
-# every change the HTML or the rendered text can show, and the viewport size
-# (media queries) is part of it. With the stamp of the last snapshot passed in,
+# every change the HTML or the rendered text can show; the viewport size (media
+# queries) and the style sheets' rule counts are part of it. With the stamp of the last snapshot passed in,
 # an unchanged page answers `{same: true}` and nothing is moved. A navigation
 # starts a new document: no observer, so a full snapshot. The state lives
 # under a per-tab random key that page scripts cannot guess; a new document's
@@ -103,7 +103,10 @@ _SNAPSHOT_JS = """
     Object.defineProperty(window, key, { value: st, enumerable: false });
   }
   st.n += st.obs.takeRecords().length;
-  const stamp = `${st.id}:${st.n}:${window.innerWidth}x${window.innerHeight}`;
+  // insertRule()/deleteRule() change what renders without touching the DOM.
+  let rules = 0;
+  for (const sheet of d.styleSheets) { try { rules += sheet.cssRules.length; } catch (e) { rules += 1; } }
+  const stamp = `${st.id}:${st.n}:${window.innerWidth}x${window.innerHeight}:${rules}`;
   if (known === stamp) return { same: true, stamp };
   let html = d.doctype ? new XMLSerializer().serializeToString(d.doctype) : '';
   if (d.documentElement) html += d.documentElement.outerHTML;
