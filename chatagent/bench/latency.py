@@ -38,6 +38,9 @@ Scenarios:
 - `cold_1tab`: one tab not yet extracted (a new `ContextBuilder` per question,
   so an empty extraction cache), model client warm.
 - `cold_10tab`: ten tabs, none extracted.
+  Before each cold question its pages get an attribute set (untimed), so the
+  snapshot moves the whole HTML as a first read does, not the stamp an
+  unchanged page answers with.
 - `first_q_nowarm` / `first_q_warm`: the first question of a session: a new
   model client (no connection yet), cold 1 tab, without / with `warm_model`
   run beforehand (as `Session.open` does while the tabs load).
