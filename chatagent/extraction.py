@@ -297,9 +297,13 @@ def _rendered_text(rendered: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
 
 
+def _elements(html: str) -> int:
+    return html.count("<") - html.count("</")  # a tag count without parsing
+
+
 def _oversized(html: str) -> str:
     """Why `html` is too big for trafilatura ("" when it is not)."""
-    elements = html.count("<") - html.count("</")  # a tag count without parsing
+    elements = _elements(html)
     if len(html) <= MAX_HTML_CHARS and elements <= MAX_HTML_ELEMENTS:
         return ""
     return f"{len(html) / 1e6:.1f} MB of HTML, about {elements:,} elements"
@@ -307,7 +311,7 @@ def _oversized(html: str) -> str:
 
 def _head_of(html: str) -> str:
     """The start of `html` within both caps, cut before a tag."""
-    elements = max(html.count("<") - html.count("</"), 1)
+    elements = max(_elements(html), 1)
     cut = min(len(html), MAX_HTML_CHARS, int(len(html) * MAX_HTML_ELEMENTS / elements))
     at = html.rfind("<", 0, cut)
     return html[: at if at > 0 else cut]
@@ -376,7 +380,7 @@ _WARM_HTML = """<!DOCTYPE html><html><head><title>Warm-up</title></head><body>
 <h2>Results</h2><table><tr><th>City</th><th>Population</th></tr>
 <tr><td>Springfield</td><td>30,720</td></tr><tr><td>Shelbyville</td><td>25,113</td></tr></table>
 <footer>Copyright nobody</footer></body></html>"""
-_WARM_TEXT = (
+_WARM_RENDERED = (
     "Home About\nWarm-up page\nThis page only warms the extraction pipeline up.\n"
     "Results\nCity Population\nSpringfield 30,720\nShelbyville 25,113\nCopyright nobody"
 )
@@ -386,7 +390,7 @@ def warm_extraction() -> None:
     """Load extraction's lazy parts now: trafilatura's first justext fallback
     loads every stoplist (154k words, 0.15-0.4 s)."""
     extract_snapshot(PageSnapshot(
-        tab_id="warm-up", url="http://localhost/warm-up", title="Warm-up", html=_WARM_HTML, visible_text=_WARM_TEXT
+        tab_id="warm-up", url="http://localhost/warm-up", title="Warm-up", html=_WARM_HTML, visible_text=_WARM_RENDERED
     ))
 
 

@@ -19,7 +19,7 @@ from .agent import DEFAULT_DEADLINE_S, ChatAgent
 from .browser.base import Browser, Tab, TabFailure
 from .cache import AnswerCache
 from .context import DEFAULT_TAB_BUDGET, ContextBuilder
-from .extraction import ExtractionPool, Extractor
+from .extraction import ExtractionPool, Extractor, warm_extraction
 from .models import get_chat_model
 
 log = logging.getLogger(__name__)
@@ -81,7 +81,6 @@ _WARM_TEXT = "\n\n".join(
 
 def _warm_pipeline_sync(extraction: bool) -> None:
     from .budget import fit_text
-    from .extraction import warm_extraction
     from .tokens import encoding
 
     encoding()  # tiktoken's BPE tables: ~0.15-0.45 s on first use

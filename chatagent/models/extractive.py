@@ -211,9 +211,10 @@ def _best(
     ("tram lines | 6" answers "does Port Averly have trams?" on Port Averly's
     page), but the passage itself must match something beyond the title, and at
     least half of the question's own topic: its words beyond every tab's title,
-    beyond what an intent answers and beyond how values are compared. Otherwise the passage answers another
-    question ("within 30 days" of a return for "within how many business days
-    are refunds issued?") and the answer is more likely elsewhere on the page.
+    beyond what an intent answers and beyond how values are compared. Otherwise
+    the passage answers another question ("within 30 days" of a return for
+    "within how many business days are refunds issued?") and the answer is more
+    likely elsewhere on the page.
     For a "how many" question, a tab's passages that count what is asked
     ("19 stops") push out its other ones. Passages are ranked by what they
     match beyond the title; a heading only names what the sentences under it
