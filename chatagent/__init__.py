@@ -26,7 +26,6 @@ _EXPORTS = {
     "ContextBuilder": "context",
     "PageContext": "context",
     "TabContext": "context",
-    "AbortedError": "errors",
     "BrowserError": "errors",
     "BrowserNotFoundError": "errors",
     "ChatAgentError": "errors",
@@ -63,7 +62,7 @@ if TYPE_CHECKING:
     from .cache import AnswerCache
     from .context import ContextBuilder, PageContext, TabContext
     from .errors import (
-        AbortedError, BrowserError, BrowserNotFoundError, ChatAgentError, ModelConfigError, ModelError, TabError,
+        BrowserError, BrowserNotFoundError, ChatAgentError, ModelConfigError, ModelError, TabError,
         ToolError,
     )
     from .events import Event, parse_event

@@ -88,7 +88,3 @@ class ModelStreamInterrupted(ModelError):
     """The reply broke off after part of it was shown: retrying would repeat it."""
 
     code = "model_interrupted"
-
-
-class AbortedError(ChatAgentError):
-    code = "aborted"

@@ -24,8 +24,8 @@ class EventPrinter:
         self.failed = False
 
     def __call__(self, event: Event) -> None:
-        if isinstance(event, ErrorEvent):
-            self.failed = True
+        if isinstance(event, ErrorEvent) and event.code != "aborted":
+            self.failed = True  # an answer the user stopped (Ctrl-C in chat) is not a failure
         if self.json_mode:
             self.out.write(event.to_json() + "\n")
             self.out.flush()

@@ -52,9 +52,8 @@ class Chat:
 
 
 @asynccontextmanager
-async def chat(gemini: GeminiServer, *args: str, own_group: bool = False, rc: int = 0) -> AsyncIterator[Chat]:
-    """`own_group`: in a process group of its own, as a terminal's foreground job is;
-    `rc`: the exit status expected once stdin closes."""
+async def chat(gemini: GeminiServer, *args: str, own_group: bool = False) -> AsyncIterator[Chat]:
+    """`own_group`: in a process group of its own, as a terminal's foreground job is."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "chatagent", "chat", "--json", "--model", "gemini-2.5-flash", *args,
@@ -65,7 +64,7 @@ async def chat(gemini: GeminiServer, *args: str, own_group: bool = False, rc: in
         yield Chat(proc)
         assert proc.stdin
         proc.stdin.close()
-        assert await asyncio.wait_for(proc.wait(), timeout=30) == rc
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -119,9 +118,9 @@ async def test_ctrl_c_stops_one_answer_and_leaves_the_browser_and_extraction_wor
         TextReply(text="It is pending [Tab 1].", ttft_s=30),
         TextReply(text="It has shipped [Tab 1]."),
     )
-    # Exit status 1: one of the answers did not complete.
+    # Exit status 0 at the end: an answer the user stopped is not a failure.
     # Two tabs: a session extracts in worker processes only when there are several.
-    async with chat(gemini, site.url("changing") + "?after=6000", site.url("two_a"), own_group=True, rc=1) as c:
+    async with chat(gemini, site.url("changing") + "?after=6000", site.url("two_a"), own_group=True) as c:
         assert c.proc.stdin
         c.proc.stdin.write(b"Where is my order?\n")
         await c.proc.stdin.drain()
