@@ -21,8 +21,9 @@ Every marker says how much was left out, so neither the model nor the user
 mistakes a partial page for a whole one.
 
 A page's analysis (units, chunks, BM25 indexes) does not depend on the
-question, so it is cached per text: a follow-up question on the same tab only
-scores and assembles.
+question: a `TextFitter` (one per `ContextBuilder`) keeps it for the last few
+texts, so a follow-up question on the same tab only scores and assembles.
+`fit_text` is the same without the cache.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import bm25s
 import Stemmer
 from pydantic import BaseModel
 
+from .rows import is_row, join_row, row_cells
 from .tokens import count_tokens
 
 CHUNK_TOKENS = 96  # small enough to pick precisely, large enough to carry context
@@ -52,7 +54,6 @@ REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
 MIN_TAB_BUDGET = 64
 FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its marker's count
 PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
-_CELL_SPLIT = re.compile(r"(?<!\\)\|")  # extraction escapes a pipe inside a cell
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
 
@@ -123,14 +124,10 @@ class _Chunk:
         return " ".join(filter(None, [first.section, first.table_header, *(u.text for u in self.units)]))
 
 
-def _is_row(line: str) -> bool:
-    return line.lstrip().startswith("|")
-
-
 def _table_header(lines: list[str]) -> int:
     """How many leading lines of a table block form its header: an optional caption,
     the first row, and a separator row if there is one (trafilatura writes none)."""
-    n = 0 if _is_row(lines[0]) else 1
+    n = 0 if is_row(lines[0]) else 1
     n += 1
     if n < len(lines) and set(lines[n].strip()) <= set("|-: "):
         n += 1
@@ -150,8 +147,8 @@ def _split_units(text: str) -> list[_Unit]:
         if _HEADING.match(lines[0]):
             section = lines[0].lstrip("#").strip()
             block += 1
-        if all(_is_row(line) for line in lines[1:]) and (_is_row(lines[0]) or len(lines) > 1):
-            if table is not None and _is_row(lines[0]):
+        if all(is_row(line) for line in lines[1:]) and (is_row(lines[0]) or len(lines) > 1):
+            if table is not None and is_row(lines[0]):
                 header, tblock = table  # more rows of the same table after a blank line
                 body = lines
             else:
@@ -267,11 +264,6 @@ def _is_reference_list(chunk: _Chunk) -> bool:
     return bool(lines) and sum(bool(_CITATION.match(line)) for line in lines) * 2 >= len(lines)
 
 
-def _cells(row: str) -> list[str]:
-    row = row.strip()
-    return _CELL_SPLIT.split(row[1:-1] if len(row) > 1 and row.endswith("|") else row[1:])
-
-
 @dataclass
 class _Columns:
     """A table's columns, for showing only those a question is about."""
@@ -288,11 +280,11 @@ def _columns(units: list[_Unit]) -> _Columns | None:
     """Columns of the table made of `units` (its header unit first); None when most
     rows do not line up with its header (extraction drops empty cells, a rowspan
     leaves rows short). Rows that do not line up are shown whole."""
-    header = [line for line in units[0].text.splitlines() if _is_row(line) and set(line) - set("|-: ")]  # no separator
+    header = [line for line in units[0].text.splitlines() if is_row(line) and set(line) - set("|-: ")]  # no separator
     if not header:
         return None
     lines = header[-1:] + [u.text for u in units[1:]]
-    widths = [len(_cells(line)) for line in lines]
+    widths = [len(row_cells(line)) for line in lines]
     # The column names: the first row of more than one cell, after any title rows ("|Career finals|").
     named = next((k for k, w in enumerate(widths) if w > 1), None)
     if named is None:
@@ -301,13 +293,13 @@ def _columns(units: list[_Unit]) -> _Columns | None:
     aligned = [k >= named and w == width for k, w in enumerate(widths)]
     if sum(aligned) * 2 < len(lines):
         return None  # mostly misaligned: a projection would be mostly whole rows
-    names = _cells(lines[named])
+    names = row_cells(lines[named])
     cost = [0] * width
     cells: list[str] = []
     column_of: list[int] = []
     for k, (line, ok) in enumerate(zip(lines, aligned)):
         if ok:
-            for j, cell in enumerate(_cells(line)):
+            for j, cell in enumerate(row_cells(line)):
                 cost[j] += count_tokens(cell) + 1
                 if k != named:
                     cells.append(cell)
@@ -379,18 +371,27 @@ class _Page:
         return self.chunks[self.blocks[block][0]].rank_text()
 
 
-# ContextBuilder fits tabs on worker threads: two threads asking at once may
-# analyse a text (or one of its parts) twice, but the results are equal and only
-# ever added, never changed, so that costs time only.
-@lru_cache(maxsize=PAGE_CACHE_SIZE)
-def _analysed(text: str) -> _Page:
-    return _Page(text)
+class TextFitter:
+    """`fit_text` that keeps the analyses of the last `size` texts it fitted.
+
+    ContextBuilder fits tabs on worker threads: two threads asking at once may
+    analyse a text (or one of its parts) twice, but the results are equal and
+    only ever added, never changed, so that costs time only."""
+
+    def __init__(self, size: int = PAGE_CACHE_SIZE) -> None:
+        self._analysed = lru_cache(maxsize=size)(_Page)
+
+    def fit(self, text: str, budget: int, question: str | None = None) -> Fitted:
+        return _fit(self._analysed(text), budget, question)
 
 
 def fit_text(text: str, budget: int, question: str | None = None) -> Fitted:
     """Fit `text` into `budget` tokens; see the module docstring."""
-    page = _analysed(text)
-    total = page.total
+    return _fit(_Page(text), budget, question)
+
+
+def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
+    text, total = page.text, page.total
     if total <= budget:
         return Fitted(text=text, tokens=total, original_tokens=total)
     budget = max(budget, MIN_TAB_BUDGET)
@@ -591,8 +592,8 @@ def _projected(page: _Page, block: int, cols: _Columns, shown: list[int]) -> lis
     units = page.table_units(block)
 
     def cut(line: str) -> str:
-        cells = _cells(line)
-        return "|" + "|".join(cells[j] for j in shown) + "|"
+        cells = row_cells(line)
+        return join_row(cells[j] for j in shown)
 
     head_lines = units[0].text.splitlines()
     if cols.aligned[0]:

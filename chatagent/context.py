@@ -9,7 +9,7 @@ import time
 from pydantic import BaseModel, Field
 
 from .browser.base import PageSnapshot, Tab, TabFailure
-from .budget import allocate, fit_text
+from .budget import TextFitter, allocate
 from .errors import ChatAgentError
 from .extraction import Extracted, Extractor
 from .tokens import count_tokens
@@ -58,6 +58,7 @@ class ContextBuilder:
     def __init__(self, extractor: Extractor | None = None, budget_per_tab: int = DEFAULT_TAB_BUDGET) -> None:
         self.extractor = extractor or Extractor()
         self.budget_per_tab = budget_per_tab
+        self._fitter = TextFitter()  # a follow-up question on a tab reuses its page's analysis
         # Token count of each extracted body (keyed by the body itself): a
         # follow-up question on an unchanged page need not re-tokenize it all.
         self._tokens: dict[str, int] = {}
@@ -106,7 +107,7 @@ class ContextBuilder:
         shares = allocate(needs, self.budget_per_tab * len(extracted))
         out: dict[str, TabContext] = {}
         for e, body, need, share in zip(extracted, bodies, needs, shares):
-            f = fit_text(body, share, question) if need > share else None
+            f = self._fitter.fit(body, share, question) if need > share else None
             out[e.tab_id] = TabContext(
                 tab_id=e.tab_id,
                 url=e.url,

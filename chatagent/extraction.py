@@ -37,6 +37,7 @@ from pydantic import BaseModel, Field
 from trafilatura.metadata import examine_meta, extract_meta_json
 
 from .browser.base import PageSnapshot
+from .rows import join_row, row_cells
 
 log = logging.getLogger(__name__)
 
@@ -121,13 +122,6 @@ def _main_text(html: str, url: str) -> str:
 _REF_SUP = re.compile(r"<sup>\s*(?:\\?\[[^<\]]{0,40}\\?\]\s*)+</sup>")
 _BACKLINKS = re.compile(r"(?:\s*<sup>\**[a-z]{1,2}\**</sup>)+")  # "^ a b c" jump-back letters in wiki notes
 _ESCAPED_BRACKET = re.compile(r"\\([\[\]])")
-_CELL_SPLIT = re.compile(r"(?<!\\)\|")
-
-
-def _row(cells: list[str]) -> str:
-    return "|" + "|".join(cells) + "|"
-
-
 def _cell(cell: str) -> str:
     # Bold and italics in table cells are mostly styling: tokens, little meaning.
     cell = cell.strip().replace("**", "")
@@ -146,7 +140,7 @@ def _tidy(text: str) -> str:
         if stripped.startswith("|"):
             if not stripped.strip("|- \t"):
                 continue  # empty, or a separator row
-            line = _row([c for c in map(_cell, _CELL_SPLIT.split(stripped.strip("|"))) if c])
+            line = join_row(c for c in map(_cell, row_cells(stripped)) if c)
         lines.append(line.rstrip())
     return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
 
@@ -169,7 +163,7 @@ def _table_markdown(table: etree._Element) -> tuple[str, list[list[str]]] | None
             rows.append(cells)
     if len(rows) < 2 or max(len(r) for r in rows) < 2:
         return None
-    lines = [_row(r) for r in rows]
+    lines = [join_row(r) for r in rows]
     caption = table.xpath("./caption")
     if caption:
         lines.insert(0, _WS.sub(" ", caption[0].text_content()).strip())
@@ -279,7 +273,7 @@ def _rendered_text(rendered: str) -> str:
 
     def flush() -> None:
         if len(run) > 1:
-            out.extend(["", *(_row([c.strip().replace("|", "/") for c in r.split("\t") if c.strip()]) for r in run), ""])
+            out.extend(["", *(join_row([c.strip().replace("|", "/") for c in r.split("\t") if c.strip()]) for r in run), ""])
         else:
             out.extend(_WS.sub(" ", r) for r in run)
         run.clear()

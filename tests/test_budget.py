@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from chatagent.browser.static import StaticTab
-from chatagent.budget import allocate, fit_text
+from chatagent.budget import TextFitter, allocate, fit_text
 from chatagent.context import ContextBuilder
 from chatagent.extraction import Extractor
 from chatagent.tokens import count_tokens
@@ -210,16 +210,18 @@ def test_question_without_accents_finds_accented_text() -> None:
 
 
 def test_follow_up_questions_on_the_same_text_are_independent() -> None:
-    # The page's analysis is cached; the selection is not.
+    # A TextFitter keeps the page's analysis; the selection is made afresh.
     filler = [" ".join(_sentences(3, i * 3)) for i in range(150)]
     a = "The spare ferry ramp is stored at the Skarvøy boatyard."
     b = "The harbour pilot boat is moored at quay 7."
     text = "\n\n".join(filler[:40] + [a] + filler[40:110] + [b] + filler[110:])
-    first = fit_text(text, 400, "Where is the spare ferry ramp stored?")
-    second = fit_text(text, 400, "Where is the harbour pilot boat moored?")
-    again = fit_text(text, 400, "Where is the spare ferry ramp stored?")
+    fitter = TextFitter()
+    first = fitter.fit(text, 400, "Where is the spare ferry ramp stored?")
+    second = fitter.fit(text, 400, "Where is the harbour pilot boat moored?")
+    again = fitter.fit(text, 400, "Where is the spare ferry ramp stored?")
     assert a in first.text and b in second.text and b not in first.text
-    assert again == first
+    assert again == first == fit_text(text, 400, "Where is the spare ferry ramp stored?")
+    assert second == fit_text(text, 400, "Where is the harbour pilot boat moored?")
 
 
 @pytest.mark.parametrize("block", ["x", "- a\n- b"])

@@ -36,6 +36,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ..budget import english_stemmer
 from ..prompts import ESCALATION_MARKER
+from ..rows import row_cells
 from ..tokens import count_tokens
 
 # A passage must contain at least this share of the question's content words.
@@ -97,10 +98,6 @@ def _question_terms(question: str) -> set[str]:
     return set(_terms(_VISUAL.sub(" ", question))) or set(_terms(question))
 
 
-def _cells(row: str) -> list[str]:
-    return [c.strip() for c in row.strip("|").split("|")]
-
-
 def _passages(tab_id: str, body: str) -> list[_Passage]:
     out: list[_Passage] = []
     header = ""
@@ -114,7 +111,7 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
             header, captions, rows = "", [], 0
             out.append(_Passage(tab_id, line, i))
             continue
-        cells = _cells(line)
+        cells = [c.strip() for c in row_cells(line)]
         if len(cells) < 2:  # a caption or a footer spans the table: no columns to name
             if not rows:
                 captions.append(line)
