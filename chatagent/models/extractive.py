@@ -226,9 +226,10 @@ def _best(
     counted = _counted(question)
     # A table row is matched with its caption and column names: "Time" is what "2:09:47" is.
     texts = [f"{p.text} {p.header} {_passage_intents(p.text)}" for p in passages]
-    corpus = [set(_terms(t)) for t in texts]
+    tokens = bm25s.tokenize(texts, stopwords=_STOPWORDS, stemmer=english_stemmer(), return_ids=False, show_progress=False)
+    corpus = [set(t) for t in tokens]
     retriever = bm25s.BM25()
-    retriever.index(bm25s.tokenize(texts, stopwords=_STOPWORDS, stemmer=english_stemmer(), show_progress=False), show_progress=False)
+    retriever.index(tokens, show_progress=False)
     vocab = set().union(*corpus)
     # Score each passage on what the question asks beyond its own page's title.
     scores_by_tab: dict[str, list[float]] = {}
