@@ -122,6 +122,8 @@ def _main_text(html: str, url: str) -> str:
 _REF_SUP = re.compile(r"<sup>\s*(?:\\?\[[^<\]]{0,40}\\?\]\s*)+</sup>")
 _BACKLINKS = re.compile(r"(?:\s*<sup>\**[a-z]{1,2}\**</sup>)+")  # "^ a b c" jump-back letters in wiki notes
 _ESCAPED_BRACKET = re.compile(r"\\([\[\]])")
+
+
 def _cell(cell: str) -> str:
     # Bold and italics in table cells are mostly styling: tokens, little meaning.
     cell = cell.strip().replace("**", "")
