@@ -355,6 +355,10 @@ class _Page:
     def header_index(self) -> _Index:
         return _Index([self._table_head(b) for b in self.tables])
 
+    def prepare(self) -> None:
+        """Build now what every question's scoring reads."""
+        _ = self.chunk_index, self.reference, self.block_index, self.header_index
+
     def table_units(self, block: int) -> list[_Unit]:
         return [u for i in self.blocks[block] for u in self.chunks[i].units]
 
@@ -383,6 +387,10 @@ class TextFitter:
 
     def fit(self, text: str, budget: int, question: str | None = None) -> Fitted:
         return _fit(self._analysed(text), budget, question)
+
+    def prepare(self, text: str) -> None:
+        """Analyse `text` now, ahead of the questions that will be asked about it."""
+        self._analysed(text).prepare()
 
 
 def fit_text(text: str, budget: int, question: str | None = None) -> Fitted:

@@ -215,7 +215,7 @@ def _add_chat(sub: Any) -> None:
     p.set_defaults(handler=cmd_chat)
 
 
-async def _open_session(args: argparse.Namespace) -> Any:
+async def _open_session(args: argparse.Namespace, *, prefetch: bool = False) -> Any:
     from .session import Session
 
     if not args.targets and not args.cdp:
@@ -223,7 +223,7 @@ async def _open_session(args: argparse.Namespace) -> Any:
     with _stderr().status("Opening pages…"):
         return await Session.open(
             args.targets, model=args.model, cdp=args.cdp, timeout_s=args.timeout, budget_per_tab=args.budget,
-            cache=getattr(args, "cache", False), deadline_s=args.deadline,
+            cache=getattr(args, "cache", False), deadline_s=args.deadline, prefetch=prefetch,
         )
 
 
@@ -247,7 +247,9 @@ async def cmd_ask(args: argparse.Namespace) -> int:
 
 
 async def cmd_chat(args: argparse.Namespace) -> int:
-    session = await _open_session(args)
+    # The pages are read while the user types the first question: it then
+    # starts as fast as a follow-up. `ask` has its question already.
+    session = await _open_session(args, prefetch=True)
     err = _stderr()
     if sys.stdin.isatty() and not args.json:
         err.print("[dim]Ask a question and press Enter; Ctrl-C stops an answer, Ctrl-D quits.[/dim]")

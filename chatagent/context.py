@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 import time
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
@@ -15,6 +17,8 @@ from .extraction import Extracted, Extractor
 from .tokens import count_tokens
 
 DEFAULT_TAB_BUDGET = 2000
+
+log = logging.getLogger(__name__)
 
 
 class TabContext(BaseModel):
@@ -63,6 +67,37 @@ class ContextBuilder:
         # follow-up question on an unchanged page need not re-tokenize it all.
         self._tokens: dict[str, int] = {}
         self._tokens_lock = threading.Lock()  # _fit runs on worker threads
+        self._prefetching: asyncio.Task[None] | None = None
+
+    def prefetch(self, tabs: Sequence[Tab | TabFailure]) -> asyncio.Task[None]:
+        """Start reading `tabs` in the background (snapshot, extraction, token
+        counts, page analysis) so that the first question finds the work done.
+
+        `build` waits for it, then reads the tabs as always: a page that has not
+        changed since is a cache hit, one that has is read again. Best effort:
+        a failure here only leaves the work to `build`. Returns the task, which
+        never raises, for a caller that wants to wait for it."""
+        self.cancel_prefetch()
+        self._prefetching = asyncio.create_task(self._prefetch(list(tabs)), name="chatagent-prefetch")
+        return self._prefetching
+
+    def cancel_prefetch(self) -> None:
+        if self._prefetching is not None:
+            self._prefetching.cancel()
+            self._prefetching = None
+
+    async def _prefetch(self, tabs: list[Tab | TabFailure]) -> None:
+        try:
+            snapshots = await asyncio.gather(*(self.snapshot(t) for t in tabs if isinstance(t, Tab)))
+            extracted = await self.extractor.extract_many([s for s in snapshots if isinstance(s, PageSnapshot)])
+            await asyncio.to_thread(self._prepare, extracted)
+        except Exception as exc:  # noqa: BLE001 - build() does the work itself
+            log.debug("reading the tabs ahead failed: %s", exc)
+
+    def _prepare(self, extracted: list[Extracted]) -> None:
+        for _, body, need, share in self._shares(extracted):
+            if need > share:
+                self._fitter.prepare(body)
 
     async def snapshot(self, tab: Tab) -> PageSnapshot | TabFailure:
         try:
@@ -78,6 +113,10 @@ class ContextBuilder:
         snapshots: list[PageSnapshot | TabFailure] | None = None,
     ) -> PageContext:
         t0 = time.perf_counter()
+        if self._prefetching is not None:
+            # Its snapshots would race ours; what it has read makes ours cache hits.
+            await asyncio.wait([self._prefetching])
+            self._prefetching = None
         if snapshots is None:
             snapshots = list(
                 await asyncio.gather(*(self.snapshot(t) if isinstance(t, Tab) else _done(t) for t in tabs))
@@ -101,12 +140,16 @@ class ContextBuilder:
             budget_ms=(t2 - t1) * 1000,
         )
 
-    def _fit(self, extracted: list[Extracted], question: str | None) -> dict[str, TabContext]:
+    def _shares(self, extracted: list[Extracted]) -> list[tuple[Extracted, str, int, int]]:
+        """Each tab with its text, the tokens that text needs and the tokens it gets."""
         bodies = [_body(e) for e in extracted]
         needs = [self._count(b) for b in bodies]
         shares = allocate(needs, self.budget_per_tab * len(extracted))
+        return list(zip(extracted, bodies, needs, shares))
+
+    def _fit(self, extracted: list[Extracted], question: str | None) -> dict[str, TabContext]:
         out: dict[str, TabContext] = {}
-        for e, body, need, share in zip(extracted, bodies, needs, shares):
+        for e, body, need, share in self._shares(extracted):
             f = self._fitter.fit(body, share, question) if need > share else None
             out[e.tab_id] = TabContext(
                 tab_id=e.tab_id,

@@ -4,7 +4,9 @@ The model client is created and warmed while the tabs load, so the first
 question does not pay for client start-up or connection set-up; the text
 pipeline (tokenizer, BM25, and the extraction worker processes with
 trafilatura's fallbacks loaded) is warmed at the same time, so it does not pay
-for their one-off loads.
+for their one-off loads. With `prefetch`, the tabs themselves are read (and
+extracted, and analysed) as soon as they are open, while the user types the
+first question.
 """
 
 from __future__ import annotations
@@ -127,6 +129,7 @@ class Session:
         model_options: dict[str, Any] | None = None,
         cache: bool = False,
         deadline_s: float | None = DEFAULT_DEADLINE_S,
+        prefetch: bool = False,
     ) -> "Session":
         from .browser.playwright import PlaywrightBrowser
 
@@ -155,9 +158,12 @@ class Session:
             chat_model, tabs, builder=ContextBuilder(Extractor(pool), budget_per_tab=budget_per_tab),
             cache=AnswerCache() if cache else None, deadline_s=deadline_s,
         )
+        if prefetch:
+            agent.builder.prefetch(tabs)
         return cls(browser, tabs, chat_model, agent, pool)
 
     async def close(self) -> None:
+        self.agent.builder.cancel_prefetch()
         try:
             await self.browser.close()
         finally:

@@ -13,7 +13,7 @@ import pytest
 
 from chatagent.browser.base import Tab
 from chatagent.context import ContextBuilder, PageContext, TabContext
-from chatagent.extraction import ExtractionPool, Extractor, extract_snapshot
+from chatagent.extraction import Extracted, ExtractionPool, Extractor, extract_snapshot
 from chatagent.browser.base import PageSnapshot
 from chatagent.tokens import count_tokens
 
@@ -265,6 +265,46 @@ async def test_same_content_in_two_tabs_is_extracted_once_but_kept_per_tab(site:
     ctx = await _context(open_tabs, [site.url("table"), site.url("table")])
     a, b = ctx.tabs
     assert a.tab_id != b.tab_id and a.text == b.text and "Henrik Solvang" in a.text
+
+
+class _CountingExtractor(Extractor):
+    """Counts the snapshots it really extracts: cache hits are not counted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.runs = 0
+
+    async def _run(self, snapshot: PageSnapshot) -> Extracted:
+        self.runs += 1
+        return await super()._run(snapshot)
+
+
+async def test_tabs_read_ahead_are_not_read_again_by_the_first_question(site: Site, open_tabs) -> None:
+    tabs = await open_tabs([site.url("article"), site.url("long")], timeout_s=15)
+    extractor = _CountingExtractor()
+    builder = ContextBuilder(extractor, budget_per_tab=400)
+    builder.prefetch(tabs)
+    # Asked before the read-ahead is done: the question waits for it rather than racing it.
+    ctx = await builder.build(tabs, NEEDLE_QUESTION)
+    assert extractor.runs == 2
+    fresh = await ContextBuilder(Extractor(), budget_per_tab=400).build(tabs, NEEDLE_QUESTION)
+    assert [t.text for t in ctx.tabs] == [t.text for t in fresh.tabs]
+    assert ctx.tabs[1].selected and NEEDLE in ctx.tabs[1].text
+
+
+async def test_a_page_that_changed_after_it_was_read_ahead_is_read_again(site: Site, open_tabs) -> None:
+    tabs = await open_tabs([site.url("article")], timeout_s=15)
+    extractor = _CountingExtractor()
+    builder = ContextBuilder(extractor)
+    await builder.prefetch(tabs)
+    assert extractor.runs == 1
+    await tabs[0].page.evaluate(  # type: ignore[union-attr]
+        "document.querySelector('article').insertAdjacentHTML('beforeend',"
+        " '<p>Update: the depot at Eastfield will also house a small tram museum from 2027.</p>')"
+    )
+    ctx = await builder.build(tabs, "What will the depot house?")
+    assert extractor.runs == 2
+    assert "small tram museum" in ctx.tabs[0].text
 
 
 async def test_extract_snapshot_without_html_falls_back_to_rendered_text() -> None:

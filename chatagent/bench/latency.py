@@ -41,6 +41,9 @@ Scenarios:
   Before each cold question its pages get an attribute set (untimed), so the
   snapshot moves the whole HTML as a first read does, not the stamp an
   unchanged page answers with.
+- `prefetched_10tab`: `chat`'s first question: ten tabs, read (snapshot,
+  extraction, page analysis) by `ContextBuilder.prefetch` while the question
+  was typed (untimed); the question's own snapshots find the pages unchanged.
 - `first_q_nowarm` / `first_q_warm`: the first question of a session: a new
   model client (no connection yet), cold 1 tab, without / with `warm_model`
   run beforehand (as `Session.open` does while the tabs load).
@@ -389,6 +392,14 @@ class _Bench:
         await self.unseen(self.tabs)
         return await self.ask(*self.agent(list(self.tabs)), question)
 
+    async def prefetched10(self, i: int) -> dict[str, Any]:
+        """`chat`'s first question: its ten tabs were read while it was typed."""
+        _, question, _ = self.page(i)
+        await self.unseen(self.tabs)
+        agent, builder = self.agent(list(self.tabs))
+        await builder.prefetch(self.tabs)
+        return await self.ask(agent, builder, question)
+
     async def first(self, i: int, warm: bool) -> dict[str, Any]:
         """The first question of a session: a new client, cold page."""
         model = self.new_model()
@@ -409,6 +420,7 @@ class _Bench:
             ("warm_1tab", "1 tab already extracted; follow-up question", self.warm1),
             ("cold_1tab", "1 tab, not yet extracted; client warm", self.cold1),
             ("cold_10tab", "10 tabs, none extracted; client warm", self.cold10),
+            ("prefetched_10tab", "10 tabs read ahead while the question was typed (chat)", self.prefetched10),
         ]
         if self.server is not None:  # against a real service these only add connection noise and cost
             out += [
