@@ -3,4 +3,5 @@
 from .answer import AgentAnswerer
 from .host import main
 
-raise SystemExit(main(AgentAnswerer()))
+answerer = AgentAnswerer()
+raise SystemExit(main(answerer, warm=answerer.warm))

@@ -3,7 +3,8 @@
 `tool_result`s to the waiting `BridgeTab`, honours `cancel`, exits on EOF.
 
 The agent is injected as `answer(ask, tabs) -> AsyncIterator[event]` so this
-module does not depend on how `ChatAgent` is built (and tests can fake it).
+module does not depend on how `ChatAgent` is built (and tests can fake it);
+so is `warm()`, run in the background once the caller is accepted.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import argparse
 import asyncio
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
 from chatagent.errors import ChatAgentError
@@ -38,6 +39,7 @@ from .tab import BridgeTab, tabs_from_ask
 log = logging.getLogger("extension_bridge.host")
 
 AnswerFn = Callable[[AskMessage, list[BridgeTab]], AsyncIterator["Event | dict[str, Any]"]]
+WarmFn = Callable[[], Awaitable[None]]
 
 DEFAULT_ALLOWED_ORIGINS = frozenset({EXTENSION_ORIGIN, FIREFOX_EXTENSION_ID})
 MAX_CONCURRENT_ASKS = 8
@@ -72,6 +74,7 @@ class BridgeHost:
         allowed_origins: frozenset[str] | None = DEFAULT_ALLOWED_ORIGINS,
         tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         max_concurrent_asks: int = MAX_CONCURRENT_ASKS,
+        warm: WarmFn | None = None,
     ) -> None:
         self.reader = reader
         self.writer = writer
@@ -83,6 +86,8 @@ class BridgeHost:
         self.max_concurrent_asks = max_concurrent_asks
         self.asks: dict[str, asyncio.Task[None]] = {}
         self._closed = False
+        self._warm = warm  # run once the caller is accepted, alongside the first messages
+        self._warming: asyncio.Task[None] | None = None
 
     async def send(self, message: Any) -> None:
         if self._closed:
@@ -105,6 +110,8 @@ class BridgeHost:
                 )
             )
             return 2
+        if self._warm is not None:
+            self._warming = asyncio.create_task(self._run_warm(self._warm), name="warm")
         try:
             while not self._closed:
                 try:
@@ -201,12 +208,21 @@ class BridgeHost:
             for t in tabs:
                 await t.close()
 
+    @staticmethod
+    async def _run_warm(warm: WarmFn) -> None:
+        try:
+            await warm()
+        except Exception as exc:  # noqa: BLE001 - warming only saves time; the first ask does the work
+            log.warning("warm-up failed (%s: %s); the first question will be slower", type(exc).__name__, exc)
+
     async def _send_error(self, rid: str, code: str, message: str) -> None:
         await self.send(EventMessage.wrap(rid, ErrorEvent(code=code, message=message)))
 
     async def shutdown(self) -> None:
         self.requester.close("the extension disconnected")
         tasks = list(self.asks.values())
+        if self._warming is not None:
+            tasks.append(self._warming)
         for t in tasks:
             t.cancel()
         if tasks:
@@ -221,6 +237,7 @@ async def serve_stdio(
     stdout: Any = None,
     allowed_origins: frozenset[str] | None = DEFAULT_ALLOWED_ORIGINS,
     tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
+    warm: WarmFn | None = None,
 ) -> int:
     reader, writer = await open_stdio(sys.stdin.buffer, stdout)
     host = BridgeHost(
@@ -230,13 +247,15 @@ async def serve_stdio(
         origin=origin_from_argv(argv),
         allowed_origins=allowed_origins,
         tool_timeout_s=tool_timeout_s,
+        warm=warm,
     )
     return await host.serve()
 
 
-def main(answer: AnswerFn, argv: Sequence[str] | None = None) -> int:
+def main(answer: AnswerFn, argv: Sequence[str] | None = None, *, warm: WarmFn | None = None) -> int:
     """Process entry point (`python -m extension_bridge` calls this with the
-    real agent). Protects stdout first: from here on only frames reach it."""
+    real agent and its warm-up). Protects stdout first: from here on only
+    frames reach it."""
     real_stdout = protect_stdout()
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="chatagent-bridge %(levelname)s %(name)s: %(message)s"
@@ -253,5 +272,6 @@ def main(answer: AnswerFn, argv: Sequence[str] | None = None) -> int:
             stdout=real_stdout,
             allowed_origins=None if opts.any_origin else DEFAULT_ALLOWED_ORIGINS,
             tool_timeout_s=opts.tool_timeout,
+            warm=warm,
         )
     )

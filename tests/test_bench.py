@@ -82,3 +82,16 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     for png in ("ttft.png", "overhead.png", "tokens_recall.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({png})" in report
+
+
+def test_bridge_latency_times_the_side_panels_first_question_and_a_follow_up(tmp_path: Path) -> None:
+    from chatagent.bench.bridge_latency import main as bridge_main
+
+    out = tmp_path / "bridge.json"
+    assert bridge_main(["--reps", "1", "--think-s", "0.5", "--ttft-ms", "50", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    (sample,) = result["samples"]
+    # Each TTFT includes the server's own 50 ms; the overhead is what the host added on top.
+    for q in ("first", "follow_up"):
+        assert sample[f"{q}_ttft_ms"] > 50 and 0 < sample[f"{q}_overhead_ms"] < sample[f"{q}_ttft_ms"]
+    assert result["summary"]["first_overhead_ms"]["n"] == 1

@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import os
 import sys
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -70,3 +71,20 @@ async def test_a_side_panel_conversation_has_follow_ups_and_a_cache(gemini: Gemi
     assert len(gemini.generate_requests) == 3
     follow_up = gemini.generate_requests[1].text()
     assert "How much is it?" in follow_up and "$1,349.00 [Tab 1]" in follow_up
+
+
+async def test_the_model_connection_is_open_before_the_first_question(gemini: GeminiServer) -> None:
+    gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))
+    async with real_host(gemini) as peer:
+        await peer.send({"type": "ping"})
+        assert (await peer.recv())["type"] == "pong"
+        # Nothing asked yet: the host has made the model's client and opened its connection.
+        deadline = time.monotonic() + 30
+        while not any(r.method == "GET" for r in gemini.requests):
+            assert time.monotonic() < deadline, "the host never warmed its model client"
+            await asyncio.sleep(0.05)
+        (warm,) = gemini.requests
+        assert warm.model == "gemini-2.5-flash" and warm.status == 200
+        await peer.send(ask("a", "How much is it?"))
+        assert (await peer.events_until_end("a"))[-1]["type"] == "done"
+    assert len(gemini.generate_requests) == 1

@@ -25,7 +25,7 @@ PNG = b"\x89PNG\r\n\x1a\nfake"
 
 FAKE_HOST = textwrap.dedent(
     """
-    import asyncio, base64, sys
+    import asyncio, base64, os, sys
     sys.path.insert(0, {root!r})
     from chatagent.events import Done, PassStart, Screenshot, Token, Citation
     from extension_bridge.host import main
@@ -61,7 +61,14 @@ FAKE_HOST = textwrap.dedent(
         yield Done(answer="answer to " + q, pass_=1,
                    citations=[Citation(tab_id=t.tab_id, url=t.url, title=t.title) for t in tabs])
 
-    raise SystemExit(main(answer))
+    async def warm():
+        how = os.environ.get("FAKE_WARM", "")
+        if how == "fail":
+            raise RuntimeError("warm-up exploded")
+        if how == "hang":
+            await asyncio.sleep(3600)
+
+    raise SystemExit(main(answer, warm=warm))
     """
 )
 
@@ -149,6 +156,23 @@ async def test_ping_pong_and_clean_exit_on_eof(tmp_path: Path) -> None:
         assert await peer.recv() == {"type": "pong", "version": 1}
         peer.proc.stdin.close()  # type: ignore[union-attr]
         assert await asyncio.wait_for(peer.proc.wait(), 10) == 0
+
+
+@pytest.mark.parametrize("how", ["fail", "hang"])
+async def test_a_failing_or_hanging_warm_up_does_not_get_in_the_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    monkeypatch.setenv("FAKE_WARM", how)
+    async with host(tmp_path) as peer:
+        await peer.send({"type": "ping"})
+        assert await peer.recv() == {"type": "pong", "version": 1}
+        await peer.send(ask("what?"))
+        assert (await peer.events_until_end("r1"))[-1]["answer"] == "answer to what?"
+        peer.proc.stdin.close()  # type: ignore[union-attr]
+        assert await asyncio.wait_for(peer.proc.wait(), 10) == 0
+        assert peer.proc.stderr
+        log = (await peer.proc.stderr.read()).decode()
+        assert ("warm-up failed" in log) == (how == "fail"), log
 
 
 async def test_refuses_unknown_origin(tmp_path: Path) -> None:
