@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -15,9 +13,9 @@ from typing import Any
 import pytest
 
 from chatagent.testing.gemini_server import GeminiServer, TextReply
-from extension_bridge.install import EXTENSION_ORIGIN
+from extension_bridge.spawn import spawn_host
 
-from conftest import PAGES, ROOT
+from conftest import PAGES
 from test_bridge_host import Peer
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -27,21 +25,8 @@ PRODUCT = (PAGES / "product.html").read_text()
 
 @contextlib.asynccontextmanager
 async def real_host(gemini: GeminiServer) -> AsyncIterator[Peer]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "extension_bridge", EXTENSION_ORIGIN, cwd=ROOT, env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    try:
+    async with spawn_host({"GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}) as proc:
         yield Peer(proc)
-    finally:
-        assert proc.stdin
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
 
 
 def ask(rid: str, question: str, **extra: Any) -> dict[str, Any]:

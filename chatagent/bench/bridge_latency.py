@@ -16,14 +16,13 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from extension_bridge.install import EXTENSION_ORIGIN
 from extension_bridge.protocol import FrameReader, FrameWriter
+from extension_bridge.spawn import spawn_host
 
 from ..testing.gemini_server import GeminiServer
 from .latency import stats
@@ -61,14 +60,10 @@ async def _ask(reader: FrameReader, writer: FrameWriter, server: GeminiServer, r
 
 
 async def _rep(server: GeminiServer, i: int, think_s: float) -> dict[str, float]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "bench", "GOOGLE_GEMINI_BASE_URL": server.url}
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "extension_bridge", EXTENSION_ORIGIN, cwd=ROOT, env=env,
-        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-    )
-    assert proc.stdin and proc.stdout
-    reader, writer = FrameReader(proc.stdout), FrameWriter(proc.stdin)
-    try:
+    env = {"GOOGLE_API_KEY": "bench", "GOOGLE_GEMINI_BASE_URL": server.url}
+    async with spawn_host(env, stderr=asyncio.subprocess.DEVNULL) as proc:
+        assert proc.stdin and proc.stdout
+        reader, writer = FrameReader(proc.stdout), FrameWriter(proc.stdin)
         await writer.send({"type": "ping"})
         await asyncio.wait_for(reader.read_json(), 60)
         await asyncio.sleep(think_s)
@@ -76,13 +71,6 @@ async def _rep(server: GeminiServer, i: int, think_s: float) -> dict[str, float]
         html = PAGE.read_text().replace("</body>", f"<p>Bench rep {i}.</p></body>")
         first = await _ask(reader, writer, server, "first", QUESTIONS[0], html)
         follow = await _ask(reader, writer, server, "follow-up", QUESTIONS[1], html)
-    finally:
-        proc.stdin.close()
-        try:
-            await asyncio.wait_for(proc.wait(), 10)
-        except asyncio.TimeoutError:
-            proc.kill()
-            await proc.wait()
     return {"first_ttft_ms": first[0], "first_overhead_ms": first[1],
             "follow_up_ttft_ms": follow[0], "follow_up_overhead_ms": follow[1]}
 
