@@ -73,10 +73,12 @@ class ContextBuilder:
         """Start reading `tabs` in the background (snapshot, extraction, token
         counts, page analysis) so that the first question finds the work done.
 
-        `build` waits for it, then reads the tabs as always: a page that has not
-        changed since is a cache hit, one that has is read again. Best effort:
-        a failure here only leaves the work to `build`. Returns the task, which
-        never raises, for a caller that wants to wait for it."""
+        `build` still reads the tabs itself: a page unchanged since is a cache
+        hit, one that changed is read again, and one still being extracted is
+        waited for, not extracted twice. `build` never waits for the rest of
+        the read-ahead (a hung tab's snapshot, say). Best effort: a failure
+        here only leaves the work to `build`. Returns the task, which never
+        raises, for a caller that wants to wait for it."""
         self.cancel_prefetch()
         self._prefetching = asyncio.create_task(self._prefetch(list(tabs)), name="chatagent-prefetch")
         return self._prefetching
@@ -113,10 +115,6 @@ class ContextBuilder:
         snapshots: list[PageSnapshot | TabFailure] | None = None,
     ) -> PageContext:
         t0 = time.perf_counter()
-        if self._prefetching is not None:
-            # Its snapshots would race ours; what it has read makes ours cache hits.
-            await asyncio.wait([self._prefetching])
-            self._prefetching = None
         if snapshots is None:
             snapshots = list(
                 await asyncio.gather(*(self.snapshot(t) if isinstance(t, Tab) else _done(t) for t in tabs))

@@ -444,27 +444,44 @@ class Extractor:
 
     `executor`: where extraction runs; None is the loop's default thread pool,
     an `ExtractionPool` runs tabs in parallel. If the pool breaks (a worker
-    was killed), extraction goes on in this process's threads."""
+    was killed), extraction goes on in this process's threads. Content that is
+    being extracted is not extracted again meanwhile: a tab read ahead and the
+    question that follows, or two tabs showing one page, share one run."""
 
     def __init__(self, executor: Executor | None = None, cache_size: int = 256) -> None:
         self._executor = executor
         # content hash → (result, the notes extraction itself added)
         self._cache: dict[str, tuple[Extracted, list[str]]] = {}
         self._cache_size = cache_size
+        self._running: dict[str, asyncio.Future[tuple[Extracted, list[str]]]] = {}
 
     async def extract(self, snapshot: PageSnapshot) -> Extracted:
         key = snapshot.content_hash
         hit = self._cache.get(key)
-        if hit is not None:
-            # Same content may sit in another tab: keep this tab's identity and
-            # its own load notes, plus what extraction found about the content.
-            result, own = hit
-            return result.model_copy(update={"tab_id": snapshot.tab_id, "notes": [*snapshot.notes, *own]})
+        if hit is None:
+            job = self._running.get(key)
+            if job is None:
+                job = self._running[key] = asyncio.ensure_future(self._extract_and_keep(snapshot))
+                job.add_done_callback(lambda done: self._finished(key, done))
+            # Shielded: one caller giving up (a cancelled question) does not stop the others' run.
+            hit = await asyncio.shield(job)
+        # Same content may sit in another tab: keep this tab's identity and
+        # its own load notes, plus what extraction found about the content.
+        result, own = hit
+        return result.model_copy(update={"tab_id": snapshot.tab_id, "notes": [*snapshot.notes, *own]})
+
+    async def _extract_and_keep(self, snapshot: PageSnapshot) -> tuple[Extracted, list[str]]:
         result = await self._run(snapshot)
+        kept = (result, result.notes[len(snapshot.notes):])
         if len(self._cache) >= self._cache_size:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[key] = (result, result.notes[len(snapshot.notes):])
-        return result
+        self._cache[snapshot.content_hash] = kept
+        return kept
+
+    def _finished(self, key: str, job: asyncio.Future[tuple[Extracted, list[str]]]) -> None:
+        self._running.pop(key, None)
+        if not job.cancelled():
+            job.exception()  # seen here: every caller that still waits gets it too
 
     async def _run(self, snapshot: PageSnapshot) -> Extracted:
         loop = asyncio.get_running_loop()

@@ -284,12 +284,25 @@ async def test_tabs_read_ahead_are_not_read_again_by_the_first_question(site: Si
     extractor = _CountingExtractor()
     builder = ContextBuilder(extractor, budget_per_tab=400)
     builder.prefetch(tabs)
-    # Asked before the read-ahead is done: the question waits for it rather than racing it.
+    # Asked before the read-ahead is done: the question shares its extractions rather than repeating them.
     ctx = await builder.build(tabs, NEEDLE_QUESTION)
     assert extractor.runs == 2
     fresh = await ContextBuilder(Extractor(), budget_per_tab=400).build(tabs, NEEDLE_QUESTION)
     assert [t.text for t in ctx.tabs] == [t.text for t in fresh.tabs]
     assert ctx.tabs[1].selected and NEEDLE in ctx.tabs[1].text
+
+
+async def test_one_content_is_extracted_once_at_a_time_and_a_cancelled_caller_does_not_stop_it() -> None:
+    html = "<html><head><title>Depot</title></head><body><article><p>" + "The depot opens at dawn. " * 40 + "</p></article></body></html>"
+    snap = PageSnapshot(tab_id="1", url="http://127.0.0.1/depot", title="Depot", html=html, visible_text="")
+    extractor = _CountingExtractor()
+    first = asyncio.create_task(extractor.extract(snap))
+    second = asyncio.create_task(extractor.extract(snap.model_copy(update={"tab_id": "2"})))
+    await asyncio.sleep(0)  # both are waiting on the same run now
+    first.cancel()
+    result = await second
+    assert extractor.runs == 1 and result.tab_id == "2" and "The depot opens at dawn." in result.text
+    assert (await extractor.extract(snap)).tab_id == "1" and extractor.runs == 1
 
 
 async def test_a_page_that_changed_after_it_was_read_ahead_is_read_again(site: Site, open_tabs) -> None:
