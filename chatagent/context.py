@@ -90,7 +90,7 @@ class ContextBuilder:
 
     async def _prefetch(self, tabs: list[Tab | TabFailure]) -> None:
         try:
-            snapshots = await asyncio.gather(*(self.snapshot(t) for t in tabs if isinstance(t, Tab)))
+            snapshots = await self._snapshots(tabs)
             extracted = await self.extractor.extract_many([s for s in snapshots if isinstance(s, PageSnapshot)])
             await asyncio.to_thread(self._prepare, extracted)
         except Exception as exc:  # noqa: BLE001 - build() does the work itself
@@ -107,6 +107,10 @@ class ContextBuilder:
         except ChatAgentError as exc:
             return TabFailure(tab_id=tab.tab_id, url="", code=exc.code, message=exc.message)
 
+    async def _snapshots(self, tabs: list[Tab | TabFailure]) -> list[PageSnapshot | TabFailure]:
+        """Every tab read at once; a tab that could not be opened stays its failure."""
+        return list(await asyncio.gather(*(self.snapshot(t) if isinstance(t, Tab) else _done(t) for t in tabs)))
+
     async def build(
         self,
         tabs: list[Tab | TabFailure],
@@ -116,9 +120,7 @@ class ContextBuilder:
     ) -> PageContext:
         t0 = time.perf_counter()
         if snapshots is None:
-            snapshots = list(
-                await asyncio.gather(*(self.snapshot(t) if isinstance(t, Tab) else _done(t) for t in tabs))
-            )
+            snapshots = await self._snapshots(tabs)
         ok = [s for s in snapshots if isinstance(s, PageSnapshot)]
         extracted = {e.tab_id: e for e in await self.extractor.extract_many(ok)}
         t1 = time.perf_counter()

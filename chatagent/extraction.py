@@ -461,7 +461,7 @@ class Extractor:
         if hit is None:
             job = self._running.get(key)
             if job is None:
-                job = self._running[key] = asyncio.ensure_future(self._extract_and_keep(snapshot))
+                job = self._running[key] = asyncio.ensure_future(self._extract_and_keep(key, snapshot))
                 job.add_done_callback(lambda done: self._finished(key, done))
             # Shielded: one caller giving up (a cancelled question) does not stop the others' run.
             hit = await asyncio.shield(job)
@@ -470,12 +470,12 @@ class Extractor:
         result, own = hit
         return result.model_copy(update={"tab_id": snapshot.tab_id, "notes": [*snapshot.notes, *own]})
 
-    async def _extract_and_keep(self, snapshot: PageSnapshot) -> tuple[Extracted, list[str]]:
+    async def _extract_and_keep(self, key: str, snapshot: PageSnapshot) -> tuple[Extracted, list[str]]:
         result = await self._run(snapshot)
         kept = (result, result.notes[len(snapshot.notes):])
         if len(self._cache) >= self._cache_size:
             self._cache.pop(next(iter(self._cache)))
-        self._cache[snapshot.content_hash] = kept
+        self._cache[key] = kept
         return kept
 
     def _finished(self, key: str, job: asyncio.Future[tuple[Extracted, list[str]]]) -> None:

@@ -25,11 +25,10 @@ from extension_bridge.protocol import FrameReader, FrameWriter
 from extension_bridge.spawn import spawn_host
 
 from ..testing.gemini_server import GeminiServer
-from .latency import stats
+from .latency import FIXTURES, stats
 from .report import machine
 
-ROOT = Path(__file__).resolve().parents[2]
-PAGE = ROOT / "fixtures" / "pages" / "product.html"
+PAGE = FIXTURES / "product.html"
 MODEL_NAME = "gemini-2.5-flash"
 QUESTIONS = ("How much does the Aurora X14 Pro cost?", "How heavy is it?")
 
