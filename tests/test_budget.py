@@ -201,6 +201,33 @@ def test_a_whole_table_shows_its_header_once() -> None:
     assert f.text.count("|Club|Season|Goals|") == 1
 
 
+def test_a_question_whose_tables_are_shown_whole_takes_three_quarters_of_the_budget() -> None:
+    # The matching table is on show whole: the last quarter would only go to
+    # prose that shares a word with the question.
+    rows = [f"|Club {chr(65 + i)}|{1990 + i}|{(i * 7) % 23}|" for i in range(20)]
+    text = _page_with_table(rows)
+    assert count_tokens(text) > 2000
+    f = fit_text(text, 2000, "Which club scored the most goals?")
+    assert f.selected and all(row in f.text for row in rows) and text.startswith("# Club records")
+    assert count_tokens(f.text) <= 1500 and f.tokens == count_tokens(f.text)
+    assert MARKER.search(f.text)
+    # A question that no table matches gets the whole budget.
+    prose = fit_text(text, 2000, "How many parcels did the depot on Canal Street handle?")
+    assert prose.selected and 1500 < count_tokens(prose.text) <= 2000
+
+
+def test_a_page_that_fits_is_cut_only_when_its_matching_tables_are_shown_whole() -> None:
+    rows = [f"|Club {chr(65 + i)}|{1990 + i}|{(i * 7) % 23}|" for i in range(20)]
+    text = _page_with_table(rows)
+    budget = count_tokens(text) + 50  # the whole page fits
+    share = int(budget * 0.75)
+    f = fit_text(text, budget, "Which club scored the most goals?")
+    assert f.selected and all(row in f.text for row in rows) and count_tokens(f.text) <= share
+    for question in ("How many parcels did the depot on Canal Street handle?", None):
+        whole = fit_text(text, budget, question)
+        assert whole.text == text and not whole.selected
+
+
 def test_question_without_accents_finds_accented_text() -> None:
     filler = [" ".join(_sentences(3, i * 3)) for i in range(120)]
     needle = "Škoda Transportation built the twelve trams in Plzeň."
