@@ -66,6 +66,7 @@ FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its mark
 PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
+_TABLE_ROW = re.compile(r"^\s*\|", re.M)  # as rows.is_row
 
 
 class Fitted(BaseModel):
@@ -403,6 +404,12 @@ class TextFitter:
         self._analysed(text).prepare()
 
 
+def may_select(text: str, tokens: int, budget: int) -> bool:
+    """Whether a question may cut `text` (`tokens` long) although it fits
+    `budget`: only for its tables, so a text without any is not analysed."""
+    return int(budget * CONFIDENT_SHARE) < tokens <= budget and _TABLE_ROW.search(text) is not None
+
+
 def fit_text(text: str, budget: int, question: str | None = None) -> Fitted:
     """Fit `text` into `budget` tokens; see the module docstring."""
     return _fit(_Page(text), budget, question)
@@ -410,15 +417,15 @@ def fit_text(text: str, budget: int, question: str | None = None) -> Fitted:
 
 def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
     text, total = page.text, page.total
-    asked = bool(question and question.strip())
+    question = (question or "").strip()
     if total <= budget:
-        if asked and total > int(budget * CONFIDENT_SHARE):
+        if question and may_select(text, total, budget):
             fitted = _select(page, budget, query_terms(question), whole_fits=True)
             if fitted is not None:
                 return fitted
         return Fitted(text=text, tokens=total, original_tokens=total)
     budget = max(budget, MIN_TAB_BUDGET)
-    if asked:
+    if question:
         fitted = _select(page, budget, query_terms(question))
         if fitted is not None:
             return fitted

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from .browser.base import PageSnapshot, Tab, TabFailure
-from .budget import TextFitter, allocate
+from .budget import TextFitter, allocate, may_select
 from .errors import ChatAgentError
 from .extraction import Extracted, Extractor
 from .tokens import count_tokens
@@ -98,7 +98,7 @@ class ContextBuilder:
 
     def _prepare(self, extracted: list[Extracted]) -> None:
         for _, body, need, share in self._shares(extracted):
-            if need > share:
+            if self._fit_budget(body, need, share, asked=True) is not None:
                 self._fitter.prepare(body)
 
     async def snapshot(self, tab: Tab) -> PageSnapshot | TabFailure:
@@ -149,8 +149,10 @@ class ContextBuilder:
 
     def _fit(self, extracted: list[Extracted], question: str | None) -> dict[str, TabContext]:
         out: dict[str, TabContext] = {}
+        asked = bool(question and question.strip())
         for e, body, need, share in self._shares(extracted):
-            f = self._fitter.fit(body, share, question) if need > share else None
+            budget = self._fit_budget(body, need, share, asked=asked)
+            f = self._fitter.fit(body, budget, question) if budget is not None else None
             out[e.tab_id] = TabContext(
                 tab_id=e.tab_id,
                 url=e.url,
@@ -165,6 +167,19 @@ class ContextBuilder:
                 notes=e.notes,
             )
         return out
+
+    def _fit_budget(self, body: str, need: int, share: int, *, asked: bool) -> int | None:
+        """The budget a tab's text is fitted into; None to send it whole.
+
+        A text within the per-tab budget may still be cut to three quarters of
+        it (`budget.CONFIDENT_SHARE`); a longer one that fits only because
+        shorter tabs left tokens unused is sent whole, as analysing a long text
+        costs tens of milliseconds on a tab's first question."""
+        if need > share:
+            return share
+        if asked and may_select(body, need, self.budget_per_tab):
+            return self.budget_per_tab
+        return None
 
     def _count(self, body: str) -> int:
         n = self._tokens.get(body)

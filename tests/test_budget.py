@@ -322,3 +322,24 @@ async def test_context_builder_reports_failures_in_place() -> None:
     assert [t.tab_id for t in ctx.tabs] == ["2", "1"]
     assert ctx.tabs[0].error == bad.message and not ctx.tabs[0].ok
     assert "Hello there." in ctx.tabs[1].text
+
+
+async def test_context_builder_cuts_a_tab_within_its_budget_when_the_question_s_table_is_whole() -> None:
+    # Three quarters of the per-tab budget, not of the tab's own length: the
+    # builder gives a tab that fits exactly what it needs.
+    prose = "".join(f"<p>{' '.join(_sentences(3, i * 3))}</p>" for i in range(40))
+    rows = [(f"Club {chr(65 + i)}", 1990 + i, (i * 7) % 23) for i in range(20)]
+    table = "<table><tr><th>Club</th><th>Season</th><th>Goals</th></tr>" + "".join(
+        f"<tr><td>{c}</td><td>{s}</td><td>{g}</td></tr>" for c, s, g in rows) + "</table>"
+    html = f"<html><body><article><h1>Club records</h1>{prose}<h2>Scorers</h2>{table}{prose}</article></body></html>"
+    tab = StaticTab("1", "http://x/clubs.html", html, title="Club records")
+    whole = (await ContextBuilder(Extractor(), budget_per_tab=100_000).build([tab], "Which club scored the most goals?")).tabs[0]
+    assert not whole.selected and f"|Club T|2009|{(19 * 7) % 23}|" in whole.text
+    budget = whole.original_tokens + 50
+    builder = ContextBuilder(Extractor(), budget_per_tab=budget)
+    cut = (await builder.build([tab], "Which club scored the most goals?")).tabs[0]
+    assert cut.selected and cut.tokens <= budget * 0.75 and MARKER.search(cut.text)
+    assert all(f"|{c}|{s}|{g}|" in cut.text for c, s, g in rows)
+    for question in ("How many parcels did the depot on Canal Street handle?", None):
+        kept = (await builder.build([tab], question)).tabs[0]
+        assert not kept.selected and kept.text == whole.text
