@@ -55,9 +55,9 @@ BLOCK_WEIGHT = 1.0  # weight of the block's (table's, section's) score next to t
 HEADER_WEIGHT = 0.5
 WHOLE_TABLES = 3  # best-matching tables kept whole when they fit, best first
 # Of a tab's budget used when those tables are all kept whole within it (see the
-# module docstring). On WikiTableQuestions it sends a quarter fewer tokens for
-# the same answers: only answers to "how many" questions, which are counted and
-# not found, go missing, because a count's digits no longer happen to appear.
+# module docstring). On WikiTableQuestions the median question sends a quarter
+# fewer tokens; looked-up answers are kept as often as before, and what is lost,
+# net, is "how many" answers whose digits happened to appear in the extra text.
 CONFIDENT_SHARE = 0.75
 NEIGHBOUR_SHARE = 0.5  # of a chunk's score passed on to the chunks either side of it
 REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing

@@ -343,3 +343,9 @@ async def test_context_builder_cuts_a_tab_within_its_budget_when_the_question_s_
     for question in ("How many parcels did the depot on Canal Street handle?", None):
         kept = (await builder.build([tab], question)).tabs[0]
         assert not kept.selected and kept.text == whole.text
+    # A tab longer than the per-tab budget that fits only on a short tab's
+    # unused tokens is sent whole: analysing it would cost more than it saves.
+    short = StaticTab("2", "http://x/short.html", "<p>A short note.</p>", title="Note")
+    tight = ContextBuilder(Extractor(), budget_per_tab=whole.original_tokens - 100)
+    both = (await tight.build([tab, short], "Which club scored the most goals?")).tabs
+    assert not both[0].selected and both[0].text == whole.text
