@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from chatagent.browser.static import StaticTab
-from chatagent.budget import TextFitter, allocate, fit_text
+from chatagent.budget import CONFIDENT_SHARE, TextFitter, allocate, fit_text
 from chatagent.context import ContextBuilder
 from chatagent.extraction import Extractor
 from chatagent.tokens import count_tokens
@@ -286,8 +286,11 @@ def test_fit_text_never_exceeds_the_budget(text: str, budget: int, question: str
     assert f.original_tokens == count_tokens(text)
     if f.original_tokens > budget:
         assert (f.truncated or f.selected) and MARKER.search(f.text)
-    else:
-        assert f.text == text
+    elif f.text != text:
+        # A text that fits is cut only for a question whose tables are all
+        # shown whole within three quarters of the budget.
+        assert question and (f.truncated or f.selected) and MARKER.search(f.text)
+        assert f.tokens <= int(budget * CONFIDENT_SHARE)
 
 
 @settings(max_examples=40, deadline=None)
