@@ -42,7 +42,7 @@ import bm25s
 import Stemmer
 from pydantic import BaseModel
 
-from .rows import is_row, join_row, row_cells
+from .rows import has_rows, is_row, join_row, row_cells
 from .tokens import count_tokens
 
 CHUNK_TOKENS = 96  # small enough to pick precisely, large enough to carry context
@@ -66,7 +66,6 @@ FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its mark
 PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
-_TABLE_ROW = re.compile(r"^\s*\|", re.M)  # as rows.is_row
 
 
 class Fitted(BaseModel):
@@ -407,7 +406,7 @@ class TextFitter:
 def may_select(text: str, tokens: int, budget: int) -> bool:
     """Whether a question may cut `text` (`tokens` long) although it fits
     `budget`: only for its tables, so a text without any is not analysed."""
-    return int(budget * CONFIDENT_SHARE) < tokens <= budget and _TABLE_ROW.search(text) is not None
+    return int(budget * CONFIDENT_SHARE) < tokens <= budget and has_rows(text)
 
 
 def fit_text(text: str, budget: int, question: str | None = None) -> Fitted:

@@ -7,10 +7,16 @@ import re
 from collections.abc import Iterable
 
 _CELL_SPLIT = re.compile(r"(?<!\\)\|")
+_ANY_ROW = re.compile(r"^\s*\|", re.M)
 
 
 def is_row(line: str) -> bool:
     return line.lstrip().startswith("|")
+
+
+def has_rows(text: str) -> bool:
+    """Whether any line of `text` is a row, without splitting it into lines."""
+    return _ANY_ROW.search(text) is not None
 
 
 def row_cells(line: str) -> list[str]:
