@@ -211,12 +211,16 @@ class ChatAgent:
                             extraction_ms=ctx.extraction_ms, budget_ms=ctx.budget_ms),
         ))
 
-    def _stream(self, model: Any, messages: list[BaseMessage], emit: Emit) -> AsyncGenerator[AIMessageChunk, None]:
+    def _stream(
+        self, model: Any, messages: list[BaseMessage], emit: Emit, *, tools_bound: bool,
+    ) -> AsyncGenerator[AIMessageChunk, None]:
+        """One reply; it ends in a typed error unless it carries text, or tool
+        calls when `tools_bound` (see `stream_reply`)."""
         def on_retry(err: ModelError, attempt: int, delay: float) -> None:
             emit(Note(text=f"{err.message} Retrying in {delay:.1f} s "
                       f"(try {attempt + 1} of {self.retry.attempts})."))
 
-        return stream_reply(lambda: model.astream(messages), self.retry,
+        return stream_reply(lambda: model.astream(messages), self.retry, tools_bound=tools_bound,
                             key_setting=key_setting(self.model), on_retry=on_retry)
 
     async def _pass1(
@@ -225,7 +229,7 @@ class ChatAgent:
         gate = EscalationGate()
         parts: list[str] = []
         history = self.history.messages(tools=False, budget_tokens=history_tokens)
-        stream = self._stream(self.model, build_messages(ctx, question, history), emit)
+        stream = self._stream(self.model, build_messages(ctx, question, history), emit, tools_bound=False)
         try:
             async for chunk in stream:
                 run.add_usage(chunk)
@@ -248,7 +252,7 @@ class ChatAgent:
         for _ in range(self.max_turns):
             parts: list[str] = []
             reply: AIMessageChunk | None = None
-            async for chunk in self._stream(model, messages, emit):
+            async for chunk in self._stream(model, messages, emit, tools_bound=True):
                 run.add_usage(chunk)
                 reply = chunk if reply is None else reply + chunk
                 self._emit_text(chunk.text, parts, emit, run)

@@ -35,10 +35,13 @@ class ToolError(ChatAgentError):
 
 class ModelError(ChatAgentError):
     """The model call failed. `retryable`: the same request may succeed later;
-    `retry_after_s`: how long the provider asked us to wait, when it said."""
+    `retry_after_s`: how long the provider asked us to wait, when it said;
+    `advice`: what the user can do, added once the retries are used up (a
+    retry's note would not want it)."""
 
     code = "model_error"
     retryable = False
+    advice = ""
 
     def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
         super().__init__(message)
@@ -65,7 +68,7 @@ class ModelRateLimitError(ModelError):
 
 
 class ModelUnavailableError(ModelError):
-    """5xx, connection refused or dropped, a malformed reply."""
+    """5xx, connection refused or dropped."""
 
     code = "model_unavailable"
     retryable = True
@@ -88,3 +91,38 @@ class ModelStreamInterrupted(ModelError):
     """The reply broke off after part of it was shown: retrying would repeat it."""
 
     code = "model_interrupted"
+
+
+class ModelMalformedReplyError(ModelError):
+    """The reply could not be read: not JSON, or JSON the client could not
+    parse (`{"candidates": 5}`). Retryable: a garbled reply is usually a
+    one-off of the service or a proxy in between."""
+
+    code = "model_malformed"
+    retryable = True
+    advice = "Ask again, or pick another model with --model."
+
+
+class ModelEmptyReplyError(ModelError):
+    """The reply ended with no text and no tool call, and no filter said why
+    (`[]`, `{}`, an empty candidate). Retryable: models do this now and then
+    and usually answer the same request when asked again."""
+
+    code = "model_empty"
+    retryable = True
+    advice = "Ask again, or pick another model with --model."
+
+
+class ModelBlockedError(ModelError):
+    """The provider's safety or content filter blocked the request or withheld
+    the reply. Not retryable: the same request is blocked again."""
+
+    code = "model_blocked"
+
+
+class ModelUnexpectedToolCallError(ModelError):
+    """The model called a tool when none was offered (pass 1) and wrote no
+    text. Not retryable: it follows from the request (a page may be telling
+    the model to call tools), so asking the same again tends to repeat it."""
+
+    code = "model_unexpected_tool_call"

@@ -1,5 +1,6 @@
 """Calling the model: one streamed reply, with stall detection, provider
-failures classified into chatagent's typed errors, and bounded retries with
+failures and unusable replies (empty, blocked, malformed, an unoffered tool
+call) classified into chatagent's typed errors, and bounded retries with
 exponential backoff and full jitter.
 
 The clients' own retries are switched off (`models/`), so this is the only
@@ -11,25 +12,32 @@ count and in total waiting time.
 from __future__ import annotations
 
 import asyncio
+import json
 import random
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
+from enum import Enum
 from typing import Any
 
+import pydantic
 from langchain_core import exceptions as lc
 from langchain_core.messages import AIMessageChunk
 
 from .errors import (
     ContextOverflowError,
     ModelAuthError,
+    ModelBlockedError,
     ModelConfigError,
+    ModelEmptyReplyError,
     ModelError,
+    ModelMalformedReplyError,
     ModelNotFoundError,
     ModelRateLimitError,
     ModelStreamInterrupted,
     ModelTimeoutError,
     ModelUnavailableError,
+    ModelUnexpectedToolCallError,
 )
 
 
@@ -55,46 +63,189 @@ async def stream_reply(
     start: Callable[[], AsyncIterator[AIMessageChunk]],
     policy: RetryPolicy,
     *,
+    tools_bound: bool,
     key_setting: str = "the model's API key",
     on_retry: OnRetry | None = None,
 ) -> AsyncIterator[AIMessageChunk]:
     """Yield the chunks of one model reply, retrying transient failures that
     happen before any content arrived. A failure after content was yielded
-    raises `ModelStreamInterrupted`: a retry would repeat what was shown."""
+    raises `ModelStreamInterrupted`: a retry would repeat what was shown.
+
+    A reply that ends (the stream runs out, not closed early by the caller)
+    with nothing usable is a failure too (`_unusable`): blocked, empty, or
+    only tool calls when `tools_bound` is false."""
     waited = 0.0
     for attempt in range(1, policy.attempts + 1):
-        started = False
+        seen = _Seen()
+        cause: BaseException | None = None
         stream = start()
         try:
-            while True:
-                try:
-                    async with asyncio.timeout(policy.stall_s):
-                        chunk = await anext(stream)
-                except StopAsyncIteration:
-                    return
-                except TimeoutError:
-                    raise ModelTimeoutError(
-                        f"The model sent nothing for {policy.stall_s:g} s: its stream stalled."
-                    ) from None
-                started = started or bool(chunk.content or chunk.tool_call_chunks)
+            while (chunk := await _next(stream, policy.stall_s)) is not None:
+                seen.add(chunk)
                 yield chunk
+            err = _unusable(seen, tools_bound)
+            if err is None:
+                return
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised typed
             err = classify(exc, key_setting)
-            if started:
+            cause = exc if err is not exc else exc.__cause__
+            if seen.shown:
                 raise ModelStreamInterrupted(
                     f"The model's reply broke off ({err.message}). Ask again to get the whole answer."
                 ) from exc
-            delay = policy.delay(attempt, err.retry_after_s)
-            if not err.retryable or attempt == policy.attempts or waited + delay > policy.budget_s:
-                if err.retryable:
-                    err.message += f" Gave up after {attempt} tries in {waited:.1f} s of waiting."
-                raise err from exc
-            if on_retry:
-                on_retry(err, attempt, delay)
-            await asyncio.sleep(delay)
-            waited += delay
         finally:
             await _aclose(stream)
+        delay = policy.delay(attempt, err.retry_after_s)
+        if not err.retryable or attempt == policy.attempts or waited + delay > policy.budget_s:
+            if err.retryable:
+                err.message += f" Gave up after {attempt} tries in {waited:.1f} s of waiting."
+            if err.advice:
+                err.message += f" {err.advice}"
+            raise err from cause
+        if on_retry:
+            on_retry(err, attempt, delay)
+        await asyncio.sleep(delay)
+        waited += delay
+
+
+# What a client raises when a reply's JSON is not what it expects: `{"candidates": 5}`
+# is a TypeError deep in google-genai. Only caught around the client's own
+# iteration (`_next`), so the same exception from chatagent's code stays a bug.
+_PARSE_ERRORS = (TypeError, LookupError, AttributeError, pydantic.ValidationError, json.JSONDecodeError)
+
+
+async def _next(stream: AsyncIterator[AIMessageChunk], stall_s: float) -> AIMessageChunk | None:
+    """The stream's next chunk, or None at its end."""
+    try:
+        async with asyncio.timeout(stall_s):
+            return await anext(stream)
+    except StopAsyncIteration:
+        return None
+    except TimeoutError:
+        raise ModelTimeoutError(f"The model sent nothing for {stall_s:g} s: its stream stalled.") from None
+    except _PARSE_ERRORS as exc:
+        raise _malformed(exc) from exc
+    except ValueError as exc:
+        # langchain-core's own words when the stream ended with no chunk at all.
+        if str(exc) == "No generation chunks were returned":
+            raise ModelEmptyReplyError("The model sent an empty reply: its stream had no data.") from exc
+        raise
+
+
+def _malformed(exc: BaseException) -> ModelMalformedReplyError:
+    return ModelMalformedReplyError(
+        "The model service sent a malformed reply that chatagent could not read "
+        f"({type(exc).__name__}: {_detail(exc)})."
+    )
+
+
+@dataclass
+class _Seen:
+    """What a reply has carried so far, for the verdict at its end."""
+
+    shown: bool = False  # text or tool calls went to the caller: a retry would repeat them
+    text: bool = False  # text other than whitespace
+    tool_calls: list[str] = field(default_factory=list)
+    finish_reason: str | None = None
+    block_reason: str | None = None
+    block_message: str | None = None
+    blocked_categories: list[str] = field(default_factory=list)
+
+    def add(self, chunk: AIMessageChunk) -> None:
+        text = chunk.text
+        self.shown = self.shown or bool(text or chunk.tool_call_chunks)
+        self.text = self.text or bool(text.strip())
+        self.tool_calls += [c.get("name") or "" for c in chunk.tool_call_chunks]
+        meta = chunk.response_metadata
+        # Structured fields only (langchain-google-genai's names; OpenAI's
+        # finish_reason "content_filter" lands in the same key).
+        if reason := _name(meta.get("finish_reason")):
+            self.finish_reason = reason
+        self.blocked_categories += _blocked(meta.get("safety_ratings"))
+        feedback = meta.get("prompt_feedback")
+        if isinstance(feedback, Mapping):
+            if reason := _name(feedback.get("block_reason")):
+                self.block_reason = reason
+                message = feedback.get("block_reason_message")
+                self.block_message = message if isinstance(message, str) and message else None
+            self.blocked_categories += _blocked(feedback.get("safety_ratings"))
+
+
+# finishReasons by which the provider withholds a reply (Gemini's, then OpenAI's).
+_FILTERED = frozenset({
+    "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII",
+    "IMAGE_SAFETY", "IMAGE_PROHIBITED_CONTENT", "IMAGE_RECITATION", "content_filter",
+})
+
+
+def _unusable(seen: _Seen, tools_bound: bool) -> ModelError | None:
+    """Why a reply that ended gives the caller nothing to use, or None.
+
+    Text is an answer whatever else came with it; tool calls are one only
+    when tools were offered. A pass-1 reply with text and calls keeps its
+    text (already shown to the user) and its calls are never run."""
+    if seen.text or (seen.tool_calls and tools_bound):
+        return None
+    why = _why(seen)
+    if seen.block_reason:
+        return ModelBlockedError(
+            f"The model service's {_filter(seen.block_reason)} blocked the request, so the model did not "
+            f"answer ({why}). The question or the page text sent with it tripped the filter: rephrase the "
+            "question, or ask about other pages; the same question will be blocked again."
+        )
+    if not tools_bound and (seen.tool_calls or seen.finish_reason == "UNEXPECTED_TOOL_CALL"):
+        named = [n for n in dict.fromkeys(seen.tool_calls) if n.isidentifier()][:3]
+        return ModelUnexpectedToolCallError(
+            f"The model asked to use a tool{' (' + ', '.join(named) + ')' if named else ''} although none "
+            "was offered at this step, and wrote no answer. Ask again, or pick another model with --model "
+            "(a page that tells the model to call tools can cause this)."
+        )
+    if seen.finish_reason in _FILTERED:
+        return ModelBlockedError(
+            f"The model service's {_filter(seen.finish_reason)} withheld the model's reply ({why}). "
+            "Rephrase the question, or ask about other pages; the same question will be blocked again."
+        )
+    return ModelEmptyReplyError(f"The model sent an empty reply: no text and no tool call ({why}).")
+
+
+def _why(seen: _Seen) -> str:
+    """The provider's structured reasons, for the message."""
+    if seen.block_reason:
+        parts = [f"block reason {seen.block_reason}"]
+    else:
+        parts = [f"finish reason {seen.finish_reason}" if seen.finish_reason else "no finish reason"]
+    if categories := list(dict.fromkeys(seen.blocked_categories)):
+        parts.append("flagged: " + ", ".join(categories))
+    if seen.block_message:
+        parts.append(f"the service said: {_short(seen.block_message)}")
+    return "; ".join(parts)
+
+
+def _filter(reason: str) -> str:
+    return "safety filter" if "SAFETY" in reason else "content filter"
+
+
+_ENUM_NAME = re.compile(r"[A-Za-z0-9_]{1,64}")
+
+
+def _name(value: Any) -> str | None:
+    """An enum-like field as its name (the SDK gives enums or strings); None
+    when absent or not a plain name (it is shown to the user)."""
+    value = value.value if isinstance(value, Enum) else value
+    return value if isinstance(value, str) and _ENUM_NAME.fullmatch(value) else None
+
+
+def _blocked(ratings: Any) -> list[str]:
+    """Categories a filter blocked, as words: HARM_CATEGORY_DANGEROUS_CONTENT → dangerous content."""
+    if not isinstance(ratings, list):
+        return []
+    names = (_name(r.get("category")) for r in ratings if isinstance(r, Mapping) and r.get("blocked"))
+    return [n.removeprefix("HARM_CATEGORY_").lower().replace("_", " ") for n in names if n]
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:197] + "…"
 
 
 async def _aclose(stream: AsyncIterator[Any]) -> None:
@@ -145,7 +296,7 @@ def classify(exc: BaseException, key_setting: str = "the model's API key") -> Mo
     if _is_transport_error(exc):
         return ModelUnavailableError(f"The connection to the model service failed ({detail}).")
     if _is_malformed_reply(exc):
-        return ModelUnavailableError(f"The model service sent a malformed reply ({detail}).")
+        return _malformed(exc)
     status = _status(exc)
     if status == 429:
         return ModelRateLimitError(f"The model service is rate-limiting us ({detail}).", retry_after_s=_retry_after(exc))
@@ -165,8 +316,7 @@ def _detail(exc: BaseException) -> str:
         if isinstance(message, str) and message:
             status = _status(e)
             return f"{status} {message}" if status else message
-    text = str(exc).strip() or type(exc).__name__
-    return text if len(text) <= 200 else text[:197] + "…"
+    return _short(str(exc)) or type(exc).__name__
 
 
 def _chain(exc: BaseException) -> list[BaseException]:

@@ -37,6 +37,7 @@ from chatagent.testing import (
     TextReply,
     echo_responder,
 )
+from chatagent.testing.gemini_server import BlockedReply, FinishReply, RawReply
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "gemini-2.5-flash"
@@ -377,6 +378,53 @@ async def test_malformed_stream_raises(server: GeminiServer, make_llm: MakeLLM) 
     server.enqueue(MalformedReply())
     with pytest.raises(ValueError):  # json.JSONDecodeError for generateContent
         await make_llm(server).ainvoke("q")
+
+
+async def test_raw_chunks_reach_the_client_as_sent(server: GeminiServer, make_llm: MakeLLM) -> None:
+    llm = make_llm(server)
+    for body in ([], {}):  # no candidates: the client yields an empty message
+        server.enqueue(RawReply(chunks=[body]))
+        assert [c for c in await collect(llm, "q") if c] == []
+    server.enqueue(RawReply(chunks=[{"candidates": 5}]))
+    with pytest.raises(TypeError):  # the SDK's parser chokes, as on the real API
+        await collect(llm, "q")
+    server.enqueue(RawReply())
+    with pytest.raises(ValueError, match="No generation chunks"):
+        await collect(llm, "q")
+    server.enqueue(RawReply(chunks=[{"candidates": 5}]))
+    with pytest.raises(TypeError):
+        await llm.ainvoke("q")
+    assert [r.status for r in server.generate_requests] == [200] * 5
+
+
+async def test_blocked_prompt_arrives_as_prompt_feedback(server: GeminiServer, make_llm: MakeLLM) -> None:
+    server.enqueue(BlockedReply(reason="PROHIBITED_CONTENT", message="Not allowed."))
+    [chunk] = [c async for c in make_llm(server).astream("q") if c.response_metadata]
+    feedback = chunk.response_metadata["prompt_feedback"]
+    assert chunk.content == "" and not chunk.tool_call_chunks
+    assert feedback["block_reason"] == "PROHIBITED_CONTENT" and feedback["block_reason_message"] == "Not allowed."
+    assert [(r["category"], r["blocked"]) for r in feedback["safety_ratings"]] == [
+        ("HARM_CATEGORY_DANGEROUS_CONTENT", True)
+    ]
+    server.enqueue(BlockedReply())
+    client = genai.Client(api_key="test", http_options={"base_url": server.url})
+    response = await client.aio.models.generate_content(model=MODEL, contents="q")
+    assert not response.candidates
+    assert response.prompt_feedback is not None and response.prompt_feedback.block_reason == "SAFETY"
+
+
+async def test_finish_reply_ends_with_the_reason_and_no_content(server: GeminiServer, make_llm: MakeLLM) -> None:
+    server.enqueue(FinishReply(text_before="Partial answer ", categories=["HARM_CATEGORY_HARASSMENT"]))
+    chunks = [c async for c in make_llm(server).astream("q")]
+    assert "".join(str(c.content) for c in chunks) == "Partial answer "
+    [last] = [c for c in chunks if c.response_metadata.get("finish_reason")]
+    assert last.response_metadata["finish_reason"] == "SAFETY" and last.content == ""
+    assert [(r["category"], r["blocked"]) for r in last.response_metadata["safety_ratings"]] == [
+        ("HARM_CATEGORY_HARASSMENT", True)
+    ]
+    server.enqueue(FinishReply(finish_reason="UNEXPECTED_TOOL_CALL", categories=()))
+    msg = await make_llm(server).ainvoke("q")
+    assert msg.content == "" and msg.response_metadata["finish_reason"] == "UNEXPECTED_TOOL_CALL"
 
 
 async def test_dropped_connection_raises(server: GeminiServer, make_llm: MakeLLM) -> None:

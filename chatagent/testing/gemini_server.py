@@ -4,8 +4,9 @@
 SDK and httpx) is pointed at it with ``base_url=server.url`` or the
 ``GOOGLE_GEMINI_BASE_URL`` environment variable and any API key. Replies are
 scripted (a FIFO queue, then a default responder), every request is recorded,
-and the server can misbehave on purpose: HTTP errors, stalls, malformed SSE
-and dropped connections.
+and the server can misbehave on purpose: HTTP errors, stalls, malformed SSE,
+dropped connections, raw bodies of any shape, and the safety filter's answers
+(a blocked prompt, a reply withheld).
 
 The server is a stdlib ``ThreadingHTTPServer`` running in a background thread,
 so it never blocks the caller's asyncio event loop and serves concurrent
@@ -158,7 +159,43 @@ class DropReply(_Paced):
     send_headers: bool = True
 
 
-Reply = Union[TextReply, FunctionCallReply, ErrorReply, StallReply, MalformedReply, DropReply]
+@dataclass(frozen=True, kw_only=True)
+class RawReply(_Paced):
+    """Each of ``chunks``, JSON-encoded, as one SSE event, then the end of the
+    stream: bodies a client must survive (``[]``, ``{}``, ``{"candidates": 5}``;
+    no chunks at all is an empty stream). For ``generateContent`` the body is
+    ``chunks[0]`` (``{}`` when there is none)."""
+
+    chunks: Sequence[Any] = ()
+
+
+@dataclass(frozen=True, kw_only=True)
+class BlockedReply:
+    """The prompt is refused by the safety filter: one chunk with
+    ``promptFeedback.blockReason`` and no candidates, as the real API answers
+    (200 OK, streamed or not). ``categories`` are rated HIGH and blocked."""
+
+    reason: str = "SAFETY"
+    message: str | None = None  # promptFeedback.blockReasonMessage
+    categories: Sequence[str] = ("HARM_CATEGORY_DANGEROUS_CONTENT",)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FinishReply(_Paced):
+    """``text_before`` (if any), then a last candidate with ``finish_reason``
+    and no content: how the real API ends a reply its output filter withheld
+    (``SAFETY``, ``PROHIBITED_CONTENT``, …, with the blocked ``categories`` in
+    safetyRatings) or could not produce (``UNEXPECTED_TOOL_CALL``, ``MAX_TOKENS``)."""
+
+    finish_reason: str = "SAFETY"
+    text_before: str = ""
+    categories: Sequence[str] = ("HARM_CATEGORY_DANGEROUS_CONTENT",)
+
+
+Reply = Union[
+    TextReply, FunctionCallReply, ErrorReply, StallReply, MalformedReply, DropReply,
+    RawReply, BlockedReply, FinishReply,
+]
 
 # ``responder(request) -> Reply`` answers when the scripted queue is empty.
 Responder = Callable[["RecordedRequest"], Reply]
@@ -782,14 +819,32 @@ class _Generation:
         # Usage is cumulative per chunk, like the real API (LangChain subtracts).
         return {
             "candidates": [candidate],
-            "usageMetadata": {
-                "promptTokenCount": self.prompt_tokens,
-                "candidatesTokenCount": self.out_tokens,
-                "totalTokenCount": self.prompt_tokens + self.out_tokens,
-            },
+            "usageMetadata": self._usage(),
             "modelVersion": self.rec.model or "unknown",
             "responseId": self.response_id,
         }
+
+    def _usage(self) -> dict[str, int]:
+        return {
+            "promptTokenCount": self.prompt_tokens,
+            "candidatesTokenCount": self.out_tokens,
+            "totalTokenCount": self.prompt_tokens + self.out_tokens,
+        }
+
+    def _blocked_payload(self, r: BlockedReply) -> dict[str, Any]:
+        feedback: dict[str, Any] = {"blockReason": r.reason, "safetyRatings": _ratings(r.categories)}
+        if r.message is not None:
+            feedback["blockReasonMessage"] = r.message
+        return {"promptFeedback": feedback, "usageMetadata": self._usage(),
+                "modelVersion": self.rec.model or "unknown", "responseId": self.response_id}
+
+    def _finish_payload(self, r: FinishReply, text: str = "") -> dict[str, Any]:
+        payload = self._payload([{"text": text}] if text else [], r.finish_reason)
+        candidate = payload["candidates"][0]
+        if not text:
+            del candidate["content"]  # the real API sends no content at all here
+        candidate["safetyRatings"] = _ratings(r.categories)
+        return payload
 
     def _chunk_delay(self) -> float:
         if not self.tokens_per_s:
@@ -876,6 +931,20 @@ class _Generation:
             self._stream_text(r.text_before, None)
             self._event(r.raw)
             self._end_stream()
+        elif isinstance(r, RawReply):
+            for chunk in r.chunks:
+                self._event(json.dumps(chunk))
+            if not r.chunks:
+                self.h._sleep_until(self.rec.arrived_at + self.ttft_s)
+                self._stream_headers()
+            self._end_stream()
+        elif isinstance(r, BlockedReply):
+            self._event(self._blocked_payload(r))
+            self._end_stream()
+        elif isinstance(r, FinishReply):
+            self._stream_text(r.text_before, None)
+            self._event(self._finish_payload(r))
+            self._end_stream()
         elif isinstance(r, DropReply):
             if r.send_headers:
                 self._stream_text(r.text_before, None)
@@ -898,7 +967,7 @@ class _Generation:
             text, finish = r.text, r.finish_reason
         elif isinstance(r, FunctionCallReply):
             text, finish = r.text, r.finish_reason
-        elif isinstance(r, (StallReply, MalformedReply, DropReply)):
+        elif isinstance(r, (StallReply, MalformedReply, DropReply, FinishReply)):
             text = r.text_before
         if text:
             parts.append({"text": text})
@@ -914,6 +983,12 @@ class _Generation:
             return
         if isinstance(r, MalformedReply):
             data = r.raw.encode()
+        elif isinstance(r, RawReply):
+            data = json.dumps(r.chunks[0] if r.chunks else {}).encode()
+        elif isinstance(r, BlockedReply):
+            data = json.dumps(self._blocked_payload(r)).encode()
+        elif isinstance(r, FinishReply):
+            data = json.dumps(self._finish_payload(r, text)).encode()
         else:
             if isinstance(r, StallReply) and r.text_after:
                 parts = [{"text": text + r.text_after}]
@@ -932,6 +1007,10 @@ class _Generation:
             return
         self.rec.completed_at = time.perf_counter()
         h._write(data)
+
+
+def _ratings(categories: Sequence[str]) -> list[dict[str, Any]]:
+    return [{"category": c, "probability": "HIGH", "blocked": True} for c in categories]
 
 
 def _call_part(call: FunctionCall) -> dict[str, Any]:
