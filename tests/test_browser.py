@@ -101,12 +101,12 @@ class TestOpenTabs:
         (result,) = await open_tabs(["data:text/html," + html])
         assert "Rendered late" in (await _tab(result).snapshot()).visible_text
 
-    async def test_404_keeps_the_page_with_a_note(self, site: Site, open_tabs) -> None:
+    async def test_an_error_page_is_reported_not_read_as_content(self, site: Site, open_tabs) -> None:
         (result,) = await open_tabs([site.url("/404")])
         ctx = await ContextBuilder().build([_tab(result)])
         (tc,) = ctx.tabs
-        assert any("404" in n for n in tc.notes)
-        assert "does not exist" in tc.text
+        assert not tc.ok and "HTTP 404" in (tc.error or "") and "Check the address" in (tc.error or "")
+        assert any("HTTP 404" in n for n in tc.notes) and not tc.text
 
     async def test_never_finishing_page_times_out_with_partial_text(self, site: Site, open_tabs) -> None:
         slow, good = await open_tabs([site.url("/slow"), site.url("two_a")], timeout_s=2)

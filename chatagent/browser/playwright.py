@@ -6,6 +6,7 @@ import asyncio
 import logging
 import os
 import secrets
+from collections.abc import Callable
 from typing import Any
 
 from playwright.async_api import (
@@ -14,13 +15,15 @@ from playwright.async_api import (
     Error as PlaywrightError,
     Page,
     Playwright,
+    Response,
     TimeoutError as PlaywrightTimeout,
     async_playwright,
 )
 
-from ..errors import BrowserError, TabError, ToolError
+from ..errors import BrowserError, ChatAgentError, TabError, ToolError
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
+from .localfiles import LocalFiles, is_local
 from .targets import normalize_target
 
 log = logging.getLogger(__name__)
@@ -43,6 +46,10 @@ LAUNCH_ARGS = (
     "--metrics-recording-only",
     "--password-store=basic",
 )
+
+# Playwright switches Chromium's pop-up blocker off; a page looping
+# window.open() then fills memory with windows. Keep the blocker.
+IGNORE_DEFAULT_ARGS = ("--disable-popup-blocking",)
 
 DEFAULT_LOAD_TIMEOUT_S = 15.0
 VIEWPORT = {"width": 1280, "height": 900}
@@ -152,27 +159,100 @@ _SCROLL_TO_TEXT_JS = """
 
 
 class PlaywrightTab(Tab):
-    def __init__(self, tab_id: str, page: Page, notes: list[str] | None = None) -> None:
+    """One page of a `PlaywrightBrowser`.
+
+    `local_files` is what may be shown from `file://`: the files the user
+    named (a tab opened here shows them from loopback, so none; the user's own
+    tabs over CDP, those they had open). `display_url` turns a URL into the one
+    the user named. `status` is the HTTP status of the document first loaded."""
+
+    def __init__(
+        self, tab_id: str, page: Page, notes: list[str] | None = None, *,
+        local_files: frozenset[str] = frozenset(), display_url: Callable[[str], str] = str,
+        status: tuple[int, str] | None = None, close_popups: bool = True,
+    ) -> None:
         self.tab_id = tab_id
         self.page = page
         self._load_notes = list(notes or [])
+        self._once_notes: list[str] = []  # said with the next snapshot only
         self.crashed = False
+        self._reloaded = False  # a tab is reloaded after a crash once, not in a loop
+        self._local_files = frozenset(_strip_fragment(u) for u in local_files)
+        self._display_url = display_url
+        self._status = status
+        self._close_popups = close_popups
         self._stamp_key = "__chatagent_" + secrets.token_hex(8)
         self._last: tuple[str, str, PageSnapshot] | None = None  # (url, stamp, snapshot)
+        self._watch(page)
+
+    def _watch(self, page: Page) -> None:
         page.on("crash", self._on_crash)
+        page.on("response", self._on_response)
 
     def _on_crash(self, _page: Page) -> None:
         self.crashed = True
 
+    def _on_response(self, response: Response) -> None:
+        # The current document's status: a later navigation (in chat) may land on an error page.
+        if response.frame == self.page.main_frame and response.request.is_navigation_request():
+            self._status = (response.status, response.status_text)
+
     def _gone(self) -> str | None:
         """Why this tab cannot be used any more, if it cannot."""
         if self.crashed:
-            return f"Tab {self.tab_id} crashed (its page ran out of memory or hit a browser bug); reload it and ask again."
+            return (
+                f"Tab {self.tab_id} crashed again after it was reloaded (its page runs out of memory or hits "
+                "a browser bug), so it is not reloaded again; open the page anew to read it."
+            )
         if self.page.is_closed():
             return f"Tab {self.tab_id} was closed."
         return None
 
+    def _unnamed_local_file(self) -> str | None:
+        """A local file this tab shows (as the page or in a frame) that the user did not name."""
+        for frame in self.page.frames:
+            if is_local(frame.url) and _strip_fragment(frame.url) not in self._local_files:
+                return frame.url
+        return None
+
+    def _check_readable(self, what: str, error: type[ChatAgentError] = TabError) -> None:
+        """Refuse (with `error`) a page the user did not name or an error page."""
+        if unnamed := self._unnamed_local_file():
+            raise error(
+                f"Tab {self.tab_id} shows a local file you did not name ({unnamed}); {what} refused. "
+                "chatagent reads only the local files given on its command line."
+            )
+        if self._status and self._status[0] >= 400:
+            code, text = self._status
+            raise error(
+                f"Tab {self.tab_id} is an error page: the server answered HTTP {code} {text}".rstrip()
+                + f" for {self._display_url(self.page.url)}. Check the address."
+            )
+
+    async def _reload_after_crash(self) -> None:
+        """A crashed renderer is gone for good: open the same URL in a new page, once."""
+        self._reloaded = True
+        url, old = self.page.url, self.page
+        page = await old.context.new_page()
+        if self._close_popups:
+            _refuse_popups(page)
+        await _close_quietly(old)
+        self.page, self.crashed, self._last = page, False, None
+        self._watch(page)
+        self._status = None
+        try:
+            response = await page.goto(url, wait_until="load", timeout=DEFAULT_LOAD_TIMEOUT_S * 1000)
+        except PlaywrightTimeout:
+            response = None
+        except PlaywrightError as exc:
+            raise TabError(f"Tab {self.tab_id} crashed, and reloading it failed: {_short(exc)}") from exc
+        if response is not None:
+            self._status = (response.status, response.status_text)
+        self._once_notes.append(f"Tab {self.tab_id} had crashed; reloaded it.")
+
     async def snapshot(self) -> PageSnapshot:
+        if self.crashed and not self._reloaded and not self.page.is_closed():
+            await self._reload_after_crash()
         if gone := self._gone():
             raise TabError(gone)
         try:
@@ -181,31 +261,36 @@ class PlaywrightTab(Tab):
                 data: dict[str, Any] = await self.page.evaluate(
                     _SNAPSHOT_JS, [self._stamp_key, self._last[1] if self._last else None, secrets.token_hex(8)]
                 )
-                url = self.page.url
+                url = self._display_url(self.page.url)
                 if data.get("same") and not (self._last and self._last[0] == url):
                     # Same DOM, new URL (history.pushState): a snapshot must carry the URL it is of.
                     data = await self.page.evaluate(_SNAPSHOT_JS, [self._stamp_key, None, secrets.token_hex(8)])
         except TimeoutError:
             raise TabError(
-                f"Tab {self.tab_id} ({self.page.url}) is not responding: its page has been busy "
+                f"Tab {self.tab_id} ({self._display_url(self.page.url)}) is not responding: its page has been busy "
                 f"for over {SNAPSHOT_TIMEOUT_S:g} s."
             ) from None
         except PlaywrightError as exc:
-            raise TabError(self._gone() or f"Tab {self.tab_id} ({self.page.url}) could not be read: {_short(exc)}") from exc
+            raise TabError(self._gone() or f"Tab {self.tab_id} ({self._display_url(self.page.url)}) could not be read: {_short(exc)}") from exc
+        # After the read, not before: the page may have navigated meanwhile.
+        self._check_readable("reading it is")
+        notes = [*self._load_notes, *self._once_notes]
+        self._once_notes.clear()
         if data.get("same") and self._last:
-            return self._last[2].model_copy(update={"notes": list(self._load_notes)})
+            return self._last[2].model_copy(update={"notes": notes})
         snap = PageSnapshot(
             tab_id=self.tab_id,
             url=url,
             title=data.get("title") or "",
             html=data.get("html") or "",
             visible_text=data.get("text") or "",
-            notes=list(self._load_notes),
+            notes=notes,
         )
         self._last = (url, data.get("stamp") or "", snap)
         return snap
 
     async def screenshot(self) -> bytes:
+        self._check_readable("a screenshot is", ToolError)
         try:
             return await self.page.screenshot(type="png", timeout=10_000)
         except PlaywrightError as exc:
@@ -238,6 +323,7 @@ class PlaywrightTab(Tab):
             data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS)
         except PlaywrightError as exc:
             raise ToolError(self._gone() or f"Scrolling tab {self.tab_id} failed: {_short(exc)}") from exc
+        self._check_readable("scrolling it is", ToolError)
         result = ScrollResult(**data)
         result.at_bottom = result.scroll_y + result.viewport_height >= result.page_height - 2
         return result
@@ -267,6 +353,7 @@ class PlaywrightBrowser(Browser):
         self.context = context
         self._owned = owned
         self._next_id = 1
+        self._files = LocalFiles()
 
     @classmethod
     async def launch(
@@ -283,6 +370,7 @@ class PlaywrightBrowser(Browser):
                 executable_path=exe,
                 headless=headless,
                 args=[*LAUNCH_ARGS, *(extra_args or [])],
+                ignore_default_args=list(IGNORE_DEFAULT_ARGS),
                 # Chromium refuses its sandbox as root; elsewhere keep it.
                 chromium_sandbox=_not_root(),
                 # Ctrl-C in `chatagent chat` stops one answer: the browser must
@@ -316,8 +404,15 @@ class PlaywrightBrowser(Browser):
         return tab_id
 
     def existing_tabs(self) -> list[Tab]:
-        """The pages already open (useful over CDP: the user's own tabs)."""
-        return [PlaywrightTab(self._new_id(), p) for p in self.context.pages if not p.url.startswith("chrome")]
+        """The pages already open (useful over CDP: the user's own tabs). A
+        local file one of them shows now counts as named; nothing it goes to later does."""
+        return [
+            PlaywrightTab(
+                self._new_id(), p, local_files=frozenset({p.url}) if is_local(p.url) else frozenset(),
+                close_popups=False,  # the user's own browser: their pop-ups are theirs
+            )
+            for p in self.context.pages if not p.url.startswith("chrome")
+        ]
 
     async def open_tabs(
         self, targets: list[str], *, timeout_s: float | None = None
@@ -332,13 +427,16 @@ class PlaywrightBrowser(Browser):
     async def _open(self, tab_id: str, target: str, timeout_s: float) -> Tab | TabFailure:
         try:
             url = normalize_target(target)
+            # Never file:// in the browser: a local page could then show any other local file.
+            address = self._files.serve(url) if is_local(url) else url
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
         page = await self.context.new_page()
+        _refuse_popups(page)  # before it loads: a page can open windows from its first script
         notes: list[str] = []
         loaded = True
         try:
-            response = await page.goto(url, wait_until="load", timeout=timeout_s * 1000)
+            response = await page.goto(address, wait_until="load", timeout=timeout_s * 1000)
         except PlaywrightTimeout:
             # Slow or never-ending page: keep what has rendered so far.
             notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
@@ -360,11 +458,10 @@ class PlaywrightBrowser(Browser):
                     tab_id=tab_id, url=url, code="not_html",
                     message=f"{url} is {ctype}, not a web page; chatagent reads HTML and text pages.",
                 )
-            if response.status >= 400:
-                notes.append(f"The server answered HTTP {response.status} {response.status_text}.".replace(" .", "."))
         if loaded:  # data: and about: URLs have no response but may still render late
             await _settle_after_load(page, timeout_s)
-        return PlaywrightTab(tab_id, page, notes)
+        status = (response.status, response.status_text) if response is not None else None
+        return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status)
 
     async def close(self) -> None:
         try:
@@ -377,6 +474,7 @@ class PlaywrightBrowser(Browser):
         except PlaywrightError:
             pass
         finally:
+            self._files.close()
             await self._pw.stop()
 
 
@@ -428,6 +526,16 @@ def _describe_net_error(msg: str) -> str:
         name = msg.split("net::", 1)[1].split()[0]
         return f"could not load the page ({name})."
     return msg
+
+
+def _strip_fragment(url: str) -> str:
+    return url.split("#", 1)[0]
+
+
+def _refuse_popups(page: Page) -> None:
+    """Chromium's pop-up blocker stops most pop-ups; one that gets through
+    (opened while the page loads, say) is closed at once."""
+    page.on("popup", _close_quietly)
 
 
 def _not_root() -> bool:

@@ -1,0 +1,123 @@
+"""Local files the user named, served to the browser from 127.0.0.1, and nothing else.
+
+A page opened as `file://` may navigate to, frame or embed any other local file
+(`location.href = "file:///etc/passwd"`), and what it shows would then reach the
+model. A page served over http cannot: Chromium refuses every `file://` load
+from a non-file origin. So chatagent never opens a `file://` URL in the
+browser it launches. Each file the user names is served at its own
+unguessable path on a loopback port; every other path answers 404, so a named
+page cannot fetch its neighbours (images or style sheets beside it included)
+either. URLs are shown to the user and the model as the `file://` URLs named.
+"""
+
+from __future__ import annotations
+
+import logging
+import mimetypes
+import secrets
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from urllib.parse import quote, unquote, urlsplit, urlunsplit
+from urllib.request import url2pathname
+
+from ..errors import TabError
+
+log = logging.getLogger(__name__)
+
+FILE_SCHEME = "file:"
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    files: dict[str, Path]  # served path -> the named file
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        self._serve(body=True)
+
+    def do_HEAD(self) -> None:  # noqa: N802
+        self._serve(body=False)
+
+    def _serve(self, *, body: bool) -> None:
+        path = self.server.files.get(urlsplit(self.path).path)
+        try:
+            data = path.read_bytes() if path is not None else None
+        except OSError as exc:
+            log.info("could not read %s: %s", path, exc)
+            data = None
+        if data is None or path is None:
+            self.send_error(HTTPStatus.NOT_FOUND, "Not a file the user named")
+            return
+        ctype = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", ctype)
+        self.send_header("Content-Length", str(len(data)))
+        self.send_header("Cache-Control", "no-store")  # a re-read sees the file as it is now
+        self.end_headers()
+        if body:
+            self.wfile.write(data)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+        log.debug("local file server: " + format, *args)
+
+
+class LocalFiles:
+    """Serves exactly the files registered with `serve()`; started on first use."""
+
+    def __init__(self) -> None:
+        self._server: _Server | None = None
+        self._prefix = ""
+        self._to_file: dict[str, str] = {}  # served path -> file URL, for display
+        self._lock = threading.Lock()
+
+    def serve(self, file_url: str) -> str:
+        """The http URL the browser opens for the named `file://` URL."""
+        parts = urlsplit(file_url)
+        path = Path(url2pathname(unquote(parts.path)))
+        if not path.is_file():
+            raise TabError(f"No such file: {path}." if not path.exists() else f"{path} is not a file.")
+        server = self._start()
+        with self._lock:
+            served = f"/{self._prefix}/{len(server.files) + 1}/{quote(path.name)}"
+            server.files[served] = path
+            self._to_file[served] = urlunsplit(parts._replace(query="", fragment=""))
+        host, port = server.server_address[:2]
+        return urlunsplit(("http", f"{host}:{port}", served, parts.query, parts.fragment))
+
+    def display_url(self, url: str) -> str:
+        """`url` as the user named it: a served file's `file://` URL (with the
+        page's own query and fragment), any other URL unchanged."""
+        if self._server is None:
+            return url
+        parts = urlsplit(url)
+        host, port = self._server.server_address[:2]
+        named = self._to_file.get(parts.path) if parts.netloc == f"{host}:{port}" else None
+        if named is None:
+            return url
+        return urlunsplit(urlsplit(named)._replace(query=parts.query, fragment=parts.fragment))
+
+    def _start(self) -> _Server:
+        with self._lock:
+            if self._server is None:
+                server = _Server(("127.0.0.1", 0), _Handler)
+                server.files = {}
+                self._prefix = secrets.token_urlsafe(18)
+                threading.Thread(target=server.serve_forever, name="chatagent-local-files", daemon=True).start()
+                self._server = server
+            return self._server
+
+    def close(self) -> None:
+        with self._lock:
+            server, self._server = self._server, None
+        if server is not None:
+            server.shutdown()
+            server.server_close()
+
+
+def is_local(url: str) -> bool:
+    return url[:5].lower() == FILE_SCHEME
