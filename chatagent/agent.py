@@ -21,11 +21,12 @@ from .context import ContextBuilder, PageContext
 from .errors import ChatAgentError, ContextOverflowError, ModelError
 from .escalation import EscalationGate, looks_unanswerable
 from .events import (
-    Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, Timings, Token, ToolCall, ToolResult, Usage,
+    Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, StopReason, Timings, Token, ToolCall, ToolResult,
+    Usage,
 )
-from .history import History
+from .history import History, message_tokens
 from .models import key_setting, model_identity
-from .prompts import build_messages, render_browser_state
+from .prompts import browser_state_message, build_messages, screenshot_message, tool_result_text, without_image
 from .retry import RetryPolicy, stream_reply
 from .tools import ToolRunner, tool_specs
 
@@ -34,6 +35,12 @@ MAX_TOOL_CALLS = 24  # per question: a page cannot drive the agent into a loop
 MAX_QUESTION_CHARS = 8000  # as the bridge protocol allows
 DEFAULT_DEADLINE_S = 180.0  # every question ends by then, with `done` or `error`
 MIN_OVERFLOW_BUDGET = 250  # tokens per tab: below this, shrinking cannot help
+# A question's input tokens, all model calls together, stay within this many
+# times its pass-1 request: pass 2 resends the growing conversation every turn.
+INPUT_BUDGET_FACTOR = 8.0
+# ...but never below this: a small page's request is mostly fixed overhead
+# (instructions, tool schemas), and three scrolls would use up 8 times it.
+MIN_INPUT_BUDGET = 10_000
 _CITE = re.compile(r"\[Tab (\d+)\]")
 
 Emit = Callable[[Event], None]
@@ -47,6 +54,12 @@ class _Run:
         self.first_token_ms: float | None = None
         self.usage = Usage()
         self.tool_calls = 0
+        self.sent_tokens = 0  # our estimate of the input tokens sent so far
+        self.input_budget = 0  # set from the pass-1 request
+
+    def spent(self) -> int:
+        """Input tokens so far: the provider's count, or our estimate where that is higher."""
+        return max(self.sent_tokens, self.usage.input_tokens)
 
     def ms(self) -> float:
         return (time.perf_counter() - self.t0) * 1000
@@ -80,6 +93,7 @@ class ChatAgent:
         cache: AnswerCache | None = None,
         retry: RetryPolicy | None = None,
         deadline_s: float | None = DEFAULT_DEADLINE_S,
+        input_budget_factor: float = INPUT_BUDGET_FACTOR,
     ) -> None:
         self.model = model
         self.tabs = list(tabs)
@@ -90,6 +104,7 @@ class ChatAgent:
         self.cache = cache
         self.retry = retry or RetryPolicy()
         self.deadline_s = deadline_s
+        self.input_budget_factor = input_budget_factor
         self._model_id = model_identity(model)
         # The model and the user know tabs as 1..N in the order given, whatever
         # ids the backend uses (the extension's tab ids, say).
@@ -229,7 +244,11 @@ class ChatAgent:
         gate = EscalationGate()
         parts: list[str] = []
         history = self.history.messages(tools=False, budget_tokens=history_tokens)
-        stream = self._stream(self.model, build_messages(ctx, question, history), emit, tools_bound=False)
+        messages = build_messages(ctx, question, history, fence=self.history.fence)
+        prompt_tokens = _request_tokens(messages)
+        run.sent_tokens += prompt_tokens
+        run.input_budget = max(int(self.input_budget_factor * prompt_tokens), MIN_INPUT_BUDGET)
+        stream = self._stream(self.model, messages, emit, tools_bound=False)
         try:
             async for chunk in stream:
                 run.add_usage(chunk)
@@ -244,12 +263,20 @@ class ChatAgent:
     async def _pass2(
         self, ctx: PageContext, question: str, emit: Emit, run: _Run, history_tokens: int | None,
     ) -> Done:
-        self._runner.question = question
+        self._runner.start(question, ctx)
         model = self.model.bind_tools(tool_specs())
         history = self.history.messages(tools=True, budget_tokens=history_tokens)
-        messages = build_messages(ctx, question, history, tools=True)
+        messages = build_messages(ctx, question, history, fence=self.history.fence, tools=True)
         turn_start = len(messages) - 1  # this question's messages: kept in the history afterwards
         for _ in range(self.max_turns):
+            need = _request_tokens(messages)
+            if run.spent() + need > run.input_budget:
+                stop = AIMessage(
+                    f"I stopped looking: another step would take this question past its input-token budget "
+                    f"of {run.input_budget:,} tokens. Ask a more specific question, or allow more with --input-budget."
+                )
+                return self._finish([*messages[turn_start:], stop], 2, ctx, emit, run, stop_reason="input_budget")
+            run.sent_tokens += need
             parts: list[str] = []
             reply: AIMessageChunk | None = None
             async for chunk in self._stream(model, messages, emit, tools_bound=True):
@@ -268,28 +295,29 @@ class ChatAgent:
         return self._finish([*messages[turn_start:], stop], 2, ctx, emit, run, stop_reason="max_turns")
 
     async def _run_tools(self, ai: AIMessage, messages: list[BaseMessage], emit: Emit, run: _Run) -> None:
+        fence = self.history.fence
         extra: list[BaseMessage] = []  # images and fresh page text go after all tool results
         for call in ai.tool_calls:  # strictly in order, one at a time
             call_id = call["id"] or f"call_{run.tool_calls}"
             emit(ToolCall(id=call_id, name=call["name"], args=call["args"]))
             if run.tool_calls >= self.max_tool_calls:
-                text = f"Error: the tool budget for this question ({self.max_tool_calls} calls) is used up. Answer with what you have."
+                text = f"The tool budget for this question ({self.max_tool_calls} calls) is used up. Answer with what you have."
                 emit(ToolResult(id=call_id, name=call["name"], text="tool budget used up", ok=False))
-                messages.append(ToolMessage(text, tool_call_id=call_id, name=call["name"]))
+                messages.append(ToolMessage(text, tool_call_id=call_id, name=call["name"], status="error"))
                 continue
             run.tool_calls += 1
             outcome = await self._runner.run(call["name"], call["args"])
             emit(ToolResult(id=call_id, name=call["name"], text=outcome.summary, ok=outcome.ok))
-            messages.append(ToolMessage(outcome.text, tool_call_id=call_id, name=call["name"]))
+            # Tool results carry page text (and errors quoting URLs): fenced as untrusted.
+            messages.append(ToolMessage(
+                tool_result_text(outcome.text, fence), tool_call_id=call_id, name=call["name"],
+                status="success" if outcome.ok else "error",
+            ))
             if outcome.png_base64:
-                tab_id = str(call["args"].get("tab_id", ""))
-                emit(Screenshot(tab_id=tab_id, png_base64=outcome.png_base64))
-                extra.append(HumanMessage(content=[
-                    {"type": "text", "text": f"<browser_state>\nScreenshot of tab {tab_id}:"},
-                    {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{outcome.png_base64}"}},
-                ]))
+                emit(Screenshot(tab_id=outcome.tab_id, png_base64=outcome.png_base64))
+                extra.append(screenshot_message(outcome.tab_id, outcome.png_base64, fence))
             if outcome.fresh:
-                extra.append(HumanMessage(render_browser_state(outcome.fresh)))
+                extra.append(browser_state_message(outcome.fresh, fence))
         messages.extend(extra)
 
     def _emit_text(self, text: str, parts: list[str], emit: Emit, run: _Run) -> None:
@@ -302,7 +330,7 @@ class ChatAgent:
 
     def _finish(
         self, turn: list[BaseMessage], pass_: int, ctx: PageContext, emit: Emit, run: _Run,
-        stop_reason: str = "answered",
+        stop_reason: StopReason = "answered",
     ) -> Done:
         """End the question: the turn joins the history; `done` goes out."""
         answer = str(turn[-1].text).strip()
@@ -331,8 +359,11 @@ def _citations(answer: str, ctx: PageContext) -> list[Citation]:
     return [Citation(tab_id=t.tab_id, url=t.url, title=t.title) for t in ctx.tabs if t.tab_id in cited]
 
 
+def _request_tokens(messages: list[BaseMessage]) -> int:
+    return sum(message_tokens(m) for m in messages)
+
+
 def _forget_images(messages: list[BaseMessage]) -> None:
     for i, m in enumerate(messages):
         if isinstance(m, HumanMessage) and isinstance(m.content, list):
-            text = " ".join(b.get("text", "") for b in m.content if isinstance(b, dict) and b.get("type") == "text")
-            messages[i] = HumanMessage(f"{text} [image shown to you earlier, omitted]")
+            messages[i] = without_image(m)

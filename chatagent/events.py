@@ -75,6 +75,11 @@ class Timings(BaseModel):
     budget_ms: float = 0.0
 
 
+# answered: the model gave its answer; max_turns: pass 2 ran out of model turns;
+# input_budget: another pass-2 turn would have sent more input tokens than allowed.
+StopReason = Literal["answered", "max_turns", "input_budget"]
+
+
 class Done(_Event):
     type: Literal["done"] = "done"
     answer: str
@@ -84,7 +89,7 @@ class Done(_Event):
     timings: Timings = Field(default_factory=Timings)
     tool_calls: int = 0
     cached: bool = False
-    stop_reason: str = "answered"  # "answered" | "max_turns" | "tool_budget"
+    stop_reason: StopReason = "answered"
 
 
 class ErrorEvent(_Event):

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from .prompts import Fence, reshape_fenced, without_image
 from .tokens import count_tokens, truncate_to_tokens
 
 DEFAULT_HISTORY_BUDGET = 4000  # tokens of earlier turns sent with each question
@@ -49,12 +50,15 @@ class History:
         # Tab label -> (url, content hash) at the last question: a later question
         # can tell that a tab navigated or changed in between.
         self.pages: dict[str, tuple[str, str]] = {}
+        # The conversation's untrusted-data markers: its earlier tool results
+        # keep them, so every request of the conversation names the same code.
+        self.fence = Fence()
 
     def add(self, messages: Sequence[BaseMessage]) -> None:
         """Record one finished turn: the question first, the answer last."""
         question, *rest = messages
         kept = (question, *(_compact(m) for m in rest))
-        self.turns.append(Turn(kept, sum(_tokens(m) for m in kept)))
+        self.turns.append(Turn(kept, sum(message_tokens(m) for m in kept)))
         self._prune(self.budget_tokens)
 
     def clear(self) -> None:
@@ -151,11 +155,11 @@ def _compact(message: BaseMessage) -> BaseMessage:
     """Tool results and page state shown during a turn are kept short: the
     current page context is sent with every question anyway."""
     if isinstance(message, ToolMessage):
-        return message.model_copy(update={"content": _shorten(_text(message))})
+        return message.model_copy(update={"content": reshape_fenced(_text(message), _shorten)})
     if isinstance(message, HumanMessage):
         if isinstance(message.content, list):  # a screenshot
-            return HumanMessage(f"{_text(message)} [image shown to you earlier, omitted]")
-        return HumanMessage(_shorten(message.content))
+            return without_image(message)
+        return HumanMessage(reshape_fenced(message.content, _shorten))
     return message
 
 
@@ -173,8 +177,16 @@ def _text(message: BaseMessage) -> str:
     )
 
 
-def _tokens(message: BaseMessage) -> int:
-    n = count_tokens(_text(message)) + 4  # role and framing
+IMAGE_TOKENS = 258  # what one screenshot costs in a request (Gemini's fixed price per image)
+
+
+def message_tokens(message: BaseMessage) -> int:
+    """An estimate of what `message` costs in a request."""
+    text = _text(message)
+    # A tool result travels as a JSON string: its newlines and quotes escaped.
+    n = count_tokens(json.dumps(text) if isinstance(message, ToolMessage) else text) + 4  # role and framing
+    if isinstance(message.content, list):
+        n += IMAGE_TOKENS * sum(1 for b in message.content if isinstance(b, dict) and b.get("type") == "image_url")
     if isinstance(message, AIMessage):
         n += sum(count_tokens(c["name"] + json.dumps(c["args"])) for c in message.tool_calls)
     return n

@@ -13,21 +13,24 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
-from .browser.base import Tab
-from .context import ContextBuilder, TabContext
+from .browser.base import ScrollResult, Tab
+from .context import ContextBuilder, PageContext, TabContext
 from .errors import ChatAgentError, ToolError
+
+
+_TAB_ID = "The tab number, e.g. '1'; may be left out when one tab is open."
 
 
 class screenshot_tool(BaseModel):  # noqa: N801 - the name the model sees
     """Take a screenshot of a tab's visible viewport and look at it. Use for images, charts, canvases, colours and layout."""
 
-    tab_id: str = Field(description="The tab number, e.g. '1'.")
+    tab_id: str | None = Field(default=None, description=_TAB_ID)
 
 
 class scroll_tool(BaseModel):  # noqa: N801
     """Scroll a tab and return the text that is then visible. Use to reach content further down the page, including content that loads only when scrolled to."""
 
-    tab_id: str = Field(description="The tab number, e.g. '1'.")
+    tab_id: str | None = Field(default=None, description=_TAB_ID)
     direction: Literal["down", "up", "top", "bottom"] = Field(
         default="down", description="Scroll by one screen down or up, or jump to the top or bottom."
     )
@@ -37,7 +40,7 @@ class scroll_tool(BaseModel):  # noqa: N801
 class refresh_browser_state_tool(BaseModel):  # noqa: N801
     """Re-read a tab's current content, e.g. when the page may have changed since it was first read."""
 
-    tab_id: str = Field(description="The tab number, e.g. '1'.")
+    tab_id: str | None = Field(default=None, description=_TAB_ID)
 
 
 TOOL_SCHEMAS: tuple[type[BaseModel], ...] = (screenshot_tool, scroll_tool, refresh_browser_state_tool)
@@ -49,6 +52,7 @@ class ToolOutcome(BaseModel):
 
     name: str
     ok: bool
+    tab_id: str = ""  # the tab's label, when the call named one that exists
     text: str  # the tool result the model reads
     summary: str  # a short line for the user
     png: bytes | None = None
@@ -71,33 +75,44 @@ class ToolRunner:
         self.question = question
         # Shared by every run on these tabs: a second ask cannot interleave either.
         self.lock = asyncio.Lock()
+        self._bottom: dict[str, ScrollResult] = {}  # label -> the scroll that reached the bottom
+        self._seen: dict[str, str] = {}  # label -> content hash of the text the model has
+
+    def start(self, question: str, context: PageContext) -> None:
+        """A new question's pass 2: its model has seen `context`, and no scrolls."""
+        self.question = question
+        self._bottom.clear()
+        self._seen = {t.tab_id: t.content_hash for t in context.tabs if t.ok}
 
     async def run(self, name: str, args: dict[str, Any]) -> ToolOutcome:
         if name not in TOOL_NAMES:
             msg = f"Tool {name!r} does not exist. The only tools are: {', '.join(sorted(TOOL_NAMES))}."
-            return ToolOutcome(name=name, ok=False, text=f"Error: {msg}", summary=f"refused unknown tool {name}")
+            return ToolOutcome(name=name, ok=False, text=msg, summary=f"refused unknown tool {name}")
         schema = next(t for t in TOOL_SCHEMAS if t.__name__ == name)
         try:
             parsed = schema.model_validate(args or {})
         except ValidationError as exc:
             problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors())
-            return ToolOutcome(name=name, ok=False, text=f"Error: bad arguments for {name}: {problems}", summary="bad arguments")
-        tab_id = str(getattr(parsed, "tab_id", "")).strip().removeprefix("Tab ").strip()
+            return ToolOutcome(name=name, ok=False, text=f"Bad arguments for {name}: {problems}", summary="bad arguments")
+        valid = ", ".join(sorted(self.tabs)) or "none"
+        given = str(getattr(parsed, "tab_id", None) or "").strip().removeprefix("Tab ").strip()
+        if not given and len(self.tabs) != 1:
+            return ToolOutcome(name=name, ok=False, text=f"Say which tab: tab_id is one of {valid}.", summary="no tab named")
+        tab_id = given or next(iter(self.tabs))
         tab = self.tabs.get(tab_id)
         if tab is None:
-            valid = ", ".join(sorted(self.tabs)) or "none"
-            return ToolOutcome(name=name, ok=False, text=f"Error: there is no tab {tab_id!r}. Open tabs: {valid}.", summary=f"no tab {tab_id}")
+            return ToolOutcome(name=name, ok=False, text=f"There is no tab {tab_id!r}. Open tabs: {valid}.", summary=f"no tab {tab_id}")
         async with self.lock:
             try:
                 return await getattr(self, f"_{name}")(tab_id, tab, parsed)
             except ChatAgentError as exc:
                 # The model gets the error and can try something else.
-                return ToolOutcome(name=name, ok=False, text=f"Error: {exc.message}", summary=exc.message)
+                return ToolOutcome(name=name, ok=False, tab_id=tab_id, text=exc.message, summary=exc.message)
 
     async def _screenshot_tool(self, label: str, tab: Tab, args: screenshot_tool) -> ToolOutcome:
         png = await tab.screenshot()
         return ToolOutcome(
-            name="screenshot_tool", ok=True, png=png,
+            name="screenshot_tool", ok=True, png=png, tab_id=label,
             text=f"Screenshot of tab {label} taken; the image follows.",
             summary=f"screenshot of tab {label}",
         )
@@ -105,8 +120,20 @@ class ToolRunner:
     async def _scroll_tool(self, label: str, tab: Tab, args: scroll_tool) -> ToolOutcome:
         result = await tab.scroll(args.direction, args.to_text)
         how = f"to {args.to_text!r}" if args.to_text else args.direction
+        before = self._bottom.pop(label, None)
+        if result.at_bottom:
+            self._bottom[label] = result
+            if before is not None and args.direction in ("down", "bottom") and not args.to_text \
+                    and result.page_height <= before.page_height:
+                # Scrolling on at the bottom only repeats text the model has: say so, briefly.
+                return ToolOutcome(
+                    name="scroll_tool", ok=False, tab_id=label,
+                    text=f"Tab {label} is already at the bottom of the page and nothing more loaded; "
+                    "there is nothing further down. Answer with what you have.",
+                    summary=f"tab {label} is already at the bottom",
+                )
         return ToolOutcome(
-            name="scroll_tool", ok=True, text=f"Tab {label} scrolled {how}. {result.describe()}",
+            name="scroll_tool", ok=True, tab_id=label, text=f"Tab {label} scrolled {how}. {result.describe()}",
             summary=f"scrolled tab {label} {how}" + (" (bottom)" if result.at_bottom else ""),
         )
 
@@ -115,8 +142,16 @@ class ToolRunner:
         fresh = ctx.tabs[0].model_copy(update={"tab_id": label})
         if not fresh.ok:
             raise ToolError(fresh.error or f"Tab {label} could not be read.")
+        if self._seen.get(label) == fresh.content_hash:
+            # Sending the same text again would only cost tokens.
+            return ToolOutcome(
+                name="refresh_browser_state_tool", ok=True, tab_id=label,
+                text=f"Tab {label} has not changed since it was read: its text is the one you already have.",
+                summary=f"tab {label} unchanged",
+            )
+        self._seen[label] = fresh.content_hash
         return ToolOutcome(
-            name="refresh_browser_state_tool", ok=True, fresh=fresh,
+            name="refresh_browser_state_tool", ok=True, fresh=fresh, tab_id=label,
             text=f"Tab {label} re-read ({fresh.url}, {fresh.tokens} tokens); its fresh text follows.",
             summary=f"re-read tab {label}",
         )

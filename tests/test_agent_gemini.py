@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from typing import Any
 
 import pytest
 
@@ -34,9 +35,9 @@ NEED = f"{ESCALATION_MARKER} the answer is not in the page text"
 
 
 
-def agent_for(gemini: GeminiServer, tabs: list) -> ChatAgent:
+def agent_for(gemini: GeminiServer, tabs: list, **options: Any) -> ChatAgent:
     model = get_chat_model("gemini-2.5-flash", api_key="test", base_url=gemini.url)
-    return ChatAgent(model, tabs)
+    return ChatAgent(model, tabs, **options)
 
 
 async def ask(agent: ChatAgent, question: str) -> list[Event]:
@@ -59,7 +60,7 @@ async def test_pass_1_streams_with_no_tools_and_carries_the_page_text(gemini: Ge
     [req] = gemini.requests
     assert req.action == "streamGenerateContent"
     assert req.tool_names() == [] and not req.tools
-    assert "$1,349.00" in req.text() and "<page_context>" in req.text()
+    assert "$1,349.00" in req.text() and "<page_context-" in req.text()
     assert "untrusted" in req.system_text()
     assert done.usage.input_tokens > 0
 
@@ -164,7 +165,9 @@ async def test_max_turns_ends_with_a_clear_done(site: Site, open_tabs) -> None:
         return call("scroll_tool", tab_id="1", direction="down") if request.tool_names() else TextReply(text=NEED)
 
     with GeminiServer(responder=respond, ttft_s=0.0, tokens_per_s=None) as gemini:
-        events = await ask(agent_for(gemini, await open_tabs([site.url("article")])), "What is on the last line?")
+        # The input-token budget would stop it sooner (tests/test_untrusted_pages.py): lifted here.
+        agent = agent_for(gemini, await open_tabs([site.url("article")]), input_budget_factor=1000)
+        events = await ask(agent, "What is on the last line?")
     done = events[-1]
     assert isinstance(done, Done)
     assert done.stop_reason == "max_turns" and str(MAX_TURNS) in done.answer

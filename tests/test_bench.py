@@ -69,8 +69,12 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert result["wtq"]["pages"] == 2 and result["wtq"]["questions"] > 0
     assert result["hotpot"]["questions"] == 2 and result["hotpot"]["tabs_median"] >= 2
     p = result["pass1"]
-    assert {r["needs"] for r in p["questions_detail"]} == {"text", "scroll", "screenshot"}
+    assert {r["needs"] for r in p["questions_detail"]} == {"text", "scroll", "screenshot", "cost"}
     assert all(r["error"] is None for r in p["questions_detail"])
+    # A question no page answers stops at a bound; pass-2 input tokens are reported.
+    assert all(q["stop_reason"] in ("input_budget", "max_turns", "answered") for q in p["cost_questions"])
+    t = s["pass2_input_tokens"]
+    assert t["n"] >= 1 and 0 < t["median"] <= t["p90"] <= t["max"]
     goals = s["goals"]
     assert {"overhead_warm_1tab", "overhead_cold_1tab", "overhead_cold_10tab", "tokens_vs_full_text",
             "recall_vs_full_text"} <= set(goals)
@@ -79,6 +83,7 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     report = (out / "report.md").read_text(encoding="utf-8")
     for heading in ("## Goals", "## Latency", "## Token cost", "## Extraction quality", "## Multi-tab", "## Pass-1 rate"):
         assert heading in report
+    assert "Input tokens per pass-2 question" in report
     for png in ("ttft.png", "overhead.png", "tokens_recall.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({png})" in report

@@ -30,6 +30,7 @@ from ..browser.base import Tab
 from ..browser.playwright import PlaywrightBrowser
 from ..events import Done, ErrorEvent, ToolCall
 from .data import sample
+from .latency import stats
 from .scoring import answer_in_context
 from .server import PageServer
 
@@ -69,6 +70,16 @@ QUESTIONS: tuple[Question, ...] = (
 
 
 KINDS = ("text", "scroll", "screenshot")
+
+# Questions no page answers, over long pages and many tabs: pass 2 searches
+# until a bound stops it. They measure what a vague question can cost (the
+# input-token budget, MAX_TURNS, the tool budget) and count in no rate.
+COST_QUESTIONS: tuple[Question, ...] = (
+    Question(("long.html",), "What did the harbour master have for breakfast?", (), "cost"),
+    Question(("huge_dom.html",), "What did the harbour master have for breakfast?", (), "cost"),
+    Question(("article.html", "product.html", "table.html", "listing.html", "long.html", "lazy.html",
+              "two_a.html", "two_b.html"), "What did the harbour master have for breakfast?", (), "cost"),
+)
 
 
 def question_set(limit: int | None = None) -> list[Question]:
@@ -112,12 +123,13 @@ async def ask_one(q: Question, model: BaseChatModel, browser: PlaywrightBrowser,
         "error": f"{last.code}: {last.message}" if isinstance(last, ErrorEvent) else None,
         "tools": [e.name for e in events if isinstance(e, ToolCall)],
         "tool_calls": done.tool_calls if done else 0,
+        "stop_reason": done.stop_reason if done else None,
         "model_calls": counter.calls,
         "input_tokens": done.usage.input_tokens if done else 0,
         "output_tokens": done.usage.output_tokens if done else 0,
         "total_ms": total_ms,
         "first_token_ms": done.timings.first_token_ms if done else None,
-        "correct": done is not None and answer_in_context(list(q.expected), answer),
+        "correct": done is not None and bool(q.expected) and answer_in_context(list(q.expected), answer),
         "answer": answer,
     }
 
@@ -139,7 +151,7 @@ def _kind(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def summarise_pass1(rows: list[dict[str, Any]], model: str) -> dict[str, Any]:
+def summarise_pass1(rows: list[dict[str, Any]], model: str, cost_rows: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     text = [r for r in rows if r["needs"] == "text"]
     needs_browser = [r for r in rows if r["needs"] != "text"]
     p1 = [r for r in rows if r["pass"] == 1]
@@ -166,8 +178,19 @@ def summarise_pass1(rows: list[dict[str, Any]], model: str) -> dict[str, Any]:
             if p1 and p2 and by_pass["pass 1"]["input_tokens_median"] else None,
             "total_ms_median": by_pass["pass 2"]["total_ms_median"],
         },
-        "questions_detail": rows,
+        # Input tokens of every question that went to pass 2, the unanswerable ones included.
+        "pass2_input_tokens": _spread([r["input_tokens"] for r in [*p2, *cost_rows] if r["pass"] == 2]),
+        "cost_questions": [
+            {k: r[k] for k in ("question", "pages", "input_tokens", "tool_calls", "model_calls", "stop_reason")}
+            for r in cost_rows
+        ],
+        "questions_detail": [*rows, *cost_rows],
     }
+
+
+def _spread(xs: list[int]) -> dict[str, float]:
+    s = stats(xs)
+    return {"n": len(xs), "median": s["p50"], "p90": s["p90"], "max": s["max"]}
 
 
 async def run_pass1(
@@ -175,9 +198,13 @@ async def run_pass1(
     limit: int | None = None,
 ) -> dict[str, Any]:
     questions = question_set(limit)
-    task = progress.add_task(f"pass-1 set, {model_name}", total=len(questions))
-    rows = []
+    costly = list(sample(list(COST_QUESTIONS), limit))
+    task = progress.add_task(f"pass-1 set, {model_name}", total=len(questions) + len(costly))
+    rows, cost_rows = [], []
     for q in questions:
         rows.append(await ask_one(q, model, browser, site))
         progress.advance(task)
-    return summarise_pass1(rows, model_name)
+    for q in costly:
+        cost_rows.append(await ask_one(q, model, browser, site))
+        progress.advance(task)
+    return summarise_pass1(rows, model_name, cost_rows)

@@ -170,6 +170,17 @@ def _pass2_cost(c: dict[str, Any]) -> str:
     )
 
 
+def _pass2_tokens(t: dict[str, Any], cost: list[dict[str, Any]]) -> str:
+    if not t["n"]:
+        return "No question went to pass 2."
+    stops = ", ".join(f"{q['stop_reason']} after {q['tool_calls']} tool calls ({len(q['pages'])} tabs)" for q in cost)
+    return (
+        f"Input tokens per pass-2 question ({plural(t['n'], 'question')}, with {plural(len(cost), 'question')} "
+        f"no page answers): median {_n(t['median'])}, p90 {_n(t['p90'])}, max {_n(t['max'])}."
+        + (f" The unanswerable ones stopped: {stops}." if cost else "")
+    )
+
+
 PASS1_HEAD = ["questions", "n", "pass-1 rate", "answer found", "tool calls", "model calls", "input tokens p50", "total ms p50"]
 EXTRACTION_HEAD = ["dataset", "pages", "precision", "recall", "F1", "snippet pass", "published trafilatura F1 (raw HTML)"]
 LATENCY_HEAD = ["scenario", "TTFT p50", "TTFT p90", "overhead p50", "overhead p90", "goal (p50)", "CPU p50"]
@@ -304,6 +315,7 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
             f"questions that need the browser sent to pass 2 {p['browser_escalated']:.3f}.", "",
             _md_table(PASS1_HEAD, pass1_rows(p)), "",
             _pass2_cost(p["pass2_cost"]), "",
+            _pass2_tokens(p["pass2_input_tokens"], p["cost_questions"]), "",
             _md_table(["question", "needs", "pass", "tool calls", "model calls", "input tokens", "answer found"],
                       [[q["question"], q["needs"], str(q["pass"]), str(q["tool_calls"]), str(q["model_calls"]),
                         _n(q["input_tokens"]), _tick(q["correct"])] for q in p["questions_detail"]]),

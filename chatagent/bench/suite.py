@@ -182,6 +182,7 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         "pass1_rate": p["pass1_rate"],
         "pass1": {k: p[k] for k in ("model", "questions", "text_in_pass1", "browser_escalated", "correct_rate")},
         "pass2_cost": p["pass2_cost"],
+        "pass2_input_tokens": p["pass2_input_tokens"],
     }
     if real := result.get("real_model"):
         summary["real_model"] = {

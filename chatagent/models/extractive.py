@@ -35,7 +35,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from ..budget import english_stemmer
-from ..prompts import ESCALATION_MARKER
+from ..prompts import ESCALATION_MARKER, is_fenced, parse_tabs, unfence
 from ..rows import row_cells
 from ..tokens import count_tokens
 
@@ -48,7 +48,6 @@ _VISUAL = re.compile(
     r"colou?r|logo|icon|drawn|drawing|illustration|figure|look like|looks like|shown in|depicted)\b",
     re.IGNORECASE,
 )
-_TAB = re.compile(r'<tab id="(?P<id>[^"]*)" url="(?P<url>[^"]*)" title="(?P<title>[^"]*)"[^>]*>\n?(?P<body>.*?)\n?</tab>', re.S)
 _MARKER_LINE = re.compile(r"^\[… .* left out …\]$|^\(Note: .*\)$")
 # bm25s's English list has 33 words; questions need their function words gone too.
 _STOPWORDS = sorted(set(bm25s.stopwords.STOPWORDS_EN) | set(
@@ -260,7 +259,7 @@ class _Turn:
 
     tabs: dict[str, tuple[str, str, str]]  # id -> (url, title, body)
     question: str
-    tool_calls: list[tuple[str, dict[str, Any], str]]  # (name, args, result text) after the question
+    tool_calls: list[tuple[str, dict[str, Any], str, bool]]  # (name, args, result text, ok) after the question
     fresh_text: list[tuple[str, str]]  # (tab_id, text) from scrolls and refreshes
 
     def titles(self) -> dict[str, str]:
@@ -278,14 +277,14 @@ def _read(messages: Sequence[BaseMessage]) -> _Turn:
     q_index = -1
     for i, m in enumerate(messages):
         text = _text_of(m)
-        if isinstance(m, (HumanMessage, SystemMessage)) and "<page_context>" in text:
-            for t in _TAB.finditer(text):
-                tabs[t["id"]] = (t["url"], t["title"], t["body"])
-        elif isinstance(m, HumanMessage) and not text.startswith("<browser_state>") and text.strip():
+        if isinstance(m, HumanMessage) and is_fenced(text, "page_context"):
+            for t in parse_tabs(text):
+                tabs[t.tab_id] = (t.url, t.title, t.text)
+        elif isinstance(m, HumanMessage) and not is_fenced(text, "browser_state") and text.strip():
             q_index = i
     question = _text_of(messages[q_index]) if q_index >= 0 else ""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    tool_calls: list[tuple[str, dict[str, Any], str]] = []
+    tool_calls: list[tuple[str, dict[str, Any], str, bool]] = []
     fresh: list[tuple[str, str]] = []
     for m in messages[q_index + 1 :]:
         if isinstance(m, AIMessage):
@@ -293,15 +292,21 @@ def _read(messages: Sequence[BaseMessage]) -> _Turn:
                 calls[c["id"] or ""] = (c["name"], c["args"])
         elif isinstance(m, ToolMessage):
             name, args = calls.get(m.tool_call_id, (m.name or "", {}))
-            text = _text_of(m)
-            tool_calls.append((name, args, text))
-            if name == "scroll_tool" and not text.startswith("Error"):
-                fresh.append((str(args.get("tab_id", "")), text))
-        elif isinstance(m, HumanMessage) and _text_of(m).startswith("<browser_state>"):
-            for t in _TAB.finditer(_text_of(m)):
-                fresh.append((t["id"], t["body"]))
-                tabs[t["id"]] = (t["url"], t["title"], t["body"])
+            text = unfence(_text_of(m))
+            ok = m.status != "error"
+            tool_calls.append((name, args, text, ok))
+            if name == "scroll_tool" and ok:
+                fresh.append((str(args.get("tab_id") or _only(tabs)), text))
+        elif isinstance(m, HumanMessage) and is_fenced(_text_of(m), "browser_state"):
+            for t in parse_tabs(_text_of(m)):
+                fresh.append((t.tab_id, t.text))
+                tabs[t.tab_id] = (t.url, t.title, t.text)
     return _Turn(tabs, question, tool_calls, fresh)
+
+
+def _only(tabs: dict[str, Any]) -> str:
+    """The tab a call that named none was about: the only one."""
+    return next(iter(tabs), "1")
 
 
 def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tuple[str, str, str]]) -> str:
@@ -357,13 +362,13 @@ class ExtractiveChatModel(BaseChatModel):
         return self._use_tools(turn, tool_names, visual)
 
     def _use_tools(self, turn: _Turn, tool_names: set[str], visual: bool) -> AIMessage:
-        done = [(name, args) for name, args, _ in turn.tool_calls]
+        done = [(name, args) for name, args, _, _ in turn.tool_calls]
         if visual:
             shot_tabs = {str(a.get("tab_id")) for n, a in done if n == "screenshot_tool"}
             target = self._best_tab(turn)
             if "screenshot_tool" in tool_names and target not in shot_tabs:
                 return self._call("screenshot_tool", {"tab_id": target})
-            shot_ok = any(n == "screenshot_tool" and not text.startswith("Error") for n, _, text in turn.tool_calls)
+            shot_ok = any(n == "screenshot_tool" and ok for n, _, _, ok in turn.tool_calls)
             did = f"I took a screenshot of [Tab {target}], but" if shot_ok else f"I could not take a screenshot of [Tab {target}], and"
             return AIMessage(
                 f"{did} I am the offline extractive model: I can only quote page text and cannot read "
@@ -377,7 +382,10 @@ class ExtractiveChatModel(BaseChatModel):
         for tab_id in turn.tabs:
             if "refresh_browser_state_tool" in tool_names and tab_id not in refreshed:
                 return self._call("refresh_browser_state_tool", {"tab_id": tab_id})
-        bottom = {str(a.get("tab_id")) for (n, a, text) in turn.tool_calls if n == "scroll_tool" and "(bottom of page)" in text}
+        bottom = {
+            str(a.get("tab_id") or _only(turn.tabs)) for (n, a, text, ok) in turn.tool_calls
+            if n == "scroll_tool" and ("(bottom of page)" in text or not ok)
+        }
         for tab_id in turn.tabs:
             if "scroll_tool" in tool_names and tab_id not in bottom:
                 return self._call("scroll_tool", {"tab_id": tab_id, "direction": "down"})
