@@ -5,7 +5,14 @@ subparsers; handlers may be sync or async and return the exit status. Results go
 to stdout; progress, logs and errors to stderr, so `--json` output pipes cleanly.
 
 Exit status: 0 success, 1 failure (a clear message on stderr), 2 usage error,
+3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
+stopped at its turn limit or input-token budget; the ending is still printed),
 130 interrupted.
+`chat` exits 1 if any question failed, else 3 if any ended without an answer.
+
+Everything printed for a person goes through `terminal.sanitize` and rich
+`Text` objects (never markup strings): page, URL and model text cannot drive
+the terminal. `--json` output keeps the content exact, JSON-escaped.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import logging
 import signal
 import sys
 import threading
+import traceback
 from collections.abc import Sequence
 from contextlib import suppress
 from typing import Any
@@ -31,13 +39,15 @@ from . import __version__
 from .browser.base import Tab, TabFailure
 from .context import DEFAULT_TAB_BUDGET, ContextBuilder, PageContext, TabContext
 from .errors import ChatAgentError
+from .terminal import SanitizingFormatter, json_safe, safe_text, sanitize
 
 log = logging.getLogger("chatagent")
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_INTERRUPTED = 0, 1, 2, 130
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 MIN_BUDGET = 64  # below this a tab cannot even hold its title and a marker
 DEFAULT_TIMEOUT_S = 15.0
 DEFAULT_DEADLINE_S = 180.0  # = agent.DEFAULT_DEADLINE_S; not imported, so `--help` stays fast
+INPUT_BUDGET_FACTOR, MIN_INPUT_BUDGET = 8.0, 10_000  # = agent's, likewise
 
 
 class CLIError(ChatAgentError):
@@ -74,6 +84,16 @@ def _timeout(value: str) -> float:
     if s <= 0:
         raise argparse.ArgumentTypeError("the timeout must be positive")
     return s
+
+
+def _factor(value: str) -> float:
+    try:
+        x = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
+    if not x >= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError("the input budget is at least 1 (times the first request)")
+    return x
 
 
 def _add_context(sub: Any) -> None:
@@ -124,14 +144,14 @@ async def cmd_context(args: argparse.Namespace) -> int:
         await browser.close()
 
     if args.json:
-        sys.stdout.write(ctx.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(json_safe(ctx.model_dump_json(indent=2)) + "\n")
     else:
         _print_context(ctx)
     ok = [t for t in ctx.tabs if t.ok]
     if args.json:  # the panels show failures; JSON readers still want them on stderr
         for t in ctx.tabs:
             if not t.ok:
-                err.print(Text(f"tab {t.tab_id}: {t.error}", style="yellow"))
+                err.print(safe_text((f"tab {t.tab_id}: {t.error}", "yellow")))
     if not ok:
         raise CLIError("No page could be read." if len(ctx.tabs) != 1 else f"The page could not be read: {ctx.tabs[0].error}")
     return EXIT_OK
@@ -142,8 +162,7 @@ def _plural(n: int, word: str) -> str:
 
 
 def _tab_header(t: TabContext) -> Text:
-    head = Text()
-    head.append("url     ", style="dim").append(t.url or "(none)").append("\n")
+    head = safe_text(("url     ", "dim"), t.url or "(none)", "\n")
     if t.ok:
         size = f"{t.tokens:,} tokens"
         if t.original_tokens != t.tokens:
@@ -154,13 +173,13 @@ def _tab_header(t: TabContext) -> Text:
         elif t.truncated:
             head.append("  truncated: the start of the page", style="cyan")
         if t.method:
-            head.append(f"  [{t.method}]", style="dim")
+            head.append(sanitize(f"  [{t.method}]"), style="dim")
         head.append("\n")
     for note in t.notes:
         if note != t.error:
-            head.append("note    ", style="dim").append(note, style="yellow").append("\n")
+            head.append_text(safe_text(("note    ", "dim"), (note, "yellow"), "\n"))
     if t.error:
-        head.append("error   ", style="dim").append(t.error, style="bold red").append("\n")
+        head.append_text(safe_text(("error   ", "dim"), (t.error, "bold red"), "\n"))
     head.rstrip()
     return head
 
@@ -170,13 +189,13 @@ def _print_context(ctx: PageContext) -> None:
     for t in ctx.tabs:
         parts: list[Any] = [_tab_header(t)]
         if t.text:
-            parts += [Rule(style="dim"), Text(t.text)]
-        title = Text(f"tab {t.tab_id}: {t.title or '(untitled)'}", style="bold")
+            parts += [Rule(style="dim"), safe_text(t.text)]
+        title = safe_text((f"tab {t.tab_id}: {t.title or '(untitled)'}", "bold"))
         out.print(Panel(Group(*parts), title=title, title_align="left", border_style="red" if t.error else "blue"))
     summary = f"{_plural(len(ctx.tabs), 'tab')}, {ctx.tokens:,} tokens"
     if ctx.question:
         summary += f" for the question {ctx.question!r}"
-    _stderr().print(Text(summary, style="dim"))
+    _stderr().print(safe_text((summary, "dim")))
 
 
 # --- ask / chat -------------------------------------------------------------------
@@ -195,11 +214,26 @@ def _add_agent_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port")
     p.add_argument("--deadline", type=_timeout, default=DEFAULT_DEADLINE_S, metavar="S",
                    help=f"give up on a question after this many seconds (default {DEFAULT_DEADLINE_S:g})")
+    p.add_argument("--input-budget", type=_factor, default=INPUT_BUDGET_FACTOR, metavar="X",
+                   help="a question's input tokens, all model calls together, stay within X times its first "
+                   f"request (never below {MIN_INPUT_BUDGET:,}; default {INPUT_BUDGET_FACTOR:g})")
+
+
+ASK_EXIT_STATUS = (
+    "Exit status: 0 answered; 1 failed (the reason is on stderr); 2 usage error; "
+    "3 no answer found (the search in the browser stopped first, at its turn limit or input-token budget; "
+    "why is on stderr); 130 interrupted."
+)
+CHAT_EXIT_STATUS = (
+    "Exit status: 0 every question answered (or stopped with Ctrl-C); 1 a question failed; "
+    "3 none failed but one ended without an answer; 2 usage error; 130 interrupted."
+)
 
 
 def _add_ask(sub: Any) -> None:
     p = sub.add_parser("ask", help="ask one question about one or more pages",
-                       description="Stream an answer to one question about the given pages.")
+                       description="Stream an answer to one question about the given pages.",
+                       epilog=ASK_EXIT_STATUS)
     _add_agent_args(p)
     p.add_argument("-q", "--question", required=True, help="the question")
     p.set_defaults(handler=cmd_ask)
@@ -208,7 +242,8 @@ def _add_ask(sub: Any) -> None:
 def _add_chat(sub: Any) -> None:
     p = sub.add_parser("chat", help="answer one question per line of standard input, with follow-ups",
                        description="Keep the pages open and answer each line of standard input until EOF; "
-                       "the conversation is kept, so follow-up questions work.")
+                       "the conversation is kept, so follow-up questions work.",
+                       epilog=CHAT_EXIT_STATUS)
     _add_agent_args(p)
     p.add_argument("--no-cache", dest="cache", action="store_false",
                    help="ask the model again even when the same question was answered about the same pages")
@@ -224,16 +259,18 @@ async def _open_session(args: argparse.Namespace, *, prefetch: bool = False) -> 
         return await Session.open(
             args.targets, model=args.model, cdp=args.cdp, timeout_s=args.timeout, budget_per_tab=args.budget,
             cache=getattr(args, "cache", False), deadline_s=args.deadline, prefetch=prefetch,
+            input_budget_factor=args.input_budget,
         )
 
 
-async def _answer(session: Any, question: str, json_mode: bool) -> bool:
+async def _answer(session: Any, question: str, json_mode: bool) -> int:
+    """Answer one question; its exit status: EXIT_FAIL, EXIT_NO_ANSWER or EXIT_OK."""
     from .render import EventPrinter
 
     printer = EventPrinter(json_mode=json_mode)
     async for event in session.agent.ask(question):
         printer(event)
-    return not printer.failed
+    return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
 
 
 async def cmd_ask(args: argparse.Namespace) -> int:
@@ -241,7 +278,7 @@ async def cmd_ask(args: argparse.Namespace) -> int:
         raise CLIError("The question is empty.")
     session = await _open_session(args)
     try:
-        return EXIT_OK if await _answer(session, args.question, args.json) else EXIT_FAIL
+        return await _answer(session, args.question, args.json)
     finally:
         await session.close()
 
@@ -252,8 +289,8 @@ async def cmd_chat(args: argparse.Namespace) -> int:
     session = await _open_session(args, prefetch=True)
     err = _stderr()
     if sys.stdin.isatty() and not args.json:
-        err.print("[dim]Ask a question and press Enter; Ctrl-C stops an answer, Ctrl-D quits.[/dim]")
-    ok = True
+        err.print(Text("Ask a question and press Enter; Ctrl-C stops an answer, Ctrl-D quits.", style="dim"))
+    failed = unanswered = False
     loop = asyncio.get_running_loop()
     lines = _stdin_lines(loop)
     try:
@@ -265,13 +302,15 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             with suppress(NotImplementedError, RuntimeError):  # no signal handlers off the main thread
                 loop.add_signal_handler(signal.SIGINT, session.agent.cancel)
             try:
-                ok = await _answer(session, question, args.json) and ok
+                status = await _answer(session, question, args.json)
+                failed |= status == EXIT_FAIL
+                unanswered |= status == EXIT_NO_ANSWER
             finally:
                 with suppress(NotImplementedError, RuntimeError):
                     loop.remove_signal_handler(signal.SIGINT)
     finally:
         await session.close()
-    return EXIT_OK if ok else EXIT_FAIL
+    return EXIT_FAIL if failed else EXIT_NO_ANSWER if unanswered else EXIT_OK
 
 
 def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
@@ -321,16 +360,16 @@ def cmd_bridge(args: argparse.Namespace) -> int:
     out = _stdout()
     if args.bridge_command == "status":
         for status in install.status():
-            out.print(Text(status.describe()))
+            out.print(safe_text(status.describe()))
         return EXIT_OK
     if args.bridge_command == "install":
         result = install.install(args.browser, args.scope)
-        out.print(Text(f"Installed {install.HOST_NAME} for {args.browser}: {result.manifest_path}"))
+        out.print(safe_text(f"Installed {install.HOST_NAME} for {args.browser}: {result.manifest_path}"))
         out.print(Text("Load the extension from extension_bridge/extension (chrome://extensions → "
                        "Developer mode → Load unpacked)."))
         return EXIT_OK
     for path in install.uninstall(args.browser, args.scope):
-        out.print(Text(f"Removed {path}"))
+        out.print(safe_text(f"Removed {path}"))
     return EXIT_OK
 
 
@@ -382,7 +421,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _setup_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    logging.basicConfig(level=level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(SanitizingFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=level, handlers=[handler])
+    logging.captureWarnings(True)  # library warnings may quote page text: through the same formatter
     if verbosity < 2:
         # Libraries chatter at INFO (bm25s, httpx, trafilatura); keep -v about chatagent.
         for name in ("bm25s", "httpx", "trafilatura", "htmldate", "asyncio"):
@@ -400,18 +442,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             result = asyncio.run(result)
         return int(result or EXIT_OK)
     except KeyboardInterrupt:
-        err.print("Interrupted.")
+        err.print(Text("Interrupted."))
         return EXIT_INTERRUPTED
     except ChatAgentError as exc:
-        err.print(Text("error: ", style="bold red") + Text(exc.message))
+        err.print(safe_text(("error: ", "bold red"), exc.message))
         return EXIT_FAIL
     except Exception as exc:  # a bug: say so plainly; the traceback only with -v
         log.debug("unexpected error", exc_info=True)
-        err.print(Text("internal error: ", style="bold red") + Text(f"{type(exc).__name__}: {exc}"))
+        err.print(safe_text(("internal error: ", "bold red"), f"{type(exc).__name__}: {exc}"))
         if not args.verbose:
             err.print(Text("Run again with -v for details.", style="dim"))
-        else:
-            err.print_exception()
+        else:  # plain and sanitized: the exception's text may quote a page
+            err.print(safe_text(traceback.format_exc()))
         return EXIT_FAIL
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from contextlib import suppress
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from .agent import DEFAULT_DEADLINE_S, ChatAgent
+from .agent import DEFAULT_DEADLINE_S, INPUT_BUDGET_FACTOR, ChatAgent
 from .browser.base import Browser, Tab, TabFailure
 from .cache import AnswerCache
 from .context import DEFAULT_TAB_BUDGET, ContextBuilder
@@ -129,6 +130,7 @@ class Session:
         model_options: dict[str, Any] | None = None,
         cache: bool = False,
         deadline_s: float | None = DEFAULT_DEADLINE_S,
+        input_budget_factor: float = INPUT_BUDGET_FACTOR,
         prefetch: bool = False,
     ) -> "Session":
         from .browser.playwright import PlaywrightBrowser
@@ -149,6 +151,10 @@ class Session:
             await warm
         except BaseException:
             warm.cancel()
+            # Collect the cancelled warm-up: left unawaited, asyncio reports it at
+            # exit ("exception was never retrieved", with tracebacks) after the clear error.
+            with suppress(asyncio.CancelledError, Exception):
+                await warm
             if browser is not None:
                 await browser.close()
             if pool is not None:
@@ -156,7 +162,7 @@ class Session:
             raise
         agent = ChatAgent(
             chat_model, tabs, builder=ContextBuilder(Extractor(pool), budget_per_tab=budget_per_tab),
-            cache=AnswerCache() if cache else None, deadline_s=deadline_s,
+            cache=AnswerCache() if cache else None, deadline_s=deadline_s, input_budget_factor=input_budget_factor,
         )
         if prefetch:
             agent.builder.prefetch(tabs)

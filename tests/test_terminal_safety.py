@@ -1,0 +1,233 @@
+"""What a page, a URL or a model sends cannot crash the CLI or drive the
+terminal; every ending is shown and has its exit status; a browser that cannot
+be started or attached to is one clear error line.
+
+Run as a user would: `python -m chatagent` subprocesses against pages served on
+127.0.0.1 in the real Chromium, with the offline model or the real Gemini
+client against the local Gemini-compatible server."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chatagent.prompts import ESCALATION_MARKER
+from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, GeminiServer, RecordedRequest, Reply, TextReply
+
+from conftest import ROOT, Site
+
+MARKUP_QUERY = "?x=[/link]&y=[bold]z[/bold]"
+MARKUP_PAGE = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Ferry [bold]times[/bold]</title></head>
+<body><h1>Harbour notes</h1><p>The ferry to Nordholm leaves at 9:40 from pier 3 every weekday.</p>
+<p>The ferry back leaves Nordholm at 17:15 from the north quay.</p>
+<script>history.replaceState(null, "", "/markup.html{MARKUP_QUERY}")</script></body></html>"""
+# Chromium drops C0/C1 controls from titles and extraction drops them from text,
+# but bidi overrides survive both.
+BIDI_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Plain</title></head>
+<body><h1>Harbour notes</h1><p>The ferry to Nordholm leaves at 9:40 from pier 3 every weekday.</p>
+<script>document.title = "Tickets \\u202etxt.exe\\u202c here";
+const p = document.createElement("p");
+p.textContent = "Tickets cost 12 EUR at the \\u2066kiosk\\u2069 \\u202eon the pier\\u202c, cash only.";
+document.body.appendChild(p);</script></body></html>"""
+# An answer that would set the clipboard (OSC 52), clear the screen, and more.
+EVIL = ("The gate is B12\x1b]52;c;ZXZpbA==\x07 [Tab 1].\x1b[2J\x1b[H Board\r closes\x9b31m at 9:40"
+        "\x7f \u202egnirts\u202c \u2066ok\u2069\x08.")
+UNSAFE = [chr(c) for c in (*range(0, 9), *range(11, 32), *range(0x7F, 0xA0), *range(0x202A, 0x202F),
+                           *range(0x2066, 0x206A))]
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The hostile pages, served on 127.0.0.1 (same-origin history.replaceState needs http)."""
+    root = tmp_path_factory.mktemp("pages")
+    (root / "markup.html").write_text(MARKUP_PAGE)
+    (root / "bidi.html").write_text(BIDI_PAGE)
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
+        gemini: GeminiServer | None = None) -> subprocess.CompletedProcess[str]:
+    """`python -m chatagent ARGS` (from this checkout), offline model unless `gemini` is given."""
+    full_env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **(env or {})}
+    full_env.pop("GOOGLE_API_KEY", None)
+    if gemini is not None:
+        full_env.update(gemini.env())
+        args = (*args, "--model", "gemini-2.5-flash")
+    return subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=ROOT, env=full_env, input=stdin,
+                          capture_output=True, text=True, encoding="utf-8", timeout=110)
+
+
+def assert_clean(proc: subprocess.CompletedProcess[str]) -> None:
+    both = proc.stdout + proc.stderr
+    assert "Traceback" not in both and "internal error" not in both and "never retrieved" not in both, proc.stderr
+    bad = sorted({f"U+{ord(c):04X}" for c in both if c in UNSAFE})
+    assert not bad, f"raw control characters reached the terminal: {bad}"
+
+
+# --- Rich markup in data is shown, never parsed -------------------------------------------
+
+
+def test_ask_shows_a_url_with_markup_literally(pages: str) -> None:
+    proc = run("ask", f"{pages}/markup.html", "-q", "When does the ferry leave for Nordholm?")
+    assert proc.returncode == 0, proc.stderr
+    assert_clean(proc)
+    assert "9:40" in proc.stdout
+    assert f"{pages}/markup.html{MARKUP_QUERY}" in proc.stderr, "the citation shows the URL as it is"
+    assert "Ferry [bold]times[/bold]" in proc.stderr, "and the title"
+
+
+def test_chat_survives_a_url_with_markup_and_answers_the_next_question(pages: str) -> None:
+    proc = run("chat", f"{pages}/markup.html",
+               stdin="When does the ferry leave for Nordholm?\nWhen does the ferry back leave?\n")
+    assert proc.returncode == 0, proc.stderr
+    assert_clean(proc)
+    assert "9:40" in proc.stdout and "17:15" in proc.stdout
+    assert proc.stderr.count(f"{pages}/markup.html{MARKUP_QUERY}") == 2
+
+
+def test_a_pass_2_reason_with_markup_is_shown_literally(site: Site) -> None:
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, tokens_per_chunk=50) as gemini:
+        gemini.enqueue(TextReply(text=f"{ESCALATION_MARKER} the price is in a [bold]picture[/dim]"),
+                       TextReply(text="The Aurora X14 Pro costs $1,349.00 [Tab 1]."))
+        proc = run("ask", site.url("product"), "-q", "How much is the laptop?", gemini=gemini)
+    assert proc.returncode == 0, proc.stderr
+    assert_clean(proc)
+    assert "looking closer in the browser (the price is in a [bold]picture[/dim])" in proc.stderr
+    assert "$1,349.00" in proc.stdout
+
+
+def test_context_strips_bidi_overrides_from_titles_and_text(pages: str) -> None:
+    proc = run("context", f"{pages}/bidi.html")
+    assert proc.returncode == 0, proc.stderr
+    assert_clean(proc)
+    assert "Tickets txt.exe here" in proc.stdout and "at the kiosk on the pier, cash only" in proc.stdout
+    data = run("context", f"{pages}/bidi.html", "--json")
+    assert data.returncode == 0, data.stderr
+    assert not set(data.stdout) & set(UNSAFE), "JSON escapes them"
+    (tab,) = json.loads(data.stdout)["tabs"]
+    assert tab["title"] == "Tickets \u202etxt.exe\u202c here", "and keeps them exactly"
+
+
+# --- a model's answer cannot drive the terminal -----------------------------------------------
+
+
+def test_escape_sequences_in_an_answer_never_reach_the_terminal(site: Site) -> None:
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, tokens_per_chunk=2) as gemini:
+        gemini.enqueue(TextReply(text=EVIL))
+        proc = run("ask", site.url("product"), "-q", "Which gate?", gemini=gemini)
+    assert proc.returncode == 0, proc.stderr
+    assert_clean(proc)
+    assert "The gate is B12]52;c;ZXZpbA== [Tab 1].[2J[H Board closes31m at 9:40 gnirts ok." in proc.stdout
+
+
+def test_json_keeps_the_answer_exact_and_escaped(site: Site) -> None:
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, tokens_per_chunk=2) as gemini:
+        gemini.enqueue(TextReply(text=EVIL))
+        proc = run("ask", site.url("product"), "-q", "Which gate?", "--json", gemini=gemini)
+    assert proc.returncode == 0, proc.stderr
+    assert_clean(proc)
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert "".join(e["text"] for e in events if e["type"] == "token") == EVIL
+    assert events[-1]["type"] == "done" and events[-1]["answer"] == EVIL.strip()
+
+
+def test_log_records_on_stderr_carry_no_control_characters() -> None:
+    code = ("import logging; from chatagent.cli import _setup_logging; _setup_logging(0); "
+            "logging.getLogger('chatagent.browser').warning('tab %s failed', 'Evil\\x1b]52;c;eA==\\x07\\u202e title')")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
+                          capture_output=True, text=True, timeout=60)
+    assert "tab Evil]52;c;eA== title failed" in proc.stderr
+    assert_clean(proc)
+
+
+@given(st.text())
+def test_sanitize_removes_exactly_the_unsafe_characters(text: str) -> None:
+    from chatagent.terminal import sanitize
+
+    assert sanitize(text) == "".join(c for c in text if c not in UNSAFE)
+
+
+@given(st.text())
+def test_json_safe_leaves_no_unsafe_character_and_decodes_to_the_same_text(text: str) -> None:
+    from chatagent.terminal import json_safe
+
+    line = json_safe(json.dumps({"text": text}, ensure_ascii=False))
+    assert not set(line) & set(UNSAFE) and json.loads(line) == {"text": text}
+
+
+# --- endings that say nothing ------------------------------------------------------------------
+
+
+def _never_answers(request: RecordedRequest) -> Reply:
+    if request.tool_names():
+        return FunctionCallReply(calls=[FunctionCall("scroll_tool", {"tab_id": "1", "direction": "down"})])
+    return TextReply(text=f"{ESCALATION_MARKER} the answer is further down")
+
+
+def test_a_pass_2_stop_without_an_answer_is_printed_and_exits_3(site: Site) -> None:
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=_never_answers) as gemini:
+        proc = run("ask", site.url("article"), "-q", "What is on the last line?", gemini=gemini)
+    assert proc.returncode == 3, proc.stderr
+    assert_clean(proc)
+    assert proc.stdout.strip(), "the ending is on stdout, where the answer would be"
+    assert "no answer: stopped (" in proc.stderr and "before an answer was found" in proc.stderr
+
+
+def test_chat_exits_3_when_a_question_went_unanswered(site: Site) -> None:
+    def respond(request: RecordedRequest) -> Reply:
+        if "tell me the truth" in request.last_user_text():
+            return TextReply(text="It is a long article [Tab 1].")
+        return _never_answers(request)
+
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=respond) as gemini:
+        proc = run("chat", site.url("article"), "--json", gemini=gemini,
+                   stdin="What is on the last line?\nPlease tell me the truth?\n")
+    assert_clean(proc)
+    ends = [e for e in map(json.loads, proc.stdout.splitlines()) if e["type"] in ("done", "error")]
+    assert [e["type"] for e in ends] == ["done", "done"]
+    assert ends[0]["stop_reason"] != "answered" and ends[1]["stop_reason"] == "answered"
+    assert proc.returncode == 3, "no question failed, one ended without an answer"
+
+
+# --- no tracebacks after a clear error -----------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["ask", "chat"])
+@pytest.mark.parametrize("case", ["cdp", "browser"])
+def test_a_browser_that_cannot_start_is_one_clear_error(command: str, case: str, closed_port_url: str,
+                                                         tmp_path: Path) -> None:
+    question = ["-q", "x"] if command == "ask" else []
+    if case == "cdp":
+        proc = run(command, "--cdp", closed_port_url.rstrip("/"), *question, stdin="x\n")
+        says = "Could not attach to Chrome"
+    else:
+        proc = run(command, str(Site.path("article")), *question, stdin="x\n",
+                   env={"CHATAGENT_BROWSER": str(tmp_path / "nonexistent")})
+        says = "CHATAGENT_BROWSER"
+    assert proc.returncode == 1
+    assert says in proc.stderr
+    assert_clean(proc)
+    assert proc.stderr.strip().count("\n") == 0, f"one line, nothing after it: {proc.stderr}"
