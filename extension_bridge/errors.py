@@ -50,6 +50,17 @@ class MessageError(BridgeError):
         self.request_id = request_id
 
 
+class BadToolResultError(MessageError):
+    """A `tool_result` that names its call (`id`, `callId`) but whose body is
+    invalid. The host fails that call with `detail` (the agent sees a tool
+    error) rather than dropping it, which would cost the caller a timeout."""
+
+    def __init__(self, code: str, message: str, request_id: str, call_id: str, detail: str) -> None:
+        super().__init__(code, message, request_id)
+        self.call_id = call_id
+        self.detail = detail
+
+
 class InstallError(BridgeError):
     code = "install_error"
 

@@ -19,7 +19,7 @@ from typing import Any
 from chatagent.errors import ChatAgentError
 from chatagent.events import ErrorEvent, Event
 
-from .errors import BridgeClosedError, MessageError, ProtocolError
+from .errors import BadToolResultError, BridgeClosedError, MessageError, ProtocolError
 from .install import EXTENSION_ORIGIN, FIREFOX_EXTENSION_ID
 from .messages import (
     PROTOCOL_VERSION,
@@ -126,6 +126,12 @@ class BridgeHost:
                     continue
                 try:
                     msg = parse_message(data)
+                except BadToolResultError as exc:
+                    # Not an error frame: that would end the ask in the extension,
+                    # while the agent only loses this one call (a tool error).
+                    log.warning("bad tool_result for %s/%s: %s", exc.request_id, exc.call_id, exc.detail)
+                    self.requester.reject(exc.request_id or "", exc.call_id, exc.detail)
+                    continue
                 except MessageError as exc:
                     log.warning("bad message: %s", exc)
                     await self.send(ErrorMessage.from_exception(exc))

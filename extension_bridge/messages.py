@@ -19,7 +19,7 @@ from pydantic_core import ErrorDetails
 
 from chatagent.events import Event
 
-from .errors import MessageError
+from .errors import BadToolResultError, MessageError
 
 PROTOCOL_VERSION = 1
 
@@ -29,6 +29,10 @@ MAX_TEXT_CHARS = 4 * 1024 * 1024  # rendered text per tab / per tool result
 MAX_QUESTION_CHARS = 8_000
 MAX_ID_CHARS = 128
 MAX_PNG_BASE64_CHARS = 24 * 1024 * 1024
+MAX_URL_CHARS = 64 * 1024
+# Far above any real page (Chromium caps layout at 2**25 px), far below where
+# int() or arithmetic on a browser's number could overflow.
+MAX_PIXELS = 1_000_000_000
 
 ToolName = Literal["screenshot", "scroll", "snapshot"]
 ErrorCode = Literal[
@@ -72,8 +76,8 @@ class PingMessage(_Wire):
 
 class AskTab(_Wire):
     tab_id: int = Field(ge=0)
-    url: str = Field(max_length=64 * 1024)
-    title: str = Field(default="", max_length=64 * 1024)
+    url: str = Field(max_length=MAX_URL_CHARS)
+    title: str = Field(default="", max_length=MAX_URL_CHARS)
     # Empty html: the extension did not send it (too big for one ask frame, or
     # the page could not be scripted); the host fetches it with a `snapshot`.
     html: str = ""
@@ -117,11 +121,24 @@ class CancelMessage(_Wire):
     id: RequestId
 
 
+# A position or size in CSS pixels, as a browser reports it: finite, not
+# negative, bounded (JSON's 1e400 parses to infinity).
+Pixels = Annotated[float, Field(ge=0, le=MAX_PIXELS, allow_inf_nan=False)]
+
+
 class ScrollInfo(_Wire):
-    scroll_y: float = 0
-    page_height: float = 0
-    viewport_height: float = 0
-    at_bottom: bool = False
+    scroll_y: Pixels
+    page_height: Pixels
+    viewport_height: Pixels
+    at_bottom: bool
+
+
+# What a successful result of each tool must carry (attribute and wire names coincide).
+_TOOL_FIELDS: dict[str, tuple[str, ...]] = {
+    "snapshot": ("html", "url"),
+    "scroll": ("text", "scroll"),
+    "screenshot": ("png",),
+}
 
 
 class ToolResultMessage(_Wire):
@@ -132,8 +149,8 @@ class ToolResultMessage(_Wire):
     png: str | None = Field(default=None, max_length=MAX_PNG_BASE64_CHARS)  # base64 PNG, no data: prefix needed
     html: str | None = None
     text: str | None = Field(default=None, max_length=MAX_TEXT_CHARS)
-    url: str | None = None
-    title: str | None = None
+    url: str | None = Field(default=None, max_length=MAX_URL_CHARS)
+    title: str | None = Field(default=None, max_length=MAX_URL_CHARS)
     scroll: ScrollInfo | None = None
     error: str | None = Field(default=None, max_length=10_000)
 
@@ -159,6 +176,10 @@ class ToolResultMessage(_Wire):
 
     def png_bytes(self) -> bytes:
         return bytes(base64.b64decode(self.png or ""))
+
+    def missing_for(self, name: ToolName) -> list[str]:
+        """Wire names of the fields a successful `name` result needs but lacks."""
+        return [field for field in _TOOL_FIELDS[name] if getattr(self, field) is None]
 
 
 IncomingMessage = Annotated[
@@ -252,7 +273,8 @@ def _classify(errors: list[ErrorDetails]) -> str:
 def parse_message(data: Any) -> IncomingMessage:
     """A decoded JSON value → a typed incoming message, or `MessageError` with
     a code (`unknown_type`, `invalid_message`, `too_large`, `too_many_tabs`),
-    the request id when one could be read, and a message naming every bad field."""
+    the request id when one could be read, and a message naming every bad field.
+    An invalid `tool_result` that names its call raises `BadToolResultError`."""
     if not isinstance(data, dict):
         raise MessageError("invalid_message", f"A message must be a JSON object, not {type(data).__name__}.")
     rid = data.get("id") if isinstance(data.get("id"), str) else None
@@ -275,7 +297,11 @@ def parse_message(data: Any) -> IncomingMessage:
         code = _classify(errors)
         if code == "too_many_tabs":
             detail = f"an ask may name at most {MAX_TABS} tabs (got {len(data.get('tabs') or [])})"
-        raise MessageError(code, f"Invalid {kind!r} message: {detail}.", rid) from None
+        message = f"Invalid {kind!r} message: {detail}."
+        call_id = data.get("callId")
+        if kind == "tool_result" and rid is not None and isinstance(call_id, str):
+            raise BadToolResultError(code, message, rid, call_id, detail) from None
+        raise MessageError(code, message, rid) from None
 
 
 def try_parse_message(data: Any) -> IncomingMessage | MessageError:

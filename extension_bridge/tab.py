@@ -1,6 +1,10 @@
 """`BridgeTab`: a `Tab` living in the user's own browser, driven over native
 messaging. Its first snapshot is what the extension sent with the ask (no
-round trip); later snapshots, scrolls and screenshots are `tool_request`s."""
+round trip); later snapshots, scrolls and screenshots are `tool_request`s.
+
+Each ask has its own `BridgeTab`s, but they all share the host's one
+`ToolRequester`, which runs the requests for a Chrome tab one at a time
+across asks and hands back only results with the fields their tool needs."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ their CSP forbids eval, so use `wait_for_selector`, not `wait_for_function`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
@@ -68,6 +69,44 @@ FAKE_HOST = textwrap.dedent(
 )
 
 
+# Not the real host loop: this one sends two scrolls of one tab at once (as a
+# host without its per-tab lock would), then reports where each left the page.
+OVERLAPPING_HOST = textwrap.dedent(
+    """
+    import asyncio, json, sys
+    sys.path.insert(0, {root!r})
+    from chatagent.events import Done, Token
+    from extension_bridge.messages import EventMessage
+    from extension_bridge.protocol import open_stdio, protect_stdout
+
+    async def main():
+        reader, writer = await open_stdio(sys.stdin.buffer, protect_stdout())
+        results = {{}}
+        while True:
+            try:
+                msg = await reader.read_json()
+            except EOFError:
+                return
+            if msg["type"] == "ping":
+                await writer.send({{"type": "pong", "version": 1}})
+            elif msg["type"] == "ask":
+                tab = msg["tabs"][0]["tabId"]
+                for call in ("c1", "c2"):
+                    await writer.send({{"type": "tool_request", "id": msg["id"], "callId": call, "name": "scroll",
+                                       "args": {{"direction": "down"}}, "tabId": tab}})
+            elif msg["type"] == "tool_result":
+                results[msg["callId"]] = msg
+                if len(results) == 2:
+                    ys = [(results[c].get("scroll") or {{}}).get("scrollY") for c in ("c1", "c2")]
+                    await writer.send(EventMessage.wrap(msg["id"], Token(text=json.dumps(ys))))
+                    await writer.send(EventMessage.wrap(msg["id"], Done(answer="scrolled", pass_=1)))
+                    results.clear()
+
+    asyncio.run(main())
+    """
+)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     d = tmp_path_factory.mktemp("site")
@@ -106,21 +145,30 @@ async def _launch(profile: Path) -> tuple[Any, Any]:
     return pw, ctx
 
 
-@pytest.fixture
-async def ext_ctx(tmp_path: Path) -> AsyncIterator[Any]:
+@contextlib.asynccontextmanager
+async def _with_host(tmp_path: Path, host_script: str) -> AsyncIterator[Any]:
+    """Chromium with the extension, whose native host runs `host_script`."""
     profile = tmp_path / "profile"
     hosts = profile / "NativeMessagingHosts"
     hosts.mkdir(parents=True)
     script = tmp_path / "fake_host.py"
-    script.write_text(FAKE_HOST.format(root=str(ROOT)))
+    script.write_text(host_script.format(root=str(ROOT)))
     launcher = hosts / "launcher.sh"
     launcher.write_text(f'#!/bin/sh\nexec {sys.executable} {script} "$@" 2>>{tmp_path}/host.log\n')
     launcher.chmod(0o755)
     (hosts / f"{HOST_NAME}.json").write_text(json.dumps(manifest_for("chromium", launcher)))
     pw, ctx = await _launch(profile)
-    yield ctx
-    await ctx.close()
-    await pw.stop()
+    try:
+        yield ctx
+    finally:
+        await ctx.close()
+        await pw.stop()
+
+
+@pytest.fixture
+async def ext_ctx(tmp_path: Path) -> AsyncIterator[Any]:
+    async with _with_host(tmp_path, FAKE_HOST) as ctx:
+        yield ctx
 
 
 async def open_panel(ctx: Any, site: str, pages: list[str]) -> Any:
@@ -198,3 +246,15 @@ async def test_host_not_installed_is_explained(tmp_path: Path, site: str) -> Non
     finally:
         await ctx.close()
         await pw.stop()
+
+
+async def test_tools_on_one_tab_run_one_at_a_time_in_the_extension(tmp_path: Path, site: str) -> None:
+    async with _with_host(tmp_path, OVERLAPPING_HOST) as ctx:
+        panel = await open_panel(ctx, site, ["a.html"])
+        await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)
+        res = await panel.evaluate("window.chatagentTest.ask('scroll twice')")
+        assert res["ok"], res.get("error")
+        [first, second] = json.loads("".join(e["text"] for e in res["events"] if e["type"] == "token"))
+        # One after the other, the second scroll starts where the first ended;
+        # run together, both would report the page after both had scrolled.
+        assert 0 < first < second, (first, second)

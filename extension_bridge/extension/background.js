@@ -12,6 +12,9 @@ const MAX_ASK_BYTES = 28 * 1024 * 1024; // host refuses frames over 32 MiB; keep
 const MAX_VISIBLE_TEXT = 20000;
 const BACKOFF_MIN_MS = 1000;
 const BACKOFF_MAX_MS = 60000;
+// A tool still running after this (a page frozen by a dialog, say) stops
+// holding up its tab's queue; the host gave up on it at its own timeout (20 s).
+const TAB_JOB_MAX_MS = 30000;
 
 // ---------------------------------------------------------------- state
 
@@ -22,6 +25,7 @@ let reconnectTimer = null;
 const chunks = new Map(); // chunk id -> { parts: string[] }
 const asks = new Map(); // request id -> { panel: Port }
 const panels = new Set();
+const tabQueues = new Map(); // tab id -> promise that settles when the tab's last queued job has
 
 chrome.sidePanel?.setPanelBehavior?.({ openPanelOnActionClick: true }).catch((e) =>
   console.warn("chatagent: setPanelBehavior failed", e),
@@ -165,7 +169,7 @@ function onHostMessage(msg) {
     case "tool_request": {
       const a = asks.get(msg.id);
       if (a) post(a.panel, { type: "tool_activity", id: msg.id, name: msg.name, tabId: msg.tabId, args: msg.args });
-      runTool(msg).then(
+      onTabQueue(msg.tabId, () => runTool(msg)).then(
         (result) => replyTool(msg, { ok: true, ...result }),
         (e) => replyTool(msg, { ok: false, error: friendlyScriptError(e, msg.tabId) }),
       );
@@ -196,6 +200,27 @@ function replyTool(req, result) {
 }
 
 // ---------------------------------------------------------------- tools
+
+// Jobs on one tab run one at a time, in arrival order, whichever ask, panel or
+// host sent them: a scroll and a screenshot of one tab must not interleave.
+function onTabQueue(tabId, job) {
+  const previous = tabQueues.get(tabId) ?? Promise.resolve(); // never rejects
+  const run = previous.then(() => job());
+  const settled = previous.then(() => settleWithin(run, TAB_JOB_MAX_MS));
+  tabQueues.set(tabId, settled);
+  settled.then(() => {
+    if (tabQueues.get(tabId) === settled) tabQueues.delete(tabId);
+  });
+  return run;
+}
+
+function settleWithin(promise, ms) {
+  let timer;
+  const cap = new Promise((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  return Promise.race([promise.catch(() => {}), cap]).finally(() => clearTimeout(timer));
+}
 
 async function runTool(req) {
   const tabId = req.tabId;
@@ -428,7 +453,7 @@ async function collectTab(tabId) {
 async function startAsk(panel, req) {
   const notes = [];
   const tabs = [];
-  const results = await Promise.allSettled(req.tabIds.map((id) => collectTab(id)));
+  const results = await Promise.allSettled(req.tabIds.map((id) => onTabQueue(id, () => collectTab(id))));
   results.forEach((r, i) => {
     if (r.status === "fulfilled") tabs.push(r.value);
     else notes.push({ tabId: req.tabIds[i], message: friendlyScriptError(r.reason, req.tabIds[i]) });
