@@ -55,7 +55,8 @@ class _Run:
         self.usage = Usage()
         self.tool_calls = 0
         self.sent_tokens = 0  # our estimate of the input tokens sent so far
-        self.input_budget = 0  # set from the pass-1 request
+        self.input_budget = 0  # set from the pass-1 request when pass 2 starts
+        self.pass1_request: list[BaseMessage] = []
 
     def spent(self) -> int:
         """Input tokens so far: the provider's count, or our estimate where that is higher."""
@@ -244,11 +245,10 @@ class ChatAgent:
         gate = EscalationGate()
         parts: list[str] = []
         history = self.history.messages(tools=False, budget_tokens=history_tokens)
-        messages = build_messages(ctx, question, history, fence=self.history.fence)
-        prompt_tokens = _request_tokens(messages)
-        run.sent_tokens += prompt_tokens
-        run.input_budget = max(int(self.input_budget_factor * prompt_tokens), MIN_INPUT_BUDGET)
-        stream = self._stream(self.model, messages, emit, tools_bound=False)
+        # Counted only if pass 2 needs its budget: tokenizing ten tabs' text here
+        # would delay every first token by milliseconds.
+        run.pass1_request = build_messages(ctx, question, history, fence=self.history.fence)
+        stream = self._stream(self.model, run.pass1_request, emit, tools_bound=False)
         try:
             async for chunk in stream:
                 run.add_usage(chunk)
@@ -264,6 +264,9 @@ class ChatAgent:
         self, ctx: PageContext, question: str, emit: Emit, run: _Run, history_tokens: int | None,
     ) -> Done:
         self._runner.start(question, ctx)
+        prompt_tokens = _request_tokens(run.pass1_request)
+        run.sent_tokens += prompt_tokens
+        run.input_budget = max(int(self.input_budget_factor * prompt_tokens), MIN_INPUT_BUDGET)
         model = self.model.bind_tools(tool_specs())
         history = self.history.messages(tools=True, budget_tokens=history_tokens)
         messages = build_messages(ctx, question, history, fence=self.history.fence, tools=True)

@@ -238,16 +238,14 @@ class PlaywrightTab(Tab):
             _refuse_popups(page)
         await _close_quietly(old)
         self.page, self.crashed, self._last = page, False, None
+        self._status = None  # `_on_response` sets it from the reload
         self._watch(page)
-        self._status = None
         try:
-            response = await page.goto(url, wait_until="load", timeout=DEFAULT_LOAD_TIMEOUT_S * 1000)
+            await page.goto(url, wait_until="load", timeout=DEFAULT_LOAD_TIMEOUT_S * 1000)
         except PlaywrightTimeout:
-            response = None
+            pass  # keep what has rendered, as on a first load
         except PlaywrightError as exc:
             raise TabError(f"Tab {self.tab_id} crashed, and reloading it failed: {_short(exc)}") from exc
-        if response is not None:
-            self._status = (response.status, response.status_text)
         self._once_notes.append(f"Tab {self.tab_id} had crashed; reloaded it.")
 
     async def snapshot(self) -> PageSnapshot:
