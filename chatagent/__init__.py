@@ -39,9 +39,12 @@ _EXPORTS = {
     "ExtractionPool": "extraction",
     "Extractor": "extraction",
     "History": "history",
-    "get_chat_model": "models",
+    "Model": "models",
+    "load_model": "models",
     "RetryPolicy": "retry",
-    "Session": "session",
+    "Conversation": "runtime",
+    "Runtime": "runtime",
+    "Settings": "settings",
     "count_tokens": "tokens",
 }
 
@@ -68,7 +71,8 @@ if TYPE_CHECKING:
     from .events import Event, parse_event
     from .extraction import Extracted, ExtractionPool, Extractor
     from .history import History
-    from .models import get_chat_model
+    from .models import Model, load_model
     from .retry import RetryPolicy
-    from .session import Session
+    from .runtime import Conversation, Runtime
+    from .settings import Settings
     from .tokens import count_tokens

@@ -10,7 +10,6 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import suppress
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage, message_chunk_to_message,
 )
@@ -25,22 +24,23 @@ from .events import (
     Usage,
 )
 from .history import History, message_tokens
-from .models import key_setting, model_identity
+from .hooks import RunHooks
+from .models import Model
 from .prompts import browser_state_message, build_messages, screenshot_message, tool_result_text, without_image
 from .retry import RetryPolicy, stream_reply
+from .settings import MAX_QUESTION_CHARS, MIN_INPUT_BUDGET, Settings
 from .tools import ToolRunner, tool_specs
 
 MAX_TURNS = 20  # model calls in pass 2
 MAX_TOOL_CALLS = 24  # per question: a page cannot drive the agent into a loop
-MAX_QUESTION_CHARS = 8000  # as the bridge protocol allows
-DEFAULT_DEADLINE_S = 180.0  # every question ends by then, with `done` or `error`
 MIN_OVERFLOW_BUDGET = 250  # tokens per tab: below this, shrinking cannot help
-# A question's input tokens, all model calls together, stay within this many
-# times its pass-1 request: pass 2 resends the growing conversation every turn.
-INPUT_BUDGET_FACTOR = 8.0
-# ...but never below this: a small page's request is mostly fixed overhead
+# Every question ends within the deadline, with `done` or `error`. Its input
+# tokens, all model calls together, stay within `input_budget` times its pass-1
+# request (pass 2 resends the growing conversation every turn), but never below
+# MIN_INPUT_BUDGET: a small page's request is mostly fixed overhead
 # (instructions, tool schemas), and three scrolls would use up 8 times it.
-MIN_INPUT_BUDGET = 10_000
+DEFAULT_DEADLINE_S: float = Settings.model_fields["deadline"].default
+INPUT_BUDGET_FACTOR: float = Settings.model_fields["input_budget"].default
 _CITE = re.compile(r"\[Tab (\d+)\]")
 
 Emit = Callable[[Event], None]
@@ -84,7 +84,7 @@ class ChatAgent:
 
     def __init__(
         self,
-        model: BaseChatModel,
+        model: Model | Any,
         tabs: Sequence[Tab | TabFailure],
         *,
         builder: ContextBuilder | None = None,
@@ -95,8 +95,9 @@ class ChatAgent:
         retry: RetryPolicy | None = None,
         deadline_s: float | None = DEFAULT_DEADLINE_S,
         input_budget_factor: float = INPUT_BUDGET_FACTOR,
+        hooks: RunHooks | None = None,
     ) -> None:
-        self.model = model
+        self.model = Model.of(model)  # a bare chat model gets generic error handling
         self.tabs = list(tabs)
         self.builder = builder or ContextBuilder()
         self.max_turns = max_turns
@@ -106,12 +107,11 @@ class ChatAgent:
         self.retry = retry or RetryPolicy()
         self.deadline_s = deadline_s
         self.input_budget_factor = input_budget_factor
-        self._model_id = model_identity(model)
-        # The model and the user know tabs as 1..N in the order given, whatever
+        self.hooks = hooks or RunHooks()
+        # The model and the user know tabs by the conversation's labels, whatever
         # ids the backend uses (the extension's tab ids, say).
-        self._runner = ToolRunner(
-            {str(i): t for i, t in enumerate(self.tabs, 1) if isinstance(t, Tab)}, self.builder
-        )
+        self.history.labels.assign(self.tabs)
+        self._runner = ToolRunner({t.label: t for t in self.tabs if isinstance(t, Tab)}, self.builder)
         self._task: asyncio.Task[None] | None = None
 
     async def ask(self, question: str) -> AsyncIterator[Event]:
@@ -160,10 +160,11 @@ class ChatAgent:
             )))
             return
         ctx = await self._context(self.builder, question, emit)
+        self.hooks.context_built(ctx)
         if not any(t.ok for t in ctx.tabs):
             emit(ErrorEvent(code="no_readable_tabs", message="None of the tabs could be read; see the notes above."))
             return
-        key = AnswerCache.key(self._model_id, question, ctx) if self.cache is not None else ""
+        key = AnswerCache.key(self.model.identity, question, ctx) if self.cache is not None else ""
         if self.cache is not None and (hit := self.cache.get(key)):
             self._replay(question, hit, ctx, emit, run)
             return
@@ -184,20 +185,13 @@ class ChatAgent:
         """Build the page context (every tab re-read; unchanged ones come from
         the extraction cache) and say which tabs changed since the last question."""
         ctx = await builder.build(self.tabs, question)
-        for label, tab in enumerate(ctx.tabs, 1):
-            if tab.tab_id != str(label):
-                # The backend names a tab by its own id; the user knows it by its label.
-                own = re.compile(rf"\bTab {re.escape(tab.tab_id)}\b")
-                tab.notes = [own.sub(f"Tab {label}", n) for n in tab.notes]
-                if tab.error:
-                    tab.error = own.sub(f"Tab {label}", tab.error)
-            tab.tab_id = str(label)
+        for tab in ctx.tabs:  # tab_id: the tab's label
             before = self.history.pages.get(tab.tab_id)
             if tab.ok and before and before[0] != tab.url:
-                tab.notes = [*tab.notes, f"Tab {label} is now at {tab.url} (it was at {before[0]} "
+                tab.notes = [*tab.notes, f"Tab {tab.tab_id} is now at {tab.url} (it was at {before[0]} "
                              "at the last question); reading the new page."]
             elif tab.ok and before and before[1] != tab.content_hash:
-                tab.notes = [*tab.notes, f"Tab {label} changed since the last question; reading it again."]
+                tab.notes = [*tab.notes, f"Tab {tab.tab_id} changed since the last question; reading it again."]
             if tab.ok:
                 self.history.pages[tab.tab_id] = (tab.url, tab.content_hash)
             for note in tab.notes if notes else ():
@@ -227,17 +221,30 @@ class ChatAgent:
                             extraction_ms=ctx.extraction_ms, budget_ms=ctx.budget_ms),
         ))
 
-    def _stream(
-        self, model: Any, messages: list[BaseMessage], emit: Emit, *, tools_bound: bool,
+    async def _stream(
+        self, model: Any, messages: list[BaseMessage], emit: Emit, *, pass_: int, turn: int = 1,
     ) -> AsyncGenerator[AIMessageChunk, None]:
         """One reply; it ends in a typed error unless it carries text, or tool
-        calls when `tools_bound` (see `stream_reply`)."""
+        calls when tools are bound in pass 2 (see `stream_reply`)."""
         def on_retry(err: ModelError, attempt: int, delay: float) -> None:
             emit(Note(text=f"{err.message} Retrying in {delay:.1f} s "
                       f"(try {attempt + 1} of {self.retry.attempts})."))
 
-        return stream_reply(lambda: model.astream(messages), self.retry, tools_bound=tools_bound,
-                            key_setting=key_setting(self.model), on_retry=on_retry)
+        def start() -> AsyncIterator[AIMessageChunk]:
+            self.hooks.request_sent(pass_, turn, messages)
+            return model.astream(messages)
+
+        first = True
+        stream = stream_reply(start, self.retry, tools_bound=pass_ == 2, classify=self.model.classify,
+                              on_retry=on_retry)
+        try:
+            async for chunk in stream:
+                if first:
+                    first = False
+                    self.hooks.first_chunk(pass_, turn)
+                yield chunk
+        finally:
+            await stream.aclose()
 
     async def _pass1(
         self, ctx: PageContext, question: str, emit: Emit, run: _Run, history_tokens: int | None,
@@ -248,7 +255,7 @@ class ChatAgent:
         # Counted only if pass 2 needs its budget: tokenizing ten tabs' text here
         # would delay every first token by milliseconds.
         run.pass1_request = build_messages(ctx, question, history, fence=self.history.fence)
-        stream = self._stream(self.model, run.pass1_request, emit, tools_bound=False)
+        stream = self._stream(self.model.chat, run.pass1_request, emit, pass_=1)
         try:
             async for chunk in stream:
                 run.add_usage(chunk)
@@ -267,11 +274,11 @@ class ChatAgent:
         prompt_tokens = _request_tokens(run.pass1_request)
         run.sent_tokens += prompt_tokens
         run.input_budget = max(int(self.input_budget_factor * prompt_tokens), MIN_INPUT_BUDGET)
-        model = self.model.bind_tools(tool_specs())
+        model = self.model.chat.bind_tools(tool_specs())
         history = self.history.messages(tools=True, budget_tokens=history_tokens)
         messages = build_messages(ctx, question, history, fence=self.history.fence, tools=True)
         turn_start = len(messages) - 1  # this question's messages: kept in the history afterwards
-        for _ in range(self.max_turns):
+        for turn in range(1, self.max_turns + 1):
             need = _request_tokens(messages)
             if run.spent() + need > run.input_budget:
                 stop = AIMessage(
@@ -282,7 +289,7 @@ class ChatAgent:
             run.sent_tokens += need
             parts: list[str] = []
             reply: AIMessageChunk | None = None
-            async for chunk in self._stream(model, messages, emit, tools_bound=True):
+            async for chunk in self._stream(model, messages, emit, pass_=2, turn=turn):
                 run.add_usage(chunk)
                 reply = chunk if reply is None else reply + chunk
                 self._emit_text(chunk.text, parts, emit, run)
@@ -310,11 +317,13 @@ class ChatAgent:
                 continue
             run.tool_calls += 1
             outcome = await self._runner.run(call["name"], call["args"])
+            self.hooks.tool_called(call["name"], outcome.ok)
             emit(ToolResult(id=call_id, name=call["name"], text=outcome.summary, ok=outcome.ok))
             # Tool results carry page text (and errors quoting URLs): fenced as untrusted.
             messages.append(ToolMessage(
                 tool_result_text(outcome.text, fence), tool_call_id=call_id, name=call["name"],
                 status="success" if outcome.ok else "error",
+                artifact=outcome.scroll,  # for code that reads the conversation: never sent to the model
             ))
             if outcome.png_base64:
                 emit(Screenshot(tab_id=outcome.tab_id, png_base64=outcome.png_base64))

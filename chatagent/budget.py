@@ -28,21 +28,21 @@ mistakes a partial page for a whole one.
 A page's analysis (units, chunks, BM25 indexes) does not depend on the
 question: a `TextFitter` (one per `ContextBuilder`) keeps it for the last few
 texts, so a follow-up question on the same tab only scores and assembles.
-`fit_text` is the same without the cache.
+`fit_text` is the same without the cache. The indexes are `ranking.Ranker`s
+made by the factory given (BM25 by default) over `ANALYSER`'s terms.
 """
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from functools import cached_property, lru_cache, partial
 
-import bm25s
-import Stemmer
 from pydantic import BaseModel
 
+from .ranking import ENGLISH, BM25Ranker, Query, Ranker, RankerFactory
 from .rows import has_rows, is_row, join_row, row_cells
+from .settings import MIN_TAB_BUDGET
 from .tokens import count_tokens
 
 CHUNK_TOKENS = 96  # small enough to pick precisely, large enough to carry context
@@ -61,9 +61,11 @@ WHOLE_TABLES = 3  # best-matching tables kept whole when they fit, best first
 CONFIDENT_SHARE = 0.75
 NEIGHBOUR_SHARE = 0.5  # of a chunk's score passed on to the chunks either side of it
 REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
-MIN_TAB_BUDGET = 64
 FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its marker's count
 PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
+# Pages and questions alike: only the stop words that carry nothing ("which", "most"
+# and "first" can name what a table is about), accents folded.
+ANALYSER = ENGLISH
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
 
@@ -218,52 +220,6 @@ def _join(units: list[_Unit]) -> str:
     return "".join(out)
 
 
-@lru_cache(maxsize=1)
-def english_stemmer() -> Stemmer.Stemmer:
-    """One Snowball stemmer per process: BM25 here and in the extractive model share it."""
-    return Stemmer.Stemmer("english")
-
-
-_COMBINING = re.compile(r"[\u0300-\u036f]+")
-
-
-def fold(text: str) -> str:
-    """Accents off ("Škoda" → "Skoda"): questions are often typed without them."""
-    if text.isascii():
-        return text
-    return _COMBINING.sub("", unicodedata.normalize("NFKD", text))
-
-
-def _bm25_options() -> dict[str, object]:
-    return {"stopwords": "en", "stemmer": english_stemmer(), "show_progress": False}
-
-
-def query_terms(question: str) -> list[str]:
-    """The question as BM25 sees it: folded, stemmed, without stopwords."""
-    if not question.strip():
-        return []
-    return bm25s.tokenize([fold(question)], return_ids=False, **_bm25_options())[0]
-
-
-class _Index:
-    """BM25 over a fixed list of passages: built once, scored against many questions."""
-
-    def __init__(self, passages: list[str]) -> None:
-        self.size = len(passages)
-        corpus = bm25s.tokenize([fold(p) for p in passages], **_bm25_options())
-        self.vocab = corpus.vocab
-        self.retriever: bm25s.BM25 | None = None
-        if self.vocab:  # bm25s cannot index a corpus of stopwords only
-            self.retriever = bm25s.BM25()
-            self.retriever.index(corpus, show_progress=False)
-
-    def scores(self, terms: list[str]) -> list[float]:
-        known = [t for t in terms if t in self.vocab]
-        if self.retriever is None or not known:
-            return [0.0] * self.size
-        return [float(s) for s in self.retriever.get_scores(known)]
-
-
 _CITATION = re.compile(r"^\s*(?:\d+\.\s*)?(?:\*\*)?\^", re.M)
 
 
@@ -281,12 +237,12 @@ class _Columns:
     names: list[str]  # header cells
     aligned: list[bool]  # per unit of the table: a row with one cell per column
     cost: list[int]  # tokens each column adds over the aligned rows
-    heads: _Index  # over the column names
-    cells: _Index  # over every cell below the names
+    heads: Ranker  # over the column names
+    cells: Ranker  # over every cell below the names
     column_of: list[int]  # each cell's column
 
 
-def _columns(units: list[_Unit]) -> _Columns | None:
+def _columns(units: list[_Unit], ranker: RankerFactory) -> _Columns | None:
     """Columns of the table made of `units` (its header unit first); None when most
     rows do not line up with its header (extraction drops empty cells, a rowspan
     leaves rows short). Rows that do not line up are shown whole."""
@@ -314,14 +270,15 @@ def _columns(units: list[_Unit]) -> _Columns | None:
                 if k != named:
                     cells.append(cell)
                     column_of.append(j)
-    return _Columns(names, aligned, cost, _Index(names), _Index(cells), column_of)
+    return _Columns(names, aligned, cost, ranker(names, ANALYSER), ranker(cells, ANALYSER), column_of)
 
 
 class _Page:
-    """A text cut into units and chunks, with its BM25 indexes: all question-independent."""
+    """A text cut into units and chunks, with its indexes (made by `ranker`): all question-independent."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, ranker: RankerFactory = BM25Ranker) -> None:
         self.text = text
+        self.ranker = ranker
         self.total = count_tokens(text)
         self._columns: dict[int, _Columns | None] = {}  # per table, worked out when first projected
 
@@ -334,8 +291,8 @@ class _Page:
         return _chunks(self.units)
 
     @cached_property
-    def chunk_index(self) -> _Index:
-        return _Index([c.rank_text() for c in self.chunks])
+    def chunk_index(self) -> Ranker:
+        return self._index([c.rank_text() for c in self.chunks])
 
     @cached_property
     def reference(self) -> list[bool]:
@@ -350,9 +307,9 @@ class _Page:
         return {b: idx for b, idx in out.items() if not all(self.reference[i] for i in idx)}
 
     @cached_property
-    def block_index(self) -> _Index:
+    def block_index(self) -> Ranker:
         # A block's text: its first chunk with heading and header, then the rest plain.
-        return _Index([
+        return self._index([
             " ".join(self.chunks[i].rank_text() if n == 0 else _join(self.chunks[i].units) for n, i in enumerate(idx))
             for idx in self.blocks.values()
         ])
@@ -362,8 +319,11 @@ class _Page:
         return [b for b, idx in self.blocks.items() if self.chunks[idx[0]].units[0].in_table]
 
     @cached_property
-    def header_index(self) -> _Index:
-        return _Index([self._table_head(b) for b in self.tables])
+    def header_index(self) -> Ranker:
+        return self._index([self._table_head(b) for b in self.tables])
+
+    def _index(self, passages: list[str]) -> Ranker:
+        return self.ranker(passages, ANALYSER)
 
     def prepare(self) -> None:
         """Build now what every question's scoring reads."""
@@ -374,7 +334,7 @@ class _Page:
 
     def columns(self, block: int) -> _Columns | None:
         if block not in self._columns:
-            self._columns[block] = _columns(self.table_units(block))
+            self._columns[block] = _columns(self.table_units(block), self.ranker)
         return self._columns[block]
 
     def _table_head(self, block: int) -> str:
@@ -392,8 +352,8 @@ class TextFitter:
     analyse a text (or one of its parts) twice, but the results are equal and
     only ever added, never changed, so that costs time only."""
 
-    def __init__(self, size: int = PAGE_CACHE_SIZE) -> None:
-        self._analysed = lru_cache(maxsize=size)(_Page)
+    def __init__(self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = BM25Ranker) -> None:
+        self._analysed = lru_cache(maxsize=size)(partial(_Page, ranker=ranker))
 
     def fit(self, text: str, budget: int, question: str | None = None) -> Fitted:
         return _fit(self._analysed(text), budget, question)
@@ -409,9 +369,9 @@ def may_select(text: str, tokens: int, budget: int) -> bool:
     return int(budget * CONFIDENT_SHARE) < tokens <= budget and has_rows(text)
 
 
-def fit_text(text: str, budget: int, question: str | None = None) -> Fitted:
+def fit_text(text: str, budget: int, question: str | None = None, *, ranker: RankerFactory = BM25Ranker) -> Fitted:
     """Fit `text` into `budget` tokens; see the module docstring."""
-    return _fit(_Page(text), budget, question)
+    return _fit(_Page(text, ranker), budget, question)
 
 
 def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
@@ -419,13 +379,13 @@ def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
     question = (question or "").strip()
     if total <= budget:
         if question and may_select(text, total, budget):
-            fitted = _select(page, budget, query_terms(question), whole_fits=True)
+            fitted = _select(page, budget, ANALYSER.query(question), whole_fits=True)
             if fitted is not None:
                 return fitted
         return Fitted(text=text, tokens=total, original_tokens=total)
     budget = max(budget, MIN_TAB_BUDGET)
     if question:
-        fitted = _select(page, budget, query_terms(question))
+        fitted = _select(page, budget, ANALYSER.query(question))
         if fitted is not None:
             return fitted
     return _head(page.units, budget, total)
@@ -462,11 +422,11 @@ def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
     return Fitted(text=text, tokens=tokens, original_tokens=total, truncated=True, omitted_tokens=omitted)
 
 
-def _select(page: _Page, budget: int, terms: list[str], *, whole_fits: bool = False) -> Fitted | None:
-    """The selection for `terms`; None when the head (or, if `whole_fits`, the
+def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False) -> Fitted | None:
+    """The selection for `query`; None when the head (or, if `whole_fits`, the
     whole page) is the better answer."""
     chunks, total = list(page.chunks), page.total  # a table's chunks may be swapped for a projection
-    scores, tables = _scores(page, terms)
+    scores, tables = _scores(page, query)
     if not any(s > 0 for s in scores):
         return None  # nothing matches: the head is the best guess
     gap_cost = count_tokens(omitted_marker(total, selected=True)) + 2
@@ -515,8 +475,8 @@ def _select(page: _Page, budget: int, terms: list[str], *, whole_fits: bool = Fa
         most = budget - chunks[0].tokens - gap_cost
         if need > most:
             # Too big even so: all its rows with fewer columns, beside the whole head if they fit.
-            projected = _project(page, tables[0], terms, budget - head_budget - gap_cost) or _project(
-                page, tables[0], terms, most - gap_cost
+            projected = _project(page, tables[0], query, budget - head_budget - gap_cost) or _project(
+                page, tables[0], query, most - gap_cost
             )
             if projected is not None:
                 for i, c in zip(best, projected):
@@ -582,7 +542,7 @@ def columns_marker(shown: list[str], width: int, tokens: int) -> str:
     return f"[table shown with {len(shown)} of {width} columns: {names}; {tokens:,} tokens of other columns left out]"
 
 
-def _project(page: _Page, block: int, terms: list[str], room: int) -> list[_Chunk] | None:
+def _project(page: _Page, block: int, query: Query, room: int) -> list[_Chunk] | None:
     """The table's chunks with only its first column (what names a row) and the
     columns the question matches, best first, as many as fit in `room`; None
     when no matching column fits.
@@ -594,12 +554,12 @@ def _project(page: _Page, block: int, terms: list[str], room: int) -> list[_Chun
     if cols is None or room <= 0:
         return None
     width = len(cols.names)
-    heads = cols.heads.scores(terms)
+    heads = cols.heads.scores(query)
     # A column's best cell, not its cells together: "david shute" names one
     # cell of the Player column, where "right" in every other Position cell
     # would otherwise outweigh it.
     cells = [0.0] * width
-    for j, score in zip(cols.column_of, cols.cells.scores(terms)):
+    for j, score in zip(cols.column_of, cols.cells.scores(query)):
         cells[j] = max(cells[j], score)
     top_head, top_cells = max(heads) or 1.0, max(cells) or 1.0
     score = [h / top_head + c / top_cells for h, c in zip(heads, cells)]
@@ -681,10 +641,10 @@ def _fill(chunks: list[_Chunk], keep: set[int], order: list[int], room: int) -> 
     return out, kept
 
 
-def _scores(page: _Page, terms: list[str]) -> tuple[list[float], list[int]]:
-    """Each chunk's BM25 score plus BLOCK_WEIGHT × its block's, both scaled to [0, 1];
+def _scores(page: _Page, query: Query) -> tuple[list[float], list[int]]:
+    """Each chunk's score plus BLOCK_WEIGHT × its block's, both scaled to [0, 1];
     and the tables that match the question, best first."""
-    own = page.chunk_index.scores(terms)
+    own = page.chunk_index.scores(query)
     own = [s * REFERENCE_FACTOR if s > 0 and ref else s for s, ref in zip(own, page.reference)]
     # A neighbour inherits part of a match's score: "the year after X", "who won
     # before Y" need the rows around the matching one.
@@ -694,7 +654,7 @@ def _scores(page: _Page, terms: list[str]) -> tuple[list[float], list[int]]:
     ]
     if BLOCK_WEIGHT <= 0 or len(page.blocks) < 2:
         return own, []
-    block_scores = dict(zip(page.blocks, page.block_index.scores(terms)))
+    block_scores = dict(zip(page.blocks, page.block_index.scores(query)))
     top_own = max(own) or 1.0
     top_block = max(block_scores.values()) or 1.0
     combined = []
@@ -704,7 +664,7 @@ def _scores(page: _Page, terms: list[str]) -> tuple[list[float], list[int]]:
     # Only tables are taken whole: prose is served well enough chunk by chunk.
     if not page.tables:
         return combined, []
-    heads = page.header_index.scores(terms)
+    heads = page.header_index.scores(query)
     top_head = max(heads) or 1.0
     table_scores = {
         b: block_scores[b] / top_block + HEADER_WEIGHT * h / top_head for b, h in zip(page.tables, heads)

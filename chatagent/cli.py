@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import inspect
 import io
+import json
 import logging
 import signal
 import sys
@@ -28,7 +29,8 @@ import threading
 import traceback
 from collections.abc import Sequence
 from contextlib import suppress
-from typing import Any
+from importlib.metadata import entry_points
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
 from rich.panel import Panel
@@ -36,18 +38,21 @@ from rich.rule import Rule
 from rich.text import Text
 
 from . import __version__
-from .browser.base import Tab, TabFailure
-from .context import DEFAULT_TAB_BUDGET, ContextBuilder, PageContext, TabContext
+from .context import PageContext, TabContext
 from .errors import ChatAgentError
+from .settings import MIN_INPUT_BUDGET, MIN_TAB_BUDGET, Settings
 from .terminal import SanitizingFormatter, json_safe, safe_text, sanitize
+
+if TYPE_CHECKING:
+    from .runtime import Conversation, Runtime
 
 log = logging.getLogger("chatagent")
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
-MIN_BUDGET = 64  # below this a tab cannot even hold its title and a marker
-DEFAULT_TIMEOUT_S = 15.0
-DEFAULT_DEADLINE_S = 180.0  # = agent.DEFAULT_DEADLINE_S; not imported, so `--help` stays fast
-INPUT_BUDGET_FACTOR, MIN_INPUT_BUDGET = 8.0, 10_000  # = agent's, likewise
+
+
+def _default(key: str) -> Any:
+    return Settings.model_fields[key].default
 
 
 class CLIError(ChatAgentError):
@@ -71,8 +76,8 @@ def _budget(value: str) -> int:
         n = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tokens") from None
-    if n < MIN_BUDGET:
-        raise argparse.ArgumentTypeError(f"a tab needs at least {MIN_BUDGET} tokens, got {n}")
+    if n < MIN_TAB_BUDGET:
+        raise argparse.ArgumentTypeError(f"a tab needs at least {MIN_TAB_BUDGET} tokens, got {n}")
     return n
 
 
@@ -106,42 +111,43 @@ def _add_context(sub: Any) -> None:
     p.add_argument("targets", nargs="*", metavar="URL",
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
     p.add_argument("-q", "--question", help="focus the budget on the parts of the pages relevant to this question")
-    p.add_argument("--budget", type=_budget, default=DEFAULT_TAB_BUDGET, metavar="TOKENS",
-                   help=f"tokens per tab; short tabs give their unused share to long ones (default {DEFAULT_TAB_BUDGET})")
+    p.add_argument("--budget", type=_budget, metavar="TOKENS",
+                   help=f"tokens per tab; short tabs give their unused share to long ones (default {_default('budget')})")
     p.add_argument("--json", action="store_true", help="print one JSON object (the PageContext) on stdout")
-    p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, metavar="S",
-                   help=f"seconds to wait for each page to load (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--timeout", type=_timeout, metavar="S",
+                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
     p.add_argument("--cdp", metavar="URL",
                    help="attach to a Chrome started with --remote-debugging-port, e.g. http://127.0.0.1:9222")
     p.set_defaults(handler=cmd_context)
 
 
-async def cmd_context(args: argparse.Namespace) -> int:
-    from .browser.playwright import PlaywrightBrowser  # Playwright is slow to import: only when needed
+def _settings(args: argparse.Namespace) -> Settings:
+    """The settings, with the flags this command was given on top."""
+    flags = {key: getattr(args, key, None) for key in ("model", "budget", "timeout", "deadline", "input_budget", "cdp")}
+    if getattr(args, "cache", True) is False:
+        flags["cache"] = False
+    return Settings.load(**flags)
 
-    if not args.targets and not args.cdp:
+
+def _runtime(args: argparse.Namespace) -> "Runtime":
+    from .runtime import Runtime  # the agent and its libraries: only for commands that read pages
+
+    settings = _settings(args)
+    if not args.targets and not settings.cdp:
         raise CLIError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
+    # Worker processes extract tabs in parallel; one tab gains nothing from them.
+    return Runtime(settings, extraction_workers=bool(settings.cdp) or len(args.targets) > 1)
+
+
+async def cmd_context(args: argparse.Namespace) -> int:
     err = _stderr()
-    opened: list[Tab] = []
-    with err.status("Starting the browser…"):
-        browser = await (PlaywrightBrowser.connect_cdp(args.cdp) if args.cdp else PlaywrightBrowser.launch())
-    try:
-        tabs: list[Tab | TabFailure]
-        if args.targets:
-            with err.status(f"Opening {_plural(len(args.targets), 'page')}…"):
-                tabs = await browser.open_tabs(list(args.targets), timeout_s=args.timeout)
-            opened = [t for t in tabs if isinstance(t, Tab)]
-        else:
-            tabs = list(browser.existing_tabs())
-            if not tabs:
-                raise CLIError(f"The browser at {args.cdp} has no open tabs to read.")
+    async with _runtime(args) as runtime:
+        with err.status("Starting the browser…"):
+            await runtime.browser()
+        with err.status(f"Opening {_plural(len(args.targets), 'page')}…" if args.targets else "Reading the open tabs…"):
+            tabs = await runtime.open_tabs(args.targets)
         with err.status("Extracting and fitting the text…"):
-            ctx = await ContextBuilder(budget_per_tab=args.budget).build(tabs, args.question)
-    finally:
-        # Close only what we opened: over --cdp the user's own tabs stay.
-        for tab in opened:
-            await tab.close()
-        await browser.close()
+            ctx = await runtime.builder.build(tabs, args.question)
 
     if args.json:
         sys.stdout.write(json_safe(ctx.model_dump_json(indent=2)) + "\n")
@@ -205,18 +211,19 @@ def _add_agent_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="URL",
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
     p.add_argument("--model", metavar="M",
-                   help="extractive (offline, the default without GOOGLE_API_KEY), gemini-2.5-flash, openai:MODEL")
+                   help="extractive (offline), gemini-2.5-flash, openai:MODEL (default: the model setting, "
+                   f"see `chatagent config show`; else {_default('model')})")
     p.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
-    p.add_argument("--budget", type=_budget, default=DEFAULT_TAB_BUDGET, metavar="TOKENS",
-                   help=f"tokens of page text per tab (default {DEFAULT_TAB_BUDGET})")
-    p.add_argument("--timeout", type=_timeout, default=DEFAULT_TIMEOUT_S, metavar="S",
-                   help=f"seconds to wait for each page to load (default {DEFAULT_TIMEOUT_S:g})")
+    p.add_argument("--budget", type=_budget, metavar="TOKENS",
+                   help=f"tokens of page text per tab (default {_default('budget')})")
+    p.add_argument("--timeout", type=_timeout, metavar="S",
+                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port")
-    p.add_argument("--deadline", type=_timeout, default=DEFAULT_DEADLINE_S, metavar="S",
-                   help=f"give up on a question after this many seconds (default {DEFAULT_DEADLINE_S:g})")
-    p.add_argument("--input-budget", type=_factor, default=INPUT_BUDGET_FACTOR, metavar="X",
+    p.add_argument("--deadline", type=_timeout, metavar="S",
+                   help=f"give up on a question after this many seconds (default {_default('deadline'):g})")
+    p.add_argument("--input-budget", type=_factor, metavar="X",
                    help="a question's input tokens, all model calls together, stay within X times its first "
-                   f"request (never below {MIN_INPUT_BUDGET:,}; default {INPUT_BUDGET_FACTOR:g})")
+                   f"request (never below {MIN_INPUT_BUDGET:,}; default {_default('input_budget'):g})")
 
 
 ASK_EXIT_STATUS = (
@@ -245,30 +252,17 @@ def _add_chat(sub: Any) -> None:
                        "the conversation is kept, so follow-up questions work.",
                        epilog=CHAT_EXIT_STATUS)
     _add_agent_args(p)
-    p.add_argument("--no-cache", dest="cache", action="store_false",
+    p.add_argument("--no-cache", dest="cache", action="store_false", default=None,
                    help="ask the model again even when the same question was answered about the same pages")
     p.set_defaults(handler=cmd_chat)
 
 
-async def _open_session(args: argparse.Namespace, *, prefetch: bool = False) -> Any:
-    from .session import Session
-
-    if not args.targets and not args.cdp:
-        raise CLIError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
-    with _stderr().status("Opening pages…"):
-        return await Session.open(
-            args.targets, model=args.model, cdp=args.cdp, timeout_s=args.timeout, budget_per_tab=args.budget,
-            cache=getattr(args, "cache", False), deadline_s=args.deadline, prefetch=prefetch,
-            input_budget_factor=args.input_budget,
-        )
-
-
-async def _answer(session: Any, question: str, json_mode: bool) -> int:
+async def _answer(conversation: "Conversation", question: str, json_mode: bool) -> int:
     """Answer one question; its exit status: EXIT_FAIL, EXIT_NO_ANSWER or EXIT_OK."""
     from .render import EventPrinter
 
     printer = EventPrinter(json_mode=json_mode)
-    async for event in session.agent.ask(question):
+    async for event in conversation.ask(question):
         printer(event)
     return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
 
@@ -276,40 +270,42 @@ async def _answer(session: Any, question: str, json_mode: bool) -> int:
 async def cmd_ask(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise CLIError("The question is empty.")
-    session = await _open_session(args)
-    try:
-        return await _answer(session, args.question, args.json)
-    finally:
-        await session.close()
+    async with _runtime(args) as runtime:
+        with _stderr().status("Opening pages…"):
+            conversation = await runtime.open(args.targets)
+        return await _answer(conversation, args.question, args.json)
 
 
 async def cmd_chat(args: argparse.Namespace) -> int:
-    # The pages are read while the user types the first question: it then
-    # starts as fast as a follow-up. `ask` has its question already.
-    session = await _open_session(args, prefetch=True)
+    async with _runtime(args) as runtime:
+        # The pages are read while the user types the first question: it then
+        # starts as fast as a follow-up. `ask` has its question already.
+        with _stderr().status("Opening pages…"):
+            conversation = await runtime.open(args.targets, prefetch=True)
+        return await _chat(conversation, args.json)
+
+
+async def _chat(conversation: "Conversation", json_mode: bool) -> int:
     err = _stderr()
-    if sys.stdin.isatty() and not args.json:
+    if sys.stdin.isatty() and not json_mode:
         err.print(Text("Ask a question and press Enter; Ctrl-C stops an answer, Ctrl-D quits.", style="dim"))
     failed = unanswered = False
     loop = asyncio.get_running_loop()
     lines = _stdin_lines(loop)
-    try:
-        while (line := await lines.get()) is not None:
-            question = line.strip()
-            if not question:
-                continue
-            # Ctrl-C while answering stops that answer only; the conversation goes on.
-            with suppress(NotImplementedError, RuntimeError):  # no signal handlers off the main thread
-                loop.add_signal_handler(signal.SIGINT, session.agent.cancel)
-            try:
-                status = await _answer(session, question, args.json)
-                failed |= status == EXIT_FAIL
-                unanswered |= status == EXIT_NO_ANSWER
-            finally:
-                with suppress(NotImplementedError, RuntimeError):
-                    loop.remove_signal_handler(signal.SIGINT)
-    finally:
-        await session.close()
+    while (line := await lines.get()) is not None:
+        question = line.strip()
+        if not question:
+            continue
+        # Ctrl-C while answering stops that answer only; the conversation goes on.
+        with suppress(NotImplementedError, RuntimeError):  # no signal handlers off the main thread
+            loop.add_signal_handler(signal.SIGINT, conversation.cancel)
+        try:
+            status = await _answer(conversation, question, json_mode)
+            failed |= status == EXIT_FAIL
+            unanswered |= status == EXIT_NO_ANSWER
+        finally:
+            with suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(signal.SIGINT)
     return EXIT_FAIL if failed else EXIT_NO_ANSWER if unanswered else EXIT_OK
 
 
@@ -334,42 +330,56 @@ def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
     return queue
 
 
-# --- bridge -----------------------------------------------------------------------
+# --- config -----------------------------------------------------------------------
 
 
-def _add_bridge(sub: Any) -> None:
-    p = sub.add_parser("bridge", help="install the native-messaging host for the companion extension")
-    bsub = p.add_subparsers(dest="bridge_command", metavar="ACTION", required=True)
-    for action, text in (("install", "install the host manifest and launcher"),
-                         ("uninstall", "remove them"), ("status", "show what is installed where")):
-        b = bsub.add_parser(action, help=text)
-        if action != "status":
-            b.add_argument("--browser", default="chrome",
-                           choices=["chrome", "chromium", "edge", "brave", "firefox"], help="default: chrome")
-            scope = b.add_mutually_exclusive_group()
-            scope.add_argument("--user", dest="scope", action="store_const", const="user", default="user",
-                               help="for this user (default)")
-            scope.add_argument("--system", dest="scope", action="store_const", const="system",
-                               help="for every user (needs root)")
-    p.set_defaults(handler=cmd_bridge)
+def _add_config(sub: Any) -> None:
+    p = sub.add_parser(
+        "config", help="show or change the settings (model, keys, budgets)",
+        description="Settings come from flags, then the environment, then the settings file, then defaults. "
+        "`set` and `unset` edit the file (readable by you only: it may hold keys).",
+    )
+    csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    show = csub.add_parser("show", help="every setting, its value (keys masked) and where it came from")
+    show.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    s = csub.add_parser("set", help="save a setting in the settings file")
+    s.add_argument("key", metavar="KEY", choices=list(Settings.model_fields), help=", ".join(Settings.model_fields))
+    s.add_argument("value", metavar="VALUE")
+    u = csub.add_parser("unset", help="remove a setting from the settings file (back to the default)")
+    u.add_argument("key", metavar="KEY", choices=list(Settings.model_fields), help=", ".join(Settings.model_fields))
+    csub.add_parser("path", help="print where the settings file is")
+    p.set_defaults(handler=cmd_config)
 
 
-def cmd_bridge(args: argparse.Namespace) -> int:
-    from extension_bridge import install
+def cmd_config(args: argparse.Namespace) -> int:
+    from . import settings as config
 
     out = _stdout()
-    if args.bridge_command == "status":
-        for status in install.status():
-            out.print(safe_text(status.describe()))
+    if args.config_command == "path":
+        sys.stdout.write(f"{config.config_path()}\n")  # plain: meant for $(chatagent config path)
         return EXIT_OK
-    if args.bridge_command == "install":
-        result = install.install(args.browser, args.scope)
-        out.print(safe_text(f"Installed {install.HOST_NAME} for {args.browser}: {result.manifest_path}"))
-        out.print(Text("Load the extension from extension_bridge/extension (chrome://extensions → "
-                       "Developer mode → Load unpacked)."))
+    if args.config_command in ("set", "unset"):
+        path = config.set_value(args.key, args.value if args.config_command == "set" else None)
+        shown = next(x for x in config.describe(Settings.load()) if x.key == args.key)
+        verb = "Saved" if args.config_command == "set" else "Removed"
+        out.print(safe_text(f"{verb} {args.key} in {path}. Now: {args.key} = {shown.value} ({shown.origin.describe()})."))
+        if shown.origin.kind == "env":  # the variable wins over the file: say so, or the change seems lost
+            out.print(safe_text((f"The environment sets it ({shown.origin.name}), and that comes before the file.", "yellow")))
         return EXIT_OK
-    for path in install.uninstall(args.browser, args.scope):
-        out.print(safe_text(f"Removed {path}"))
+    shown = list(config.describe(Settings.load()))
+    if args.json:
+        rows = {x.key: {"value": x.value, "source": x.origin.kind, "from": x.origin.name} for x in shown}
+        sys.stdout.write(json_safe(json.dumps(rows, indent=2)) + "\n")
+        return EXIT_OK
+    from rich.table import Table
+
+    table = Table(box=None, show_header=True, header_style="bold", pad_edge=False)
+    for column in ("setting", "value", "from"):
+        table.add_column(column)
+    for x in shown:
+        table.add_row(safe_text(x.key), safe_text(x.value), safe_text((x.origin.describe(), "dim")))
+    out.print(table)
+    _stderr().print(safe_text((f"Settings file: {config.config_path()}", "dim")))
     return EXIT_OK
 
 
@@ -389,7 +399,7 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--reps", type=int, metavar="N", help="latency repetitions per scenario (default: 5 quick, 15 full)")
     p.add_argument("--data", metavar="DIR", default="../shared/data",
                    help="the evaluation data (default: ../shared/data)")
-    p.add_argument("--budget", type=_budget, metavar="TOKENS", help=f"tokens per tab (default {DEFAULT_TAB_BUDGET})")
+    p.add_argument("--budget", type=_budget, metavar="TOKENS", help=f"tokens per tab (default {_default('budget')})")
     # Items per dataset and pass-1 questions per kind: a tiny end-to-end run for the tests.
     p.add_argument("--limit", type=int, help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_bench)
@@ -414,8 +424,12 @@ def build_parser() -> argparse.ArgumentParser:
     _add_context(sub)
     _add_ask(sub)
     _add_chat(sub)
-    _add_bridge(sub)
+    _add_config(sub)
     _add_bench(sub)
+    # Front ends in other packages add their commands (`bridge`: extension_bridge),
+    # so this package does not import them.
+    for entry in entry_points(group="chatagent.commands"):
+        entry.load()(sub)
     return parser
 
 

@@ -14,9 +14,10 @@ from .browser.base import PageSnapshot, Tab, TabFailure
 from .budget import TextFitter, allocate, may_select
 from .errors import ChatAgentError
 from .extraction import Extracted, Extractor
+from .settings import Settings
 from .tokens import count_tokens
 
-DEFAULT_TAB_BUDGET = 2000
+DEFAULT_TAB_BUDGET: int = Settings.model_fields["budget"].default
 
 log = logging.getLogger(__name__)
 
@@ -50,9 +51,6 @@ class PageContext(BaseModel):
     @property
     def tokens(self) -> int:
         return sum(t.tokens for t in self.tabs)
-
-    def tab(self, tab_id: str) -> TabContext | None:
-        return next((t for t in self.tabs if t.tab_id == tab_id), None)
 
 
 class ContextBuilder:
@@ -102,14 +100,16 @@ class ContextBuilder:
                 self._fitter.prepare(body)
 
     async def snapshot(self, tab: Tab) -> PageSnapshot | TabFailure:
+        """The tab's snapshot (or failure) under its label: the context names tabs as the conversation does."""
         try:
-            return await tab.snapshot()
+            snap = await tab.snapshot()
         except ChatAgentError as exc:
-            return TabFailure(tab_id=tab.tab_id, url="", code=exc.code, message=exc.message)
+            return TabFailure(tab_id=tab.label, url="", code=exc.code, message=exc.message)
+        return snap if snap.tab_id == tab.label else snap.model_copy(update={"tab_id": tab.label})
 
     async def _snapshots(self, tabs: list[Tab | TabFailure]) -> list[PageSnapshot | TabFailure]:
         """Every tab read at once; a tab that could not be opened stays its failure."""
-        return list(await asyncio.gather(*(self.snapshot(t) if isinstance(t, Tab) else _done(t) for t in tabs)))
+        return list(await asyncio.gather(*(self.snapshot(t) if isinstance(t, Tab) else _failed(t) for t in tabs)))
 
     async def build(
         self,
@@ -202,5 +202,5 @@ def _body(e: Extracted) -> str:
     return e.text
 
 
-async def _done(value: TabFailure) -> TabFailure:
-    return value
+async def _failed(failure: TabFailure) -> TabFailure:
+    return failure.model_copy(update={"tab_id": failure.label})

@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from .prompts import Fence, reshape_fenced, without_image
+from .labels import TabLabels
+from .prompts import Fence, message_text, reshape_fenced, without_image
 from .tokens import count_tokens, truncate_to_tokens
 
 DEFAULT_HISTORY_BUDGET = 4000  # tokens of earlier turns sent with each question
@@ -32,12 +33,12 @@ class Turn:
 
     @property
     def question(self) -> str:
-        return _text(self.messages[0])
+        return message_text(self.messages[0])
 
     @property
     def answer(self) -> str:
         last = self.messages[-1]
-        return _text(last) if isinstance(last, AIMessage) else ""
+        return message_text(last) if isinstance(last, AIMessage) else ""
 
 
 class History:
@@ -53,6 +54,7 @@ class History:
         # The conversation's untrusted-data markers: its earlier tool results
         # keep them, so every request of the conversation names the same code.
         self.fence = Fence()
+        self.labels = TabLabels()  # tabs keep their numbers for the whole conversation
 
     def add(self, messages: Sequence[BaseMessage]) -> None:
         """Record one finished turn: the question first, the answer last."""
@@ -60,11 +62,6 @@ class History:
         kept = (question, *(_compact(m) for m in rest))
         self.turns.append(Turn(kept, sum(message_tokens(m) for m in kept)))
         self._prune(self.budget_tokens)
-
-    def clear(self) -> None:
-        self.turns.clear()
-        self.dropped.clear()
-        self.pages.clear()
 
     @property
     def tokens(self) -> int:
@@ -155,7 +152,7 @@ def _compact(message: BaseMessage) -> BaseMessage:
     """Tool results and page state shown during a turn are kept short: the
     current page context is sent with every question anyway."""
     if isinstance(message, ToolMessage):
-        return message.model_copy(update={"content": reshape_fenced(_text(message), _shorten)})
+        return message.model_copy(update={"content": reshape_fenced(message_text(message), _shorten)})
     if isinstance(message, HumanMessage):
         if isinstance(message.content, list):  # a screenshot
             return without_image(message)
@@ -168,21 +165,12 @@ def _shorten(text: str) -> str:
     return text if cut == text else cut + " […cut to keep the conversation short]"
 
 
-def _text(message: BaseMessage) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return " ".join(
-        b.get("text", "") if isinstance(b, dict) else str(b) for b in message.content
-        if not isinstance(b, dict) or b.get("type") == "text"
-    )
-
-
 IMAGE_TOKENS = 258  # what one screenshot costs in a request (Gemini's fixed price per image)
 
 
 def message_tokens(message: BaseMessage) -> int:
     """An estimate of what `message` costs in a request."""
-    text = _text(message)
+    text = message_text(message)
     # A tool result travels as a JSON string: its newlines and quotes escaped.
     n = count_tokens(json.dumps(text) if isinstance(message, ToolMessage) else text) + 4  # role and framing
     if isinstance(message.content, list):

@@ -168,6 +168,18 @@ def build_messages(
 
 # --- reading prompts back (the extractive model, history compaction) -------------
 
+
+def message_text(message: BaseMessage) -> str:
+    """A message's text: its content, or the text parts of a content list (a
+    screenshot message's words around its image), joined by spaces."""
+    if isinstance(message.content, str):
+        return message.content
+    return " ".join(
+        b.get("text", "") if isinstance(b, dict) else str(b) for b in message.content
+        if not isinstance(b, dict) or b.get("type") == "text"
+    )
+
+
 _FENCED = re.compile(
     r"<(?P<kind>page_context|browser_state|tool_result)-(?P<code>[0-9a-f]+)>\n?(?P<body>.*?)\n?</(?P=kind)-(?P=code)>",
     re.S,
@@ -233,5 +245,4 @@ def without_image(message: HumanMessage) -> HumanMessage:
     """A screenshot message once the model has seen it: its words, no image."""
     if isinstance(message.content, str):
         return message
-    text = " ".join(b.get("text", "") for b in message.content if isinstance(b, dict) and b.get("type") == "text")
-    return HumanMessage(f"{text} [image shown to you earlier, omitted]")
+    return HumanMessage(f"{message_text(message)} [image shown to you earlier, omitted]")

@@ -64,7 +64,7 @@ async def stream_reply(
     policy: RetryPolicy,
     *,
     tools_bound: bool,
-    key_setting: str = "the model's API key",
+    classify: Callable[[BaseException], ModelError] | None = None,
     on_retry: OnRetry | None = None,
 ) -> AsyncIterator[AIMessageChunk]:
     """Yield the chunks of one model reply, retrying transient failures that
@@ -73,7 +73,9 @@ async def stream_reply(
 
     A reply that ends (the stream runs out, not closed early by the caller)
     with nothing usable is a failure too (`_unusable`): blocked, empty, or
-    only tool calls when `tools_bound` is false."""
+    only tool calls when `tools_bound` is false. `classify` reads a failure
+    (the model's provider knows its clients' errors best)."""
+    classify = classify or _classify_default
     waited = 0.0
     for attempt in range(1, policy.attempts + 1):
         seen = _Seen()
@@ -87,7 +89,7 @@ async def stream_reply(
             if err is None:
                 return
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised typed
-            err = classify(exc, key_setting)
+            err = classify(exc)
             cause = exc if err is not exc else exc.__cause__
             if seen.shown:
                 raise ModelStreamInterrupted(
@@ -124,7 +126,7 @@ async def _next(stream: AsyncIterator[AIMessageChunk], stall_s: float) -> AIMess
     except TimeoutError:
         raise ModelTimeoutError(f"The model sent nothing for {stall_s:g} s: its stream stalled.") from None
     except _PARSE_ERRORS as exc:
-        raise _malformed(exc) from exc
+        raise malformed(exc) from exc
     except ValueError as exc:
         # langchain-core's own words when the stream ended with no chunk at all.
         if str(exc) == "No generation chunks were returned":
@@ -132,7 +134,8 @@ async def _next(stream: AsyncIterator[AIMessageChunk], stall_s: float) -> AIMess
         raise
 
 
-def _malformed(exc: BaseException) -> ModelMalformedReplyError:
+def malformed(exc: BaseException) -> ModelMalformedReplyError:
+    """A reply the client could not read (providers use it for their clients' own such errors)."""
     return ModelMalformedReplyError(
         "The model service sent a malformed reply that chatagent could not read "
         f"({type(exc).__name__}: {_detail(exc)})."
@@ -295,8 +298,6 @@ def classify(exc: BaseException, key_setting: str = "the model's API key") -> Mo
         return ModelConfigError(f"The model service rejected the request ({detail}).")
     if _is_transport_error(exc):
         return ModelUnavailableError(f"The connection to the model service failed ({detail}).")
-    if _is_malformed_reply(exc):
-        return _malformed(exc)
     status = _status(exc)
     if status == 429:
         return ModelRateLimitError(f"The model service is rate-limiting us ({detail}).", retry_after_s=_retry_after(exc))
@@ -309,9 +310,13 @@ def classify(exc: BaseException, key_setting: str = "the model's API key") -> Mo
     return ModelError(f"The model call failed: {detail}")
 
 
+def _classify_default(exc: BaseException) -> ModelError:
+    return classify(exc)
+
+
 def _detail(exc: BaseException) -> str:
     """The provider's own message, short: not the whole JSON body."""
-    for e in _chain(exc):
+    for e in causes(exc):
         message = getattr(e, "message", None)
         if isinstance(message, str) and message:
             status = _status(e)
@@ -319,7 +324,8 @@ def _detail(exc: BaseException) -> str:
     return _short(str(exc)) or type(exc).__name__
 
 
-def _chain(exc: BaseException) -> list[BaseException]:
+def causes(exc: BaseException) -> list[BaseException]:
+    """`exc` and what caused it, nearest first (at most five)."""
     out: list[BaseException] = []
     e: BaseException | None = exc
     while e is not None and e not in out and len(out) < 5:
@@ -329,7 +335,7 @@ def _chain(exc: BaseException) -> list[BaseException]:
 
 
 def _status(exc: BaseException) -> int | None:
-    for e in _chain(exc):
+    for e in causes(exc):
         for attr in ("status_code", "code"):
             value = getattr(e, attr, None)
             if isinstance(value, int) and 100 <= value < 600:
@@ -339,7 +345,7 @@ def _status(exc: BaseException) -> int | None:
 
 def _retry_after(exc: BaseException) -> float | None:
     """google.rpc.RetryInfo (`"retryDelay": "1.5s"`) or an HTTP Retry-After header."""
-    for e in _chain(exc):
+    for e in causes(exc):
         details = getattr(e, "details", None)
         if isinstance(details, dict):
             for d in (details.get("error") or {}).get("details") or []:
@@ -364,12 +370,15 @@ def _is_transport_error(exc: BaseException) -> bool:
         import httpx
     except ImportError:  # pragma: no cover - every HTTP client here brings httpx
         return False
-    return any(isinstance(e, httpx.TransportError) for e in _chain(exc))
+    return any(isinstance(e, httpx.TransportError) for e in causes(exc))
 
 
-def _is_malformed_reply(exc: BaseException) -> bool:
+def is_connection_error(exc: BaseException) -> bool:
+    """The service could not be reached at all (refused, unresolvable, reset while connecting)."""
+    if any(isinstance(e, lc.ModelConnectionError) for e in causes(exc)):
+        return True
     try:
-        from google.genai.errors import UnknownApiResponseError
-    except ImportError:
+        import httpx
+    except ImportError:  # pragma: no cover
         return False
-    return isinstance(exc, UnknownApiResponseError)
+    return any(isinstance(e, httpx.ConnectError) for e in causes(exc))

@@ -57,6 +57,7 @@ class ToolOutcome(BaseModel):
     summary: str  # a short line for the user
     png: bytes | None = None
     fresh: TabContext | None = None  # refreshed page text, for a browser-state message
+    scroll: ScrollResult | None = None  # where a scroll left the tab: the tool message's artifact
 
     @property
     def png_base64(self) -> str | None:
@@ -127,13 +128,14 @@ class ToolRunner:
                     and result.page_height <= before.page_height:
                 # Scrolling on at the bottom only repeats text the model has: say so, briefly.
                 return ToolOutcome(
-                    name="scroll_tool", ok=False, tab_id=label,
+                    name="scroll_tool", ok=False, tab_id=label, scroll=result,
                     text=f"Tab {label} is already at the bottom of the page and nothing more loaded; "
                     "there is nothing further down. Answer with what you have.",
                     summary=f"tab {label} is already at the bottom",
                 )
         return ToolOutcome(
-            name="scroll_tool", ok=True, tab_id=label, text=f"Tab {label} scrolled {how}. {result.describe()}",
+            name="scroll_tool", ok=True, tab_id=label, scroll=result,
+            text=f"Tab {label} scrolled {how}. {result.describe()}",
             summary=f"scrolled tab {label} {how}" + (" (bottom)" if result.at_bottom else ""),
         )
 

@@ -258,26 +258,46 @@ async def serve_stdio(
     return await host.serve()
 
 
-def main(answer: AnswerFn, argv: Sequence[str] | None = None, *, warm: WarmFn | None = None) -> int:
-    """Process entry point (`python -m extension_bridge` calls this with the
-    real agent and its warm-up). Protects stdout first: from here on only
-    frames reach it."""
+def main(answer: AnswerFn | None = None, argv: Sequence[str] | None = None, *, warm: WarmFn | None = None) -> int:
+    """Process entry point (`python -m extension_bridge`): the real agent over
+    a runtime built from the settings, or `answer` (a stand-in, for tests).
+    Protects stdout first: from here on only frames reach it."""
     real_stdout = protect_stdout()
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="chatagent-bridge %(levelname)s %(name)s: %(message)s"
     )
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="python -m extension_bridge", add_help=False)
-    p.add_argument("--tool-timeout", type=float, default=DEFAULT_TOOL_TIMEOUT_S)
+    p.add_argument("--tool-timeout", type=float)
     p.add_argument("--any-origin", action="store_true", help="skip the caller check (development only)")
     opts, rest = p.parse_known_args(argv)
-    return asyncio.run(
-        serve_stdio(
-            answer,
-            rest,
-            stdout=real_stdout,
-            allowed_origins=None if opts.any_origin else DEFAULT_ALLOWED_ORIGINS,
-            tool_timeout_s=opts.tool_timeout,
-            warm=warm,
+    origins = None if opts.any_origin else DEFAULT_ALLOWED_ORIGINS
+    if answer is not None:
+        return asyncio.run(serve_stdio(
+            answer, rest, stdout=real_stdout, allowed_origins=origins,
+            tool_timeout_s=opts.tool_timeout or DEFAULT_TOOL_TIMEOUT_S, warm=warm,
+        ))
+    return asyncio.run(_serve(rest, real_stdout, tool_timeout=opts.tool_timeout, allowed_origins=origins))
+
+
+async def _serve(
+    argv: Sequence[str], stdout: Any, *, tool_timeout: float | None, allowed_origins: frozenset[str] | None,
+) -> int:
+    from chatagent.runtime import Runtime
+    from chatagent.settings import Settings
+
+    from .answer import AgentAnswerer
+
+    try:
+        settings = Settings.load(tool_timeout=tool_timeout)
+    except ChatAgentError as exc:  # a broken settings file: the panel must hear why
+        _, writer = await open_stdio(sys.stdin.buffer, stdout)
+        await writer.send(ErrorMessage(code=exc.code, message=exc.message))
+        await writer.aclose()
+        return 1
+    async with Runtime(settings) as runtime:
+        answerer = AgentAnswerer(runtime)
+        return await serve_stdio(
+            answerer, argv, stdout=stdout, allowed_origins=allowed_origins,
+            tool_timeout_s=settings.tool_timeout, warm=answerer.warm,
         )
-    )

@@ -18,6 +18,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from chatagent.events import Event
+from chatagent.settings import MAX_QUESTION_CHARS
 
 from .errors import BadToolResultError, MessageError
 
@@ -26,7 +27,6 @@ PROTOCOL_VERSION = 1
 MAX_TABS = 20
 MAX_HTML_BYTES = 8 * 1024 * 1024  # per tab, UTF-8 bytes
 MAX_TEXT_CHARS = 4 * 1024 * 1024  # rendered text per tab / per tool result
-MAX_QUESTION_CHARS = 8_000
 MAX_ID_CHARS = 128
 MAX_PNG_BASE64_CHARS = 24 * 1024 * 1024
 MAX_URL_CHARS = 64 * 1024

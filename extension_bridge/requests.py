@@ -15,13 +15,14 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from chatagent.errors import ToolError
+from chatagent.settings import Settings
 
 from .errors import BridgeError
 from .messages import ToolName, ToolRequestMessage, ToolResultMessage
 
 log = logging.getLogger(__name__)
 
-DEFAULT_TOOL_TIMEOUT_S = 20.0
+DEFAULT_TOOL_TIMEOUT_S: float = Settings.model_fields["tool_timeout"].default
 
 SendFn = Callable[[ToolRequestMessage], Awaitable[Any]]
 

@@ -56,19 +56,19 @@ class BridgeTab(Tab):
     ) -> BridgeTab:
         return cls(requester, request_id, tab.tab_id, tab.url, tab.title, tab.html, tab.text, timeout_s=timeout_s)
 
-    def _label(self, what: str) -> str:
-        return f"{what} of tab {self.tab_id}"
+    def _describe(self, what: str) -> str:
+        return f"{what} of tab {self.label}"
 
     async def _call(self, name: ToolName, args: dict[str, object], what: str) -> ToolResultMessage:
         if self.closed:
-            raise ToolError(f"Tab {self.tab_id} is closed.")
+            raise ToolError(f"Tab {self.label} is closed.")
         return await self._requester.request(
             self.request_id,
             self.chrome_tab_id,
             name,
             args,
             timeout_s=self._timeout_s,
-            label=self._label(what),
+            label=self._describe(what),
         )
 
     async def snapshot(self) -> PageSnapshot:
@@ -87,10 +87,10 @@ class BridgeTab(Tab):
     async def screenshot(self) -> bytes:
         res = await self._call("screenshot", {}, "Screenshot")
         if not res.png:
-            raise ToolError(f"Screenshot of tab {self.tab_id} failed: the extension sent no image.")
+            raise ToolError(f"Screenshot of tab {self.label} failed: the extension sent no image.")
         data = res.png_bytes()
         if not data.startswith(PNG_SIGNATURE):
-            raise ToolError(f"Screenshot of tab {self.tab_id} failed: the extension sent something that is not a PNG.")
+            raise ToolError(f"Screenshot of tab {self.label} failed: the extension sent something that is not a PNG.")
         return data
 
     async def scroll(self, direction: ScrollDirection = "down", to_text: str | None = None) -> ScrollResult:

@@ -18,7 +18,7 @@ from chatagent.errors import BrowserNotFoundError
 
 def _found() -> str | None:
     try:
-        return find_browser()
+        return find_browser(os.environ.get("CHATAGENT_BROWSER"))
     except BrowserNotFoundError:
         return None
 
@@ -30,7 +30,7 @@ def main() -> int:
         return 0
     if os.environ.get("CHATAGENT_BROWSER"):
         # An explicit but broken setting is the user's to fix, not ours to paper over.
-        find_browser()  # raises with the message naming the variable
+        find_browser(os.environ["CHATAGENT_BROWSER"])  # raises with the message naming the setting
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     if is_root and shutil.which("apt-get"):
         print("No Chromium found; installing Debian's chromium package…", flush=True)
@@ -42,7 +42,7 @@ def main() -> int:
             print(f"browser: {path}")
             return 0
     try:
-        find_browser()
+        find_browser(os.environ.get("CHATAGENT_BROWSER"))
     except BrowserNotFoundError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
     return 1

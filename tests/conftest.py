@@ -9,6 +9,7 @@ mark them `pytest.mark.asyncio(loop_scope="session")` (a module- or class-level
 
 from __future__ import annotations
 
+import os
 import socket
 import struct
 import threading
@@ -143,6 +144,23 @@ class Site:
     @staticmethod
     def path(name: str) -> Path:
         return PAGES / (name if "." in name else name + ".html")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def private_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The suite never reads or writes the developer's settings file, nor
+    inherits a model choice from their environment; child processes (the
+    CLI, the host) inherit the same."""
+    path = tmp_path_factory.mktemp("settings") / "config.toml"
+    saved = {k: os.environ.get(k) for k in ("CHATAGENT_CONFIG", "CHATAGENT_MODEL")}
+    os.environ["CHATAGENT_CONFIG"] = str(path)
+    os.environ.pop("CHATAGENT_MODEL", None)
+    yield path
+    for key, value in saved.items():
+        if value is None:
+            os.environ.pop(key, None)
+        else:
+            os.environ[key] = value
 
 
 @pytest.fixture(scope="session")

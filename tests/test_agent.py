@@ -11,7 +11,8 @@ import pytest
 from chatagent.agent import ChatAgent
 from chatagent.browser.base import Tab
 from chatagent.events import Done, ErrorEvent, Event, PassStart, Screenshot, Token, ToolCall, ToolResult
-from chatagent.models import get_chat_model
+from chatagent.models import load_model
+from chatagent.settings import Settings
 from chatagent.tools import TOOL_NAMES, ToolRunner
 from chatagent.context import ContextBuilder
 
@@ -34,7 +35,7 @@ def done(events: list[Event]) -> Done:
 
 
 async def test_text_question_is_answered_in_pass_1_with_streamed_tokens(site: Site, open_tabs) -> None:
-    agent = ChatAgent(get_chat_model("extractive"), await open_tabs([site.url("product")]))
+    agent = ChatAgent(load_model("extractive"), await open_tabs([site.url("product")]))
     events = await ask(agent, "How much does the Aurora X14 Pro cost?")
     result = done(events)
     tokens = [e.text for e in events if isinstance(e, Token)]
@@ -50,7 +51,7 @@ async def test_text_question_is_answered_in_pass_1_with_streamed_tokens(site: Si
 
 
 async def test_lazy_loaded_fact_is_found_in_pass_2_by_scrolling(site: Site, open_tabs) -> None:
-    agent = ChatAgent(get_chat_model("extractive"), await open_tabs([site.url("lazy")]))
+    agent = ChatAgent(load_model("extractive"), await open_tabs([site.url("lazy")]))
     events = await ask(agent, "What is the warehouse code?")
     result = done(events)
     assert result.pass_ == 2
@@ -61,7 +62,7 @@ async def test_lazy_loaded_fact_is_found_in_pass_2_by_scrolling(site: Site, open
 
 
 async def test_image_only_fact_takes_a_screenshot_and_answers_honestly(site: Site, open_tabs) -> None:
-    agent = ChatAgent(get_chat_model("extractive"), await open_tabs([site.url("image_only")]))
+    agent = ChatAgent(load_model("extractive"), await open_tabs([site.url("image_only")]))
     events = await ask(agent, "Which gate is shown on the departure board image?")
     result = done(events)
     assert result.pass_ == 2
@@ -77,7 +78,7 @@ async def test_image_only_fact_takes_a_screenshot_and_answers_honestly(site: Sit
 
 async def test_two_tab_comparison_gives_evidence_and_citations_from_both(site: Site, open_tabs) -> None:
     tabs = await open_tabs([site.url("two_a"), site.url("two_b")])
-    agent = ChatAgent(get_chat_model("extractive"), tabs)
+    agent = ChatAgent(load_model("extractive"), tabs)
     result = done(await ask(agent, "Which city has more tram lines, Port Averly or Lindqvist Harbor?"))
     assert result.pass_ == 1
     assert {c.tab_id for c in result.citations} == {"1", "2"}
@@ -88,14 +89,14 @@ async def test_two_tab_comparison_gives_evidence_and_citations_from_both(site: S
 
 async def test_a_failed_tab_is_reported_and_the_good_tab_still_answers(site: Site, open_tabs, closed_port_url: str) -> None:
     tabs = await open_tabs([closed_port_url, site.url("product")])
-    events = await ask(ChatAgent(get_chat_model("extractive"), tabs), "How much does the Aurora X14 Pro cost?")
+    events = await ask(ChatAgent(load_model("extractive"), tabs), "How much does the Aurora X14 Pro cost?")
     notes = [e for e in events if e.type == "note"]
     assert any(n.tab_id == "1" for n in notes)
     assert "$1,349.00" in done(events).answer
 
 
 async def test_no_readable_tab_ends_with_a_clear_error(open_tabs, closed_port_url: str) -> None:
-    events = await ask(ChatAgent(get_chat_model("extractive"), await open_tabs([closed_port_url])), "anything?")
+    events = await ask(ChatAgent(load_model("extractive"), await open_tabs([closed_port_url])), "anything?")
     assert isinstance(events[-1], ErrorEvent) and events[-1].code == "no_readable_tabs"
 
 
@@ -122,7 +123,7 @@ async def test_unknown_tools_are_refused_in_code_and_reported_back(site: Site, o
 async def test_facts_in_the_page_text_are_answered_in_pass_1(
     site: Site, open_tabs, page: str, question: str, facts: list[str]
 ) -> None:
-    events = await ask(ChatAgent(get_chat_model("extractive"), await open_tabs([site.url(page)])), question)
+    events = await ask(ChatAgent(load_model("extractive"), await open_tabs([site.url(page)])), question)
     result = done(events)
     assert result.pass_ == 1
     assert not any(isinstance(e, ToolCall) for e in events)
@@ -133,7 +134,7 @@ async def test_facts_in_the_page_text_are_answered_in_pass_1(
 
 async def test_a_near_miss_above_the_fold_does_not_stop_the_scroll(site: Site, open_tabs) -> None:
     # Above the fold, "within 30 days" is about returns; the refund period is further down.
-    events = await ask(ChatAgent(get_chat_model("extractive"), await open_tabs([site.url("lazy")])),
+    events = await ask(ChatAgent(load_model("extractive"), await open_tabs([site.url("lazy")])),
                        "Within how many business days are refunds issued?")
     result = done(events)
     assert result.pass_ == 2

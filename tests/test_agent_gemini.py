@@ -15,7 +15,8 @@ from chatagent.agent import MAX_TURNS, ChatAgent
 from chatagent.browser.base import PageSnapshot, ScrollDirection, ScrollResult, Tab
 from chatagent.browser.playwright import PlaywrightTab
 from chatagent.events import Done, ErrorEvent, Event, PassStart, Screenshot, Token, ToolCall, ToolResult
-from chatagent.models import get_chat_model
+from chatagent.models import load_model
+from chatagent.settings import Settings
 from chatagent.prompts import ESCALATION_MARKER
 from chatagent.testing.gemini_server import (
     FunctionCall,
@@ -36,7 +37,7 @@ NEED = f"{ESCALATION_MARKER} the answer is not in the page text"
 
 
 def agent_for(gemini: GeminiServer, tabs: list, **options: Any) -> ChatAgent:
-    model = get_chat_model("gemini-2.5-flash", api_key="test", base_url=gemini.url)
+    model = load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url))
     return ChatAgent(model, tabs, **options)
 
 

@@ -25,7 +25,7 @@ PRODUCT = (PAGES / "product.html").read_text()
 
 @contextlib.asynccontextmanager
 async def real_host(gemini: GeminiServer) -> AsyncIterator[Peer]:
-    async with spawn_host({"GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}) as proc:
+    async with spawn_host({"GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url, "CHATAGENT_MODEL": "gemini-2.5-flash"}) as proc:
         yield Peer(proc)
 
 

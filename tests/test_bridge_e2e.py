@@ -24,9 +24,26 @@ ROOT = Path(__file__).resolve().parent.parent
 SCREENSHOT_ENV = "CHATAGENT_PANEL_SCREENSHOT"
 
 
-@pytest.fixture
-async def browser_with_host(tmp_path: Path) -> AsyncIterator[Any]:
+DEBIAN_WRAPPER = Path("/usr/bin/chromium")  # a shell script exporting Chromium's own GOOGLE_API_KEY
+
+
+def _launchers() -> list[Any]:
+    wrapper = DEBIAN_WRAPPER.is_file() and DEBIAN_WRAPPER.read_bytes()[:2] == b"#!"
+    return [
+        pytest.param("binary", id="chromium-binary"),
+        pytest.param("wrapper", id="debian-wrapper", marks=pytest.mark.skipif(
+            not wrapper, reason="no Debian/Ubuntu chromium launcher script here")),
+    ]
+
+
+@pytest.fixture(params=_launchers())
+async def browser_with_host(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    """Chromium with the extension and the real host; launched as the binary
+    (no API key in its environment) and through Debian's launcher script,
+    which gives the browser, and so the host, Chromium's own GOOGLE_API_KEY."""
     from playwright.async_api import async_playwright
+
+    wrapper = request.param == "wrapper"
 
     profile = tmp_path / "profile"
     hosts = profile / "NativeMessagingHosts"  # Chromium reads per-profile host manifests here
@@ -40,7 +57,7 @@ async def browser_with_host(tmp_path: Path) -> AsyncIterator[Any]:
     pw = await async_playwright().start()
     ctx = await pw.chromium.launch_persistent_context(
         str(profile),
-        executable_path=find_browser(),
+        executable_path=str(DEBIAN_WRAPPER) if wrapper else find_browser(),
         headless=True,
         viewport={"width": 1100, "height": 800},
         args=[
@@ -50,7 +67,7 @@ async def browser_with_host(tmp_path: Path) -> AsyncIterator[Any]:
             "--disable-background-networking",
             "--disable-component-update",
         ],
-        env={k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")},
+        env=dict(os.environ) if wrapper else {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")},
     )
     try:
         yield ctx

@@ -250,8 +250,8 @@ class TestScrollAndScreenshot:
 def test_env_var_pointing_nowhere_names_the_variable(tmp_path: Path) -> None:
     missing = tmp_path / "no-chrome"
     with pytest.raises(BrowserNotFoundError) as exc:
-        discovery.find_browser({"CHATAGENT_BROWSER": str(missing)})
-    assert "CHATAGENT_BROWSER" in exc.value.message and str(missing) in exc.value.message
+        discovery.find_browser(str(missing))
+    assert "config set browser" in exc.value.message and str(missing) in exc.value.message
 
 
 def test_env_var_pointing_at_a_non_executable_file_is_rejected(tmp_path: Path) -> None:
@@ -260,8 +260,8 @@ def test_env_var_pointing_at_a_non_executable_file_is_rejected(tmp_path: Path) -
     fake.chmod(stat.S_IRUSR | stat.S_IWUSR)
     if os.access(fake, os.X_OK):  # root may execute anything with any x bit; none set here
         pytest.skip("this user can execute non-executable files")
-    with pytest.raises(BrowserNotFoundError, match="CHATAGENT_BROWSER"):
-        discovery.find_browser({"CHATAGENT_BROWSER": str(fake)})
+    with pytest.raises(BrowserNotFoundError, match="CHATAGENT_BROWSER"):  # the message names the variable too
+        discovery.find_browser(str(fake))
 
 
 def test_env_var_wins_and_accepts_a_command_name(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -269,8 +269,8 @@ def test_env_var_wins_and_accepts_a_command_name(tmp_path: Path, monkeypatch: py
     exe.write_text("#!/bin/sh\n")
     exe.chmod(0o755)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert discovery.find_browser({"CHATAGENT_BROWSER": str(exe)}) == str(exe)
-    assert discovery.find_browser({"CHATAGENT_BROWSER": "my-chrome"}) == str(exe)
+    assert discovery.find_browser(str(exe)) == str(exe)
+    assert discovery.find_browser("my-chrome") == str(exe)
 
 
 def _no_browser_anywhere(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -71,12 +71,3 @@ def test_chat_survives_bad_lines_and_answers_the_next_question(site: Site) -> No
     assert ends[1]["type"] == "error" and ends[1]["code"] == "bad_input" and "8,000" in ends[1]["message"]
     assert ends[2]["type"] == "done" and "$1,349.00" in ends[2]["answer"]
     assert proc.returncode == 1, "a failed question makes the exit status non-zero"
-
-
-def test_the_clis_copies_of_the_agents_defaults_agree() -> None:
-    # cli.py repeats them so that `--help` need not import the agent.
-    from chatagent import agent, cli
-
-    assert (cli.DEFAULT_DEADLINE_S, cli.INPUT_BUDGET_FACTOR, cli.MIN_INPUT_BUDGET) == (
-        agent.DEFAULT_DEADLINE_S, agent.INPUT_BUDGET_FACTOR, agent.MIN_INPUT_BUDGET
-    )

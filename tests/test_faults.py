@@ -15,7 +15,8 @@ import chatagent.browser.playwright as pw_backend
 from chatagent.agent import MAX_TOOL_CALLS, MAX_TURNS, ChatAgent
 from chatagent.browser.playwright import PlaywrightTab
 from chatagent.events import Done, ErrorEvent, Event, Note, ToolCall, ToolResult
-from chatagent.models import get_chat_model
+from chatagent.models import load_model
+from chatagent.settings import Settings
 from chatagent.prompts import ESCALATION_MARKER
 from chatagent.testing.gemini_server import (
     FunctionCall, FunctionCallReply, GeminiServer, RecordedRequest, Reply, TextReply,
@@ -41,7 +42,7 @@ def notes(events: list[Event]) -> dict[str | None, str]:
 
 
 def extractive(tabs: list) -> ChatAgent:
-    return ChatAgent(get_chat_model("extractive"), tabs)
+    return ChatAgent(load_model("extractive"), tabs)
 
 
 async def test_a_tab_closed_between_questions_is_reported_and_the_others_answer(site: Site, open_tabs) -> None:
@@ -144,7 +145,7 @@ async def test_a_tab_closed_during_an_answer_is_reported_to_the_model(site: Site
         return TextReply(text="Tab 2 was closed before I could read further [Tab 1].")
 
     with GeminiServer(responder=respond, ttft_s=0.0, tokens_per_s=None) as gemini:
-        agent = ChatAgent(get_chat_model("gemini-2.5-flash", api_key="test", base_url=gemini.url), tabs)
+        agent = ChatAgent(load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url)), tabs)
         events = await ask(agent, "Which order code is further down the second page?")
         (result,) = [e for e in events if isinstance(e, ToolResult)]
         assert not result.ok
@@ -169,7 +170,7 @@ async def test_a_hostile_page_cannot_add_tools_escape_its_delimiters_or_loop_for
     with GeminiServer(responder=gullible, ttft_s=0.0, tokens_per_s=None) as gemini:
         tabs = await open_tabs([site.url("instructions")])
         # The input-token budget would end this first (its own test is below): lift it to see the other bounds.
-        agent = ChatAgent(get_chat_model("gemini-2.5-flash", api_key="test", base_url=gemini.url), tabs,
+        agent = ChatAgent(load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url)), tabs,
                           input_budget_factor=1000)
         events = await ask(agent, "How long does the cake bake?")
         requests = gemini.requests

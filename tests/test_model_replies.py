@@ -19,7 +19,8 @@ import pytest
 from chatagent.agent import ChatAgent
 from chatagent.browser.static import StaticTab
 from chatagent.events import Done, ErrorEvent, Event, Note, PassStart, Token
-from chatagent.models import get_chat_model
+from chatagent.models import load_model
+from chatagent.settings import Settings
 from chatagent.prompts import ESCALATION_MARKER
 from chatagent.retry import RetryPolicy
 from chatagent.testing.gemini_server import (
@@ -37,7 +38,7 @@ NEED = f"{ESCALATION_MARKER} the answer is not in the page text"
 
 
 def agent_for(gemini: GeminiServer) -> ChatAgent:
-    model = get_chat_model("gemini-2.5-flash", api_key="test", base_url=gemini.url)
+    model = load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url))
     return ChatAgent(model, [StaticTab("1", "http://shop.test/aurora", PAGE, title="Aurora")], retry=FAST)
 
 

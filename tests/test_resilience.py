@@ -14,7 +14,8 @@ import pytest
 
 from chatagent.agent import ChatAgent
 from chatagent.events import Done, ErrorEvent, Event, Note, PassStart, Token
-from chatagent.models import get_chat_model
+from chatagent.models import load_model
+from chatagent.settings import Settings
 from chatagent.retry import RetryPolicy
 from chatagent.testing.gemini_server import (
     DropReply, ErrorReply, GeminiServer, MalformedReply, StallReply, TextReply,
@@ -31,7 +32,7 @@ OVERFLOW = "The input token count (1200000) exceeds the maximum number of tokens
 
 
 async def agent(gemini: GeminiServer, open_tabs, site: Site, **kwargs: object) -> ChatAgent:
-    model = get_chat_model("gemini-2.5-flash", api_key="test", base_url=gemini.url)
+    model = load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url))
     kwargs.setdefault("retry", FAST)
     return ChatAgent(model, await open_tabs([site.url("product")]), **kwargs)  # type: ignore[arg-type]
 

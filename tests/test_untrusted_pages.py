@@ -15,7 +15,8 @@ from chatagent.browser.playwright import PlaywrightBrowser, PlaywrightTab
 from chatagent.context import ContextBuilder
 from chatagent.errors import TabError
 from chatagent.events import Done, ErrorEvent, Event, PassStart, ToolCall, ToolResult
-from chatagent.models import get_chat_model
+from chatagent.models import load_model
+from chatagent.settings import Settings
 from chatagent.prompts import ESCALATION_MARKER
 from chatagent.testing.gemini_server import (
     FunctionCall, FunctionCallReply, GeminiServer, RecordedRequest, Reply, TextReply,
@@ -66,7 +67,7 @@ async def test_a_local_page_that_redirects_to_another_local_file_sends_only_itse
     # No frame of the tab shows the file, and the tab is still the page the user named.
     assert not any(f.url.startswith("file:") and "secret" in f.url for f in tab.page.frames)
     gemini.enqueue(TextReply(text="40 minutes [Tab 1]"))
-    agent = ChatAgent(get_chat_model("gemini-2.5-flash", api_key="test", base_url=gemini.url), [tab])
+    agent = ChatAgent(load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url)), [tab])
     events = await ask(agent, "How long does it bake?")
     assert isinstance(events[-1], Done) and events[-1].citations[0].url == page.as_uri()
     sent = gemini.generate_requests[-1].text()
@@ -79,7 +80,7 @@ async def test_a_later_navigation_to_a_local_file_is_refused(
     page = _page(tmp_path, "notes.html", "<p>Meeting notes: the launch is on Tuesday.</p>")
     (tab,) = await open_tabs([str(page)])
     assert isinstance(tab, PlaywrightTab)
-    agent = ChatAgent(get_chat_model("extractive"), [tab])
+    agent = ChatAgent(load_model("extractive"), [tab])
     assert isinstance((await ask(agent, "When is the launch?"))[-1], Done)
     # Between two questions of a chat, the page tries again.
     await tab.page.evaluate("(u) => { location.href = u; }", secret.as_uri())
@@ -128,7 +129,7 @@ async def test_scroll_and_refresh_results_reach_the_model_inside_the_fence(
 
     with GeminiServer(responder=respond, ttft_s=0.0, tokens_per_s=None) as server:
         (tab,) = await open_tabs([str(page)])
-        agent = ChatAgent(get_chat_model("gemini-2.5-flash", api_key="test", base_url=server.url), [tab])
+        agent = ChatAgent(load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=server.url)), [tab])
         events = await ask(agent, "What does the page say?")
         last = server.generate_requests[-1]
     assert isinstance(events[-1], Done)
@@ -157,7 +158,7 @@ async def test_a_popup_and_dialog_flood_stays_bounded_and_the_page_still_answers
     (tab,) = await open_tabs([str(page)])
     await asyncio.sleep(2)
     assert len(chromium.context.pages) <= before + 1, "pop-ups are blocked or closed, not piled up"
-    events = await ask(ChatAgent(get_chat_model("extractive"), [tab]), "What is the price?")
+    events = await ask(ChatAgent(load_model("extractive"), [tab]), "What is the price?")
     assert isinstance(events[-1], Done) and "12 EUR" in events[-1].answer
 
 
@@ -176,7 +177,7 @@ async def test_a_question_stops_at_its_input_token_budget(site: Site, open_tabs)
 
     with GeminiServer(responder=scroll_forever, ttft_s=0.0, tokens_per_s=None) as server:
         tabs = await open_tabs([site.url("long")])
-        agent = ChatAgent(get_chat_model("gemini-2.5-flash", api_key="test", base_url=server.url), tabs)
+        agent = ChatAgent(load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=server.url)), tabs)
         events = await ask(agent, "What is on the page?")
         sent = [r.text() for r in server.generate_requests]
     done = events[-1]
@@ -213,7 +214,7 @@ async def test_with_several_tabs_a_call_without_tab_id_lists_them(site: Site, op
 
 async def test_an_error_page_is_not_answered_as_content(site: Site, open_tabs) -> None:
     tabs = await open_tabs([site.url("/404")])
-    events = await ask(ChatAgent(get_chat_model("extractive"), tabs), "What is the price?")
+    events = await ask(ChatAgent(load_model("extractive"), tabs), "What is the price?")
     assert isinstance(events[-1], ErrorEvent) and events[-1].code == "no_readable_tabs"
     assert not any(isinstance(e, PassStart) and e.pass_ == 2 for e in events)
     assert not any(isinstance(e, (ToolCall, ToolResult)) for e in events)

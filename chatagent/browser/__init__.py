@@ -1,8 +1,27 @@
-"""Browser backends behind one `Tab` interface."""
+"""Browser backends behind one `Browser`/`Tab` interface, and `open_browser`,
+the factory that opens the one the settings name."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
 
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .static import StaticTab
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+
+async def open_browser(settings: "Settings") -> Browser:
+    """Attach to the running Chrome at `settings.cdp`, or launch a headless
+    Chromium (`settings.browser`, else one found on this machine)."""
+    from .playwright import PlaywrightBrowser  # Playwright is slow to import: only when a browser is wanted
+
+    if settings.cdp:
+        return await PlaywrightBrowser.connect_cdp(settings.cdp)
+    return await PlaywrightBrowser.launch(executable_path=find_browser(settings.browser))
+
 
 __all__ = [
     "Browser",
@@ -13,4 +32,5 @@ __all__ = [
     "Tab",
     "TabFailure",
     "find_browser",
+    "open_browser",
 ]

@@ -57,13 +57,30 @@ class TabFailure(BaseModel):
     url: str
     code: str
     message: str
+    label: str = ""  # what the conversation calls it (`labels.TabLabels`); its id until then
+
+    def model_post_init(self, _context: object) -> None:
+        self.label = self.label or self.tab_id
 
 
 class Tab(abc.ABC):
     """One open page. Methods are async; backends serialise nothing themselves:
-    the agent runs browser tools one at a time."""
+    the agent runs browser tools one at a time.
+
+    `tab_id` is the backend's own id; `label` is what the user and the model
+    call the tab ("Tab 2"), given by the conversation's `TabLabels` (the id
+    until then). Backends word their messages with the label."""
 
     tab_id: str
+    _label: str | None = None
+
+    @property
+    def label(self) -> str:
+        return self._label or self.tab_id
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self._label = value
 
     @abc.abstractmethod
     async def snapshot(self) -> PageSnapshot:
@@ -91,6 +108,11 @@ class Browser(abc.ABC):
     async def open_tabs(
         self, targets: list[str], *, timeout_s: float | None = None
     ) -> list[Tab | TabFailure]: ...
+
+    def existing_tabs(self) -> list[Tab]:
+        """The tabs already open in the browser (attached to the user's own
+        browser: their tabs); none for a browser started empty."""
+        return []
 
     @abc.abstractmethod
     async def close(self) -> None: ...

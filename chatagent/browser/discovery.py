@@ -8,7 +8,6 @@ from pathlib import Path
 
 from ..errors import BrowserNotFoundError
 
-ENV_VAR = "CHATAGENT_BROWSER"
 
 _CANDIDATES = (
     "/usr/lib/chromium/chromium",
@@ -27,8 +26,8 @@ _PATH_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-s
 
 INSTALL_HINT = (
     "No Chromium-based browser found. Install one (Debian/Ubuntu: "
-    "`sudo apt-get install chromium`; macOS: install Google Chrome) or point "
-    f"{ENV_VAR} at a Chrome/Chromium executable."
+    "`sudo apt-get install chromium`; macOS: install Google Chrome) or name a Chrome/Chromium "
+    "executable with `chatagent config set browser PATH` (or CHATAGENT_BROWSER)."
 )
 
 
@@ -43,16 +42,16 @@ def _playwright_chromium() -> str | None:
     return None
 
 
-def find_browser(env: dict[str, str] | None = None) -> str:
-    """Return the path of a Chromium executable or raise `BrowserNotFoundError`."""
-    env = os.environ if env is None else env
-    explicit = env.get(ENV_VAR)
+def find_browser(explicit: str | None = None) -> str:
+    """The path of `explicit` (the `browser` setting) or of a Chromium found
+    on this machine; else `BrowserNotFoundError`."""
     if explicit:
         path = shutil.which(explicit) or explicit
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return path
         raise BrowserNotFoundError(
-            f"{ENV_VAR}={explicit!r} is not an executable file. Fix the variable or unset it."
+            f"The browser setting {explicit!r} is not an executable file. Fix it with "
+            "`chatagent config set browser PATH` (or CHATAGENT_BROWSER), or unset it to have one found."
         )
     found = _playwright_chromium()
     if found:

@@ -21,6 +21,7 @@ from playwright.async_api import (
 )
 
 from ..errors import BrowserError, ChatAgentError, TabError, ToolError
+from ..settings import Settings
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .localfiles import LocalFiles, is_local
@@ -51,7 +52,7 @@ LAUNCH_ARGS = (
 # window.open() then fills memory with windows. Keep the blocker.
 IGNORE_DEFAULT_ARGS = ("--disable-popup-blocking",)
 
-DEFAULT_LOAD_TIMEOUT_S = 15.0
+DEFAULT_LOAD_TIMEOUT_S: float = Settings.model_fields["timeout"].default
 VIEWPORT = {"width": 1280, "height": 900}
 _TEXTUAL_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "image/svg")
 
@@ -201,11 +202,11 @@ class PlaywrightTab(Tab):
         """Why this tab cannot be used any more, if it cannot."""
         if self.crashed:
             return (
-                f"Tab {self.tab_id} crashed again after it was reloaded (its page runs out of memory or hits "
+                f"Tab {self.label} crashed again after it was reloaded (its page runs out of memory or hits "
                 "a browser bug), so it is not reloaded again; open the page anew to read it."
             )
         if self.page.is_closed():
-            return f"Tab {self.tab_id} was closed."
+            return f"Tab {self.label} was closed."
         return None
 
     def _unnamed_local_file(self) -> str | None:
@@ -219,13 +220,13 @@ class PlaywrightTab(Tab):
         """Refuse (with `error`) a page the user did not name or an error page."""
         if unnamed := self._unnamed_local_file():
             raise error(
-                f"Tab {self.tab_id} shows a local file you did not name ({unnamed}); {what} refused. "
+                f"Tab {self.label} shows a local file you did not name ({unnamed}); {what} refused. "
                 "chatagent reads only the local files given on its command line."
             )
         if self._status and self._status[0] >= 400:
             code, text = self._status
             raise error(
-                f"Tab {self.tab_id} is an error page: the server answered HTTP {code} {text}".rstrip()
+                f"Tab {self.label} is an error page: the server answered HTTP {code} {text}".rstrip()
                 + f" for {self._display_url(self.page.url)}. Check the address."
             )
 
@@ -245,8 +246,8 @@ class PlaywrightTab(Tab):
         except PlaywrightTimeout:
             pass  # keep what has rendered, as on a first load
         except PlaywrightError as exc:
-            raise TabError(f"Tab {self.tab_id} crashed, and reloading it failed: {_short(exc)}") from exc
-        self._once_notes.append(f"Tab {self.tab_id} had crashed; reloaded it.")
+            raise TabError(f"Tab {self.label} crashed, and reloading it failed: {_short(exc)}") from exc
+        self._once_notes.append(f"Tab {self.label} had crashed; reloaded it.")
 
     async def snapshot(self) -> PageSnapshot:
         if self.crashed and not self._reloaded and not self.page.is_closed():
@@ -265,11 +266,11 @@ class PlaywrightTab(Tab):
                     data = await self.page.evaluate(_SNAPSHOT_JS, [self._stamp_key, None, secrets.token_hex(8)])
         except TimeoutError:
             raise TabError(
-                f"Tab {self.tab_id} ({self._display_url(self.page.url)}) is not responding: its page has been busy "
+                f"Tab {self.label} ({self._display_url(self.page.url)}) is not responding: its page has been busy "
                 f"for over {SNAPSHOT_TIMEOUT_S:g} s."
             ) from None
         except PlaywrightError as exc:
-            raise TabError(self._gone() or f"Tab {self.tab_id} ({self._display_url(self.page.url)}) could not be read: {_short(exc)}") from exc
+            raise TabError(self._gone() or f"Tab {self.label} ({self._display_url(self.page.url)}) could not be read: {_short(exc)}") from exc
         # After the read, not before: the page may have navigated meanwhile.
         self._check_readable("reading it is")
         notes = [*self._load_notes, *self._once_notes]
@@ -292,7 +293,7 @@ class PlaywrightTab(Tab):
         try:
             return await self.page.screenshot(type="png", timeout=10_000)
         except PlaywrightError as exc:
-            raise ToolError(self._gone() or f"Screenshot of tab {self.tab_id} failed: {_short(exc)}") from exc
+            raise ToolError(self._gone() or f"Screenshot of tab {self.label} failed: {_short(exc)}") from exc
 
     async def scroll(
         self, direction: ScrollDirection = "down", to_text: str | None = None
@@ -301,14 +302,14 @@ class PlaywrightTab(Tab):
             async with asyncio.timeout(SCROLL_TIMEOUT_S):
                 return await self._scroll(direction, to_text)
         except TimeoutError:
-            raise ToolError(f"Tab {self.tab_id} did not respond to scrolling within {SCROLL_TIMEOUT_S:g} s.") from None
+            raise ToolError(f"Tab {self.label} did not respond to scrolling within {SCROLL_TIMEOUT_S:g} s.") from None
 
     async def _scroll(self, direction: ScrollDirection, to_text: str | None) -> ScrollResult:
         try:
             if to_text:
                 found = await self.page.evaluate(_SCROLL_TO_TEXT_JS, to_text)
                 if not found:
-                    raise ToolError(f"Text {to_text!r} not found on tab {self.tab_id}.")
+                    raise ToolError(f"Text {to_text!r} not found on tab {self.label}.")
             else:
                 js = {
                     "down": "window.scrollBy(0, Math.round(window.innerHeight * 0.85))",
@@ -320,7 +321,7 @@ class PlaywrightTab(Tab):
             await self._settle()
             data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS)
         except PlaywrightError as exc:
-            raise ToolError(self._gone() or f"Scrolling tab {self.tab_id} failed: {_short(exc)}") from exc
+            raise ToolError(self._gone() or f"Scrolling tab {self.label} failed: {_short(exc)}") from exc
         self._check_readable("scrolling it is", ToolError)
         result = ScrollResult(**data)
         result.at_bottom = result.scroll_y + result.viewport_height >= result.page_height - 2
@@ -402,8 +403,8 @@ class PlaywrightBrowser(Browser):
         return tab_id
 
     def existing_tabs(self) -> list[Tab]:
-        """The pages already open (useful over CDP: the user's own tabs). A
-        local file one of them shows now counts as named; nothing it goes to later does."""
+        """The pages already open (over CDP: the user's own tabs). A local file
+        one of them shows now counts as named; nothing it goes to later does."""
         return [
             PlaywrightTab(
                 self._new_id(), p, local_files=frozenset({p.url}) if is_local(p.url) else frozenset(),

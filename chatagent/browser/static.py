@@ -41,7 +41,7 @@ class StaticTab(Tab):
         )
 
     async def screenshot(self) -> bytes:
-        raise ToolError(f"Tab {self.tab_id} has no renderer; screenshots are unavailable.")
+        raise ToolError(f"Tab {self.label} has no renderer; screenshots are unavailable.")
 
     async def scroll(self, direction: ScrollDirection = "down", to_text: str | None = None) -> ScrollResult:
         text = self.visible_text

@@ -1,70 +1,73 @@
-"""Chat models by name. Every one is a LangChain chat model, so the agent is
-provider-agnostic: `extractive` (offline default), `gemini-*`, `openai:MODEL`."""
+"""Chat models by name, from the providers in `PROVIDERS`. Every one is a
+LangChain chat model, so the agent is provider-agnostic: `extractive`
+(offline, the default), `gemini-*`, `openai:MODEL`."""
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
-from langchain_core.language_models import BaseChatModel
+import threading
+from typing import TYPE_CHECKING
 
 from ..errors import ModelConfigError
-from .extractive import ExtractiveChatModel
+from .base import Model, Provider
+from .extractive import ExtractiveChatModel, ExtractiveProvider
+from .gemini import DEFAULT_MODEL as DEFAULT_GEMINI
+from .gemini import GeminiProvider
+from .openai import OpenAIProvider
 
-DEFAULT_GEMINI = "gemini-2.5-flash"
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+PROVIDERS: tuple[Provider, ...] = (ExtractiveProvider(), GeminiProvider(), OpenAIProvider())
 
 
-def default_model_name(env: dict[str, str] | None = None) -> str:
-    env = os.environ if env is None else env
-    return DEFAULT_GEMINI if env.get("GOOGLE_API_KEY") or env.get("GEMINI_API_KEY") else "extractive"
-
-
-def get_chat_model(name: str | None = None, **options: Any) -> BaseChatModel:
-    """Build the chat model called `name` (None: the default for this environment)."""
-    name = (name or default_model_name()).strip()
-    if name == "extractive":
-        return ExtractiveChatModel()
-    if name.startswith(("gemini-", "models/gemini-", "gemma-")):
-        from .gemini import make_gemini
-
-        return make_gemini(name, **options)
-    if name.startswith("openai:"):
-        from .openai import make_openai
-
-        return make_openai(name.removeprefix("openai:"), **options)
+def provider_for(name: str) -> Provider:
+    for provider in PROVIDERS:
+        if provider.matches(name):
+            return provider
     raise ModelConfigError(
         f"Unknown model {name!r}. Use 'extractive' (offline), a Gemini model such as "
-        f"'{DEFAULT_GEMINI}', or 'openai:MODEL' for an OpenAI-compatible server."
+        f"'{DEFAULT_GEMINI}', or 'openai:MODEL' for an OpenAI-compatible server; "
+        "set it with --model or `chatagent config set model NAME`."
     )
 
 
-def model_label(model: BaseChatModel) -> str:
-    """The model as users name it: 'extractive', 'gemini-2.5-flash', 'openai:llama3.1'."""
-    if isinstance(model, ExtractiveChatModel):
-        return "extractive"
-    name = str(getattr(model, "model", None) or getattr(model, "model_name", None) or type(model).__name__)
-    if type(model).__module__.startswith("langchain_openai"):
-        return f"openai:{name}"
-    return name.removeprefix("models/")
+def load_model(name: str | None = None, settings: "Settings | None" = None) -> Model:
+    """The model called `name` (None: the one the settings name)."""
+    if settings is None:
+        from ..settings import Settings
+
+        settings = Settings.load()
+    name = (name or settings.model).strip()
+    provider = provider_for(name)
+    return Model(provider.create(name, settings), provider, provider.label(name), provider.endpoint(settings))
 
 
-def model_identity(model: BaseChatModel) -> str:
-    """Label plus endpoint: the same name served elsewhere is another model."""
-    base_url = getattr(model, "base_url", None) or getattr(model, "openai_api_base", None) or ""
-    return f"{model_label(model)}@{base_url}" if base_url else model_label(model)
+class ModelRegistry:
+    """The models one runtime has created, by name: a client (and its open
+    connection) is made once and reused by every conversation."""
 
+    def __init__(self, settings: "Settings") -> None:
+        self.settings = settings
+        self._models: dict[str, Model] = {}
+        self._lock = threading.Lock()  # `get` may run on a worker thread (SDK imports are slow)
 
-def key_setting(model: BaseChatModel) -> str:
-    """The setting a user fixes when the service refuses the credentials."""
-    module = type(model).__module__
-    if module.startswith("langchain_google_genai"):
-        return "GOOGLE_API_KEY (and GOOGLE_GEMINI_BASE_URL, if you set it)"
-    if module.startswith("langchain_openai"):
-        return "OPENAI_API_KEY and CHATAGENT_OPENAI_BASE_URL"
-    return "the model's API key"
+    def get(self, name: str | None = None) -> Model:
+        name = (name or self.settings.model).strip()
+        with self._lock:
+            if name not in self._models:
+                self._models[name] = load_model(name, self.settings)
+            return self._models[name]
+
+    async def warm(self, name: str | None = None) -> Model:
+        """Create the model off the event loop and open its connection."""
+        import asyncio
+
+        model = await asyncio.to_thread(self.get, name)
+        await model.provider.warm(model.chat)
+        return model
 
 
 __all__ = [
-    "DEFAULT_GEMINI", "ExtractiveChatModel", "default_model_name", "get_chat_model", "key_setting",
-    "model_identity", "model_label",
+    "DEFAULT_GEMINI", "PROVIDERS", "ExtractiveChatModel", "Model", "ModelRegistry", "Provider", "load_model",
+    "provider_for",
 ]

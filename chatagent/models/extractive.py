@@ -1,12 +1,14 @@
 """`extractive`: the offline default model. Retrieval, not generation.
 
-It ranks the passages of the page context against the question with BM25 and
-streams the best ones verbatim, citing their tabs. It never invents text: when
-nothing matches, or the question is about something visual, it asks for the
-browser (the escalation marker), and with tools bound it uses them the way a
-careful person would: re-read the page, scroll for more text, take a
-screenshot for visual questions (and then say plainly that it cannot read
-images). Deterministic, instant and free: the right default with no API key.
+It ranks the passages of the page context against the question (BM25 unless
+given another `ranking.Ranker`) and streams the best ones verbatim, citing
+their tabs. It never invents text: when nothing matches, or the question is
+about something visual, it asks for the browser (the escalation marker), and
+with tools bound it uses them the way a careful person would: re-read the
+page, scroll for more text (until a scroll's result says the tab is at the
+bottom), take a screenshot for visual questions (and then say plainly that it
+cannot read images). Deterministic, instant and free: the right default with
+no API key.
 """
 
 from __future__ import annotations
@@ -16,10 +18,8 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-import bm25s
-import bm25s.stopwords
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
@@ -33,11 +33,17 @@ from langchain_core.messages import (
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import Field
 
-from ..budget import english_stemmer
-from ..prompts import ESCALATION_MARKER, is_fenced, parse_tabs, unfence
+from ..browser.base import ScrollResult
+from ..prompts import ESCALATION_MARKER, is_fenced, message_text, parse_tabs, unfence
+from ..ranking import CONTENT_WORDS, BM25Ranker, Query, RankerFactory
 from ..rows import row_cells
 from ..tokens import count_tokens
+from .base import Provider
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 # A passage must contain at least this share of the question's content words.
 MIN_COVERAGE = 0.5
@@ -49,14 +55,9 @@ _VISUAL = re.compile(
     re.IGNORECASE,
 )
 _MARKER_LINE = re.compile(r"^\[… .* left out …\]$|^\(Note: .*\)$")
-# bm25s's English list has 33 words; questions need their function words gone too.
-_STOPWORDS = sorted(set(bm25s.stopwords.STOPWORDS_EN) | set(
-    "how much many what which who whom whose when where why does do did done has have had can could would should "
-    "may might must shall its i you me my your we our us them him her his she he any some all please tell give show "
-    "shown find list listed name say said page pages tab tabs according mentioned mention about from than been being "
-    "so very just also only there here were am within without during between among per via upon onto across "
-    "through toward towards more most less least".split()
-))
+# Questions and passages alike: a question's function words ("how many", "which")
+# are gone too, so coverage counts only what it is about.
+ANALYSER = CONTENT_WORDS
 # Spelled-out cardinals: "Six tram lines" counts tram lines as well as "6 tram lines" does.
 _NUMBER_WORD = re.compile(
     r"^(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|"
@@ -90,7 +91,7 @@ class _Passage:
 
 
 def _terms(text: str) -> list[str]:
-    return bm25s.tokenize([text], stopwords=_STOPWORDS, stemmer=english_stemmer(), return_ids=False, show_progress=False)[0]
+    return ANALYSER.terms(text)
 
 
 def _question_terms(question: str) -> set[str]:
@@ -186,7 +187,7 @@ def _counts(text: str, counted: set[str]) -> bool:
     """Whether a number in the text counts one of the counted words: "19 stops",
     "six tram lines", "Finishers: 41"."""
     words = _WORD_OR_NUMBER.findall(text)
-    stems = english_stemmer().stemWords([w.lower() for w in words])
+    stems = ANALYSER.stems(words)
     for i, w in enumerate(words):
         if w[0].isdigit() or _NUMBER_WORD.match(w):
             if counted & set(stems[i + 1 : i + 1 + COUNT_REACH]) or (i and stems[i - 1] in counted):
@@ -199,9 +200,9 @@ def _passage_intents(text: str) -> str:
 
 
 def _best(
-    passages: list[_Passage], question: str, titles: dict[str, str] | None = None
+    passages: list[_Passage], question: str, titles: dict[str, str] | None = None, ranker: RankerFactory = BM25Ranker
 ) -> list[tuple[float, float, _Passage]]:
-    """(coverage, bm25, passage) for passages covering enough of the question, best first.
+    """(coverage, score, passage) for passages covering enough of the question, best first.
 
     A passage is about its page, so its tab's title words count towards coverage
     ("tram lines | 6" answers "does Port Averly have trams?" on Port Averly's
@@ -224,17 +225,13 @@ def _best(
     topic = _question_terms(question) - set().union(*title_terms.values()) - _intent_words(question) - comparing
     counted = _counted(question)
     # A table row is matched with its caption and column names: "Time" is what "2:09:47" is.
-    texts = [f"{p.text} {p.header} {_passage_intents(p.text)}" for p in passages]
-    tokens = bm25s.tokenize(texts, stopwords=_STOPWORDS, stemmer=english_stemmer(), return_ids=False, show_progress=False)
-    corpus = [set(t) for t in tokens]
-    retriever = bm25s.BM25()
-    retriever.index(tokens, show_progress=False)
-    vocab = set().union(*corpus)
+    index = ranker([f"{p.text} {p.header} {_passage_intents(p.text)}" for p in passages], ANALYSER)
+    corpus = [set(t) for t in index.terms]
+    query = Query(question, tuple(sorted(q)))
     # Score each passage on what the question asks beyond its own page's title.
-    scores_by_tab: dict[str, list[float]] = {}
-    for tab_id in {p.tab_id for p in passages}:
-        terms = sorted((q - title_terms.get(tab_id, set())) & vocab)
-        scores_by_tab[tab_id] = [float(x) for x in retriever.get_scores(terms)] if terms else [0.0] * len(passages)
+    scores_by_tab = {
+        tab_id: index.scores(query.without(title_terms.get(tab_id, set()))) for tab_id in {p.tab_id for p in passages}
+    }
     scored = []
     for i, (p, own) in enumerate(zip(passages, corpus)):
         s = scores_by_tab[p.tab_id][i]
@@ -253,38 +250,46 @@ def _best(
     return [(c, s, p) for _, c, s, p in scored]
 
 
+class _ToolCall(NamedTuple):
+    """A tool call of this turn and its result."""
+
+    name: str
+    args: dict[str, Any]
+    text: str  # the result, unfenced
+    ok: bool
+    scroll: ScrollResult | None  # where a scroll left the tab (the tool message's artifact), when it says
+
+    def at_bottom(self) -> bool:
+        """Nothing further down: the scroll reached the bottom, or failed (do not try there again)."""
+        return not self.ok or (self.scroll is not None and self.scroll.at_bottom)
+
+
 @dataclass
 class _Turn:
     """What the conversation tells the model: tabs, question, tool activity so far."""
 
     tabs: dict[str, tuple[str, str, str]]  # id -> (url, title, body)
     question: str
-    tool_calls: list[tuple[str, dict[str, Any], str, bool]]  # (name, args, result text, ok) after the question
+    tool_calls: list[_ToolCall]  # after the question
     fresh_text: list[tuple[str, str]]  # (tab_id, text) from scrolls and refreshes
 
     def titles(self) -> dict[str, str]:
         return {tab_id: title for tab_id, (_, title, _) in self.tabs.items()}
 
 
-def _text_of(message: BaseMessage) -> str:
-    if isinstance(message.content, str):
-        return message.content
-    return "\n".join(b.get("text", "") for b in message.content if isinstance(b, dict) and b.get("type") == "text")
-
-
 def _read(messages: Sequence[BaseMessage]) -> _Turn:
     tabs: dict[str, tuple[str, str, str]] = {}
     q_index = -1
     for i, m in enumerate(messages):
-        text = _text_of(m)
+        text = message_text(m)
         if isinstance(m, HumanMessage) and is_fenced(text, "page_context"):
             for t in parse_tabs(text):
                 tabs[t.tab_id] = (t.url, t.title, t.text)
         elif isinstance(m, HumanMessage) and not is_fenced(text, "browser_state") and text.strip():
             q_index = i
-    question = _text_of(messages[q_index]) if q_index >= 0 else ""
+    question = message_text(messages[q_index]) if q_index >= 0 else ""
     calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    tool_calls: list[tuple[str, dict[str, Any], str, bool]] = []
+    tool_calls: list[_ToolCall] = []
     fresh: list[tuple[str, str]] = []
     for m in messages[q_index + 1 :]:
         if isinstance(m, AIMessage):
@@ -292,13 +297,14 @@ def _read(messages: Sequence[BaseMessage]) -> _Turn:
                 calls[c["id"] or ""] = (c["name"], c["args"])
         elif isinstance(m, ToolMessage):
             name, args = calls.get(m.tool_call_id, (m.name or "", {}))
-            text = unfence(_text_of(m))
+            text = unfence(message_text(m))
             ok = m.status != "error"
-            tool_calls.append((name, args, text, ok))
+            scroll = m.artifact if isinstance(m.artifact, ScrollResult) else None
+            tool_calls.append(_ToolCall(name, args, text, ok, scroll))
             if name == "scroll_tool" and ok:
                 fresh.append((str(args.get("tab_id") or _only(tabs)), text))
-        elif isinstance(m, HumanMessage) and is_fenced(_text_of(m), "browser_state"):
-            for t in parse_tabs(_text_of(m)):
+        elif isinstance(m, HumanMessage) and is_fenced(message_text(m), "browser_state"):
+            for t in parse_tabs(message_text(m)):
                 fresh.append((t.tab_id, t.text))
                 tabs[t.tab_id] = (t.url, t.title, t.text)
     return _Turn(tabs, question, tool_calls, fresh)
@@ -335,6 +341,7 @@ class ExtractiveChatModel(BaseChatModel):
     """Offline, deterministic extractive QA over the page context (see module doc)."""
 
     chunk_words: int = 4  # words per streamed chunk
+    ranker: RankerFactory = Field(default=BM25Ranker, exclude=True)  # what ranks the passages
 
     @property
     def _llm_type(self) -> str:
@@ -354,7 +361,7 @@ class ExtractiveChatModel(BaseChatModel):
         visual = bool(_VISUAL.search(turn.question))
         passages = [p for tab_id, (_, _, body) in turn.tabs.items() for p in _passages(tab_id, body)]
         if not tool_names:
-            hits = [] if visual else _best(passages, turn.question, turn.titles())
+            hits = [] if visual else _best(passages, turn.question, turn.titles(), self.ranker)
             if hits:
                 return AIMessage(_format_answer(hits, turn.tabs))
             reason = "the question is about something visual" if visual else "nothing in the page text matches the question"
@@ -362,20 +369,20 @@ class ExtractiveChatModel(BaseChatModel):
         return self._use_tools(turn, tool_names, visual)
 
     def _use_tools(self, turn: _Turn, tool_names: set[str], visual: bool) -> AIMessage:
-        done = [(name, args) for name, args, _, _ in turn.tool_calls]
+        done = [(c.name, c.args) for c in turn.tool_calls]
         if visual:
             shot_tabs = {str(a.get("tab_id")) for n, a in done if n == "screenshot_tool"}
             target = self._best_tab(turn)
             if "screenshot_tool" in tool_names and target not in shot_tabs:
                 return self._call("screenshot_tool", {"tab_id": target})
-            shot_ok = any(n == "screenshot_tool" and ok for n, _, _, ok in turn.tool_calls)
+            shot_ok = any(c.name == "screenshot_tool" and c.ok for c in turn.tool_calls)
             did = f"I took a screenshot of [Tab {target}], but" if shot_ok else f"I could not take a screenshot of [Tab {target}], and"
             return AIMessage(
                 f"{did} I am the offline extractive model: I can only quote page text and cannot read "
                 "images, so I can't tell what it shows. Ask again with a vision model (e.g. --model gemini-2.5-flash)."
             )
         fresh = [p for i, (tab_id, text) in enumerate(turn.fresh_text) for p in _passages(tab_id, text)]
-        hits = _best(fresh, turn.question, turn.titles())
+        hits = _best(fresh, turn.question, turn.titles(), self.ranker)
         if hits:
             return AIMessage(_format_answer(hits, turn.tabs))
         refreshed = {str(a.get("tab_id")) for n, a in done if n == "refresh_browser_state_tool"}
@@ -383,8 +390,8 @@ class ExtractiveChatModel(BaseChatModel):
             if "refresh_browser_state_tool" in tool_names and tab_id not in refreshed:
                 return self._call("refresh_browser_state_tool", {"tab_id": tab_id})
         bottom = {
-            str(a.get("tab_id") or _only(turn.tabs)) for (n, a, text, ok) in turn.tool_calls
-            if n == "scroll_tool" and ("(bottom of page)" in text or not ok)
+            str(c.args.get("tab_id") or _only(turn.tabs)) for c in turn.tool_calls
+            if c.name == "scroll_tool" and c.at_bottom()
         }
         for tab_id in turn.tabs:
             if "scroll_tool" in tool_names and tab_id not in bottom:
@@ -408,8 +415,8 @@ class ExtractiveChatModel(BaseChatModel):
 
     # --- LangChain plumbing ----------------------------------------------
     def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
-        inp = sum(count_tokens(_text_of(m)) for m in messages)
-        out = count_tokens(_text_of(reply)) + sum(count_tokens(json.dumps(c["args"])) for c in reply.tool_calls)
+        inp = sum(count_tokens(message_text(m)) for m in messages)
+        out = count_tokens(message_text(reply)) + sum(count_tokens(json.dumps(c["args"])) for c in reply.tool_calls)
         return {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
 
     def _generate(
@@ -433,7 +440,7 @@ class ExtractiveChatModel(BaseChatModel):
                 ],
             )
             return
-        text = _text_of(reply)
+        text = message_text(reply)
         if text.startswith(ESCALATION_MARKER):
             yield AIMessageChunk(content=text)  # marker and reason in one piece
             return
@@ -462,3 +469,15 @@ class ExtractiveChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         for chunk in self._stream(messages, stop, None, **kwargs):
             yield chunk
+
+
+class ExtractiveProvider(Provider):
+    """The offline model: no key, no endpoint, nothing to warm."""
+
+    name = "extractive"
+
+    def matches(self, model: str) -> bool:
+        return model == "extractive"
+
+    def create(self, model: str, settings: "Settings") -> BaseChatModel:
+        return ExtractiveChatModel()

@@ -1,29 +1,115 @@
-"""Gemini through langchain-google-genai. The client reads GOOGLE_API_KEY and
-GOOGLE_GEMINI_BASE_URL itself; we only refuse early when no key is set."""
+"""Gemini through langchain-google-genai (google-genai SDK over httpx)."""
 
 from __future__ import annotations
 
-import os
-from typing import Any
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from ..errors import ModelConfigError
+from ..errors import ModelAuthError, ModelConfigError, ModelError
+from ..retry import causes, malformed
+from .base import Provider
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL = "gemini-2.5-flash"
+GOOGLE_ENDPOINT = "https://generativelanguage.googleapis.com"
 
 
-def make_gemini(model: str, **options: Any) -> BaseChatModel:
-    from langchain_google_genai import ChatGoogleGenerativeAI
+class GeminiProvider(Provider):
+    name = "gemini"
+    prefixes = ("gemini-", "models/gemini-", "gemma-")
+    key_setting = "GOOGLE_API_KEY (`chatagent config set google_api_key KEY`)"
+    endpoint_setting = "gemini_base_url (`chatagent config set gemini_base_url URL`, or GOOGLE_GEMINI_BASE_URL)"
 
-    key = options.pop("api_key", None) or os.environ.get("GOOGLE_API_KEY") or os.environ.get("GEMINI_API_KEY")
-    if not key:
-        raise ModelConfigError(
-            f"Model {model!r} needs a Gemini API key: set GOOGLE_API_KEY "
-            "(or use --model extractive, which works offline)."
-        )
-    base_url = options.pop("base_url", None) or os.environ.get("GOOGLE_GEMINI_BASE_URL")
-    # One attempt per call: chatagent.retry retries, visibly and within bounds
-    # (the SDK's default retries silently for up to a minute).
-    kwargs: dict[str, Any] = {"model": model, "google_api_key": key, "max_retries": 1, **options}
-    if base_url:
-        kwargs["base_url"] = base_url
-    return ChatGoogleGenerativeAI(**kwargs)
+    def create(self, model: str, settings: "Settings") -> BaseChatModel:
+        from langchain_google_genai import ChatGoogleGenerativeAI
+
+        key = settings.secret("google_api_key")
+        if not key:
+            raise ModelConfigError(
+                f"Model {model!r} needs a Gemini API key: set GOOGLE_API_KEY or run "
+                "`chatagent config set google_api_key KEY` (or use the offline model: --model extractive)."
+            )
+        # One attempt per call: chatagent.retry retries, visibly and within bounds
+        # (the SDK's default retries silently for up to a minute).
+        kwargs: dict[str, Any] = {"model": model, "google_api_key": key, "max_retries": 1}
+        if settings.gemini_base_url:
+            kwargs["base_url"] = settings.gemini_base_url
+        return ChatGoogleGenerativeAI(**kwargs)
+
+    def endpoint(self, settings: "Settings") -> str:
+        return settings.gemini_base_url or GOOGLE_ENDPOINT
+
+    def label(self, model: str) -> str:
+        return model.removeprefix("models/")
+
+    def classify(self, exc: BaseException) -> ModelError | None:
+        from google.genai.errors import APIError, UnknownApiResponseError
+
+        for e in causes(exc):
+            if isinstance(e, UnknownApiResponseError):
+                return malformed(e)
+            # A bad key is a 400 INVALID_ARGUMENT whose ErrorInfo reason says so.
+            if isinstance(e, APIError) and "API_KEY_INVALID" in _reasons(e):
+                return ModelAuthError(
+                    f"The Gemini API refused the key ({e.code} {e.message}). Check {self.key_setting}."
+                )
+        return None
+
+    async def warm(self, chat: BaseChatModel) -> None:
+        """Open the client's HTTP connection ahead of the first question and
+        build what its first generate request would otherwise build."""
+        models = getattr(getattr(getattr(chat, "client", None), "aio", None), "models", None)
+        if models is None:
+            return
+        try:
+            # A metadata GET: sets up TLS/HTTP keep-alive; costs no tokens.
+            await asyncio.wait_for(models.get(model=getattr(chat, "model", "")), timeout=5)
+        except Exception as exc:  # noqa: BLE001 - warming is best effort
+            log.debug("model warm-up skipped: %s", exc)
+        _warm_generate_path(chat)
+
+
+def _reasons(e: Any) -> set[str]:
+    details = getattr(e, "details", None)
+    error = details.get("error") if isinstance(details, dict) else None
+    items = error.get("details") if isinstance(error, dict) else None
+    return {d.get("reason") for d in items or [] if isinstance(d, dict) and isinstance(d.get("reason"), str)}
+
+
+def _warm_generate_path(chat: BaseChatModel) -> None:
+    """The first streamed request of a process spends ~60-200 ms building
+    google-genai's pydantic models (they are built on first use) and importing
+    LangChain's tracing helpers; do that now, offline. Best effort: these are
+    the client libraries' internals, and nothing breaks if they move."""
+    from langchain_core.messages import HumanMessage, SystemMessage
+
+    try:
+        from langchain_core.callbacks.manager import AsyncCallbackManager
+
+        AsyncCallbackManager.configure()
+        from google.genai import types
+
+        prepare = getattr(chat, "_prepare_request", None)
+        request = prepare([SystemMessage("warm-up"), HumanMessage("warm-up")]) if callable(prepare) else None
+        params = getattr(types, "_GenerateContentParameters", None)
+        if params is not None and isinstance(request, dict):
+            # Validate and serialise as the SDK will: fills pydantic's and abc's caches.
+            from google.genai import _common
+
+            _common.convert_to_dict(params(**request))
+        chunk = {
+            "candidates": [{"content": {"parts": [{"text": "ok"}], "role": "model"}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+            "modelVersion": "warm-up",
+            "responseId": "warm-up",
+        }
+        types.GenerateContentResponse._from_response(response=chunk, kwargs={})
+    except Exception as exc:  # noqa: BLE001 - warming is best effort
+        log.debug("generate-path warm-up skipped: %s", exc)

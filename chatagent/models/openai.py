@@ -1,29 +1,44 @@
 """OpenAI-compatible servers (Ollama, LM Studio, vLLM, llama.cpp) via the
-optional langchain-openai extra."""
+optional langchain-openai extra: `openai:MODEL`."""
 
 from __future__ import annotations
 
-import os
-from typing import Any
+from typing import TYPE_CHECKING
 
 from langchain_core.language_models import BaseChatModel
 
 from ..errors import ModelConfigError
+from .base import Provider
 
-DEFAULT_BASE_URL = "http://127.0.0.1:11434/v1"  # Ollama's OpenAI-compatible endpoint
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 
-def make_openai(model: str, **options: Any) -> BaseChatModel:
-    try:
-        from langchain_openai import ChatOpenAI
-    except ImportError as exc:
-        raise ModelConfigError(
-            "openai:* models need the optional extra: pip install 'chatagent[openai]'"
-        ) from exc
-    if not model:
-        raise ModelConfigError("Name the model after 'openai:', e.g. openai:llama3.1")
-    base_url = options.pop("base_url", None) or os.environ.get("CHATAGENT_OPENAI_BASE_URL") or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
-    # Local servers ignore the key, but the client insists on one.
-    key = options.pop("api_key", None) or os.environ.get("OPENAI_API_KEY") or "not-needed"
-    options.setdefault("max_retries", 0)  # chatagent.retry retries, visibly and within bounds
-    return ChatOpenAI(model=model, base_url=base_url, api_key=key, streaming=True, stream_usage=True, **options)
+class OpenAIProvider(Provider):
+    name = "openai"
+    prefixes = ("openai:",)
+    key_setting = "OPENAI_API_KEY (`chatagent config set openai_api_key KEY`) and openai_base_url"
+    endpoint_setting = (
+        "openai_base_url (`chatagent config set openai_base_url URL`, or CHATAGENT_OPENAI_BASE_URL)"
+    )
+
+    def create(self, model: str, settings: "Settings") -> BaseChatModel:
+        try:
+            from langchain_openai import ChatOpenAI
+        except ImportError as exc:
+            raise ModelConfigError(
+                "openai:* models need the optional extra: pip install 'chatagent[openai]'"
+            ) from exc
+        name = model.removeprefix("openai:")
+        if not name:
+            raise ModelConfigError("Name the model after 'openai:', e.g. openai:llama3.1")
+        return ChatOpenAI(
+            model=name, base_url=settings.openai_base_url,
+            # Local servers ignore the key, but the client insists on one.
+            api_key=settings.secret("openai_api_key") or "not-needed",
+            streaming=True, stream_usage=True,
+            max_retries=0,  # chatagent.retry retries, visibly and within bounds
+        )
+
+    def endpoint(self, settings: "Settings") -> str:
+        return settings.openai_base_url

@@ -108,6 +108,7 @@ class ErrorReply:
     message: str | None = None
     status: str | None = None  # derived from ``code`` when None
     retry_delay_s: float | None = None  # adds a google.rpc.RetryInfo detail (429s)
+    reason: str | None = None  # adds a google.rpc.ErrorInfo detail, e.g. API_KEY_INVALID
     delay_s: float = 0.0  # wait before answering
 
     def body(self) -> dict[str, Any]:
@@ -117,13 +118,14 @@ class ErrorReply:
             "message": self.message or f"Scripted error {self.code} {status}.",
             "status": status,
         }
+        details: list[dict[str, Any]] = []
         if self.retry_delay_s is not None:
-            error["details"] = [
-                {
-                    "@type": "type.googleapis.com/google.rpc.RetryInfo",
-                    "retryDelay": f"{self.retry_delay_s:g}s",
-                }
-            ]
+            details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{self.retry_delay_s:g}s"})
+        if self.reason is not None:
+            details.append({"@type": "type.googleapis.com/google.rpc.ErrorInfo", "reason": self.reason,
+                            "domain": "googleapis.com"})
+        if details:
+            error["details"] = details
         return {"error": error}
 
 
@@ -709,7 +711,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         key = self.headers.get("x-goog-api-key") or parse_qs(query).get("key", [None])[0]
         if g.api_key is not None and key != g.api_key:
-            self._send_error_json(400, "API key not valid. Please pass a valid API key.", rec)
+            # As Google answers a bad key: 400 INVALID_ARGUMENT, with the reason in an ErrorInfo.
+            reply = ErrorReply(code=400, message="API key not valid. Please pass a valid API key.", reason="API_KEY_INVALID")
+            self._send_json(400, reply.body(), rec)
             return
         model = rec.model
         if model is not None and g.models is not None and model not in g.models:

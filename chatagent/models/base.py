@@ -1,0 +1,99 @@
+"""What chatagent knows about a model provider, in one record per provider.
+
+A `Provider` recognises its model names, creates the LangChain chat model from
+`Settings`, names the setting that holds its key and the one that sets its
+endpoint, warms a client up, and classifies its clients' errors. A `Model` is
+a chat model together with its provider: what the agent is given. Adding a
+provider is one module with one `Provider` subclass, listed in
+`models.PROVIDERS`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from langchain_core.language_models import BaseChatModel
+
+from ..errors import ModelError, ModelUnavailableError
+from ..retry import classify as classify_generic
+from ..retry import is_connection_error
+
+if TYPE_CHECKING:
+    from ..settings import Settings
+
+
+class Provider:
+    """One model provider. Subclasses set the class attributes and `create`."""
+
+    name: ClassVar[str]
+    prefixes: ClassVar[tuple[str, ...]] = ()  # model names it serves start with one of these
+    key_setting: ClassVar[str] = "the model's API key"  # what to fix when credentials are refused
+    endpoint_setting: ClassVar[str] = ""  # how to point it elsewhere
+
+    def matches(self, model: str) -> bool:
+        return model.startswith(self.prefixes)
+
+    def create(self, model: str, settings: "Settings") -> BaseChatModel:
+        raise NotImplementedError
+
+    def endpoint(self, settings: "Settings") -> str:
+        """The URL its client talks to ('' for none)."""
+        return ""
+
+    def label(self, model: str) -> str:
+        """The model as users name it."""
+        return model
+
+    async def warm(self, chat: BaseChatModel) -> None:
+        """Open the client's connection and build what its first request needs. Best effort."""
+
+    def classify(self, exc: BaseException) -> ModelError | None:
+        """This provider's own reading of an error (None: the generic one applies)."""
+        return None
+
+
+class _Custom(Provider):
+    """A chat model built by the caller (tests, embedding apps): generic handling."""
+
+    name = "custom"
+
+
+@dataclass(frozen=True)
+class Model:
+    """A chat model and its provider."""
+
+    chat: BaseChatModel
+    provider: Provider
+    name: str  # as users name it: 'extractive', 'gemini-2.5-flash', 'openai:llama3.1'
+    endpoint: str = ""
+
+    @classmethod
+    def of(cls, chat: "BaseChatModel | Model") -> "Model":
+        """A caller's own chat model, with generic error handling."""
+        if isinstance(chat, Model):
+            return chat
+        name = str(getattr(chat, "model", None) or getattr(chat, "model_name", None) or type(chat).__name__)
+        return cls(chat, _Custom(), name)
+
+    @property
+    def identity(self) -> str:
+        """Name plus endpoint: the same name served elsewhere is another model (answer cache key)."""
+        return f"{self.name}@{self.endpoint}" if self.endpoint else self.name
+
+    def classify(self, exc: BaseException) -> ModelError:
+        """A typed error with a message the user can act on: a connection
+        failure names the URL tried and the setting that changes it."""
+        err = self.provider.classify(exc) or classify_generic(exc, self.provider.key_setting)
+        if isinstance(err, ModelUnavailableError) and is_connection_error(exc) and self.endpoint:
+            err.message = f"Could not connect to the model service at {self.endpoint} ({_first_sentence(err.message)})."
+            err.advice = (
+                f"Is the server running there? To use another, set {self.provider.endpoint_setting}."
+                if self.provider.endpoint_setting else ""
+            )
+        return err
+
+
+def _first_sentence(message: str) -> str:
+    inner = message[message.find("(") + 1 : message.rfind(")")] if "(" in message else message
+    return inner or message

@@ -1,0 +1,29 @@
+"""Retrieval: which passages a question is about (see `base` for the interface)."""
+
+from .base import (
+    CONTENT_WORDS,
+    ENGLISH,
+    QUESTION_WORDS,
+    STOPWORDS_EN,
+    Analyser,
+    Query,
+    Ranker,
+    RankerFactory,
+    english_stemmer,
+    fold,
+)
+from .bm25 import BM25Ranker
+
+__all__ = [
+    "CONTENT_WORDS",
+    "ENGLISH",
+    "QUESTION_WORDS",
+    "STOPWORDS_EN",
+    "Analyser",
+    "BM25Ranker",
+    "Query",
+    "Ranker",
+    "RankerFactory",
+    "english_stemmer",
+    "fold",
+]

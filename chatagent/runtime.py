@@ -1,0 +1,223 @@
+"""The runtime: one per process, built from `Settings`, shared by every front end.
+
+It owns what outlives a question: the browser (opened on first use, from the
+settings: launched, or attached over CDP), the extraction workers, the context
+builder with its caches, the answer cache and the model registry. It hands out
+`Conversation`s, each with its own history, over tabs from its browser or from
+elsewhere (the side panel's tabs). The CLI, the extension's host and the
+benchmarks are thin layers over it.
+
+Start-up overlaps: while the browser launches and the pages load, the model's
+client is created and its connection opened, and the text pipeline
+(tokenizer, BM25, the extraction workers with trafilatura loaded) is warmed,
+so the first question pays for none of it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import suppress
+
+from .agent import ChatAgent
+from .browser import Browser, Tab, TabFailure, open_browser
+from .cache import AnswerCache
+from .context import ContextBuilder
+from .errors import ChatAgentError
+from .events import ErrorEvent, Event
+from .extraction import ExtractionPool, Extractor, warm_extraction
+from .history import History
+from .hooks import RunHooks
+from .models import Model, ModelRegistry
+from .settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Conversation:
+    """Questions about a set of tabs, with follow-ups: the history is kept.
+
+    `ask` streams typed events ending in exactly one `done` or `error`. A
+    question may name its own tabs (the side panel sends the ticked ones with
+    each); tabs keep their labels for the whole conversation."""
+
+    def __init__(
+        self, runtime: "Runtime", tabs: Sequence[Tab | TabFailure], *, model: str | None = None,
+        hooks: RunHooks | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self.tabs = list(tabs)
+        self.model_name = model
+        self.hooks = hooks
+        self.history = History()
+        self._agent: ChatAgent | None = None
+
+    @property
+    def model(self) -> Model:
+        return self.runtime.models.get(self.model_name)
+
+    async def ask(
+        self, question: str, *, tabs: Sequence[Tab | TabFailure] | None = None, model: str | None = None,
+        cache: bool = True,
+    ) -> AsyncIterator[Event]:
+        try:
+            agent = self._agent_for(list(tabs) if tabs is not None else self.tabs, model or self.model_name, cache)
+        except ChatAgentError as exc:  # the model cannot be made: a setting to fix
+            yield ErrorEvent(code=exc.code, message=exc.message)
+            return
+        stream = agent.ask(question)
+        try:
+            async for event in stream:
+                yield event
+        finally:
+            await stream.aclose()  # now, not at garbage collection: it stops the question's task
+
+    def cancel(self) -> None:
+        """Stop the question being answered (it ends with an `aborted` error)."""
+        if self._agent is not None:
+            self._agent.cancel()
+
+    def prefetch(self) -> "asyncio.Task[None]":
+        """Read the tabs now (snapshot, extraction, analysis) so the first question
+        finds the work done; the task never raises (see `ContextBuilder.prefetch`)."""
+        return self.runtime.builder.prefetch(self.tabs)
+
+    def _agent_for(self, tabs: list[Tab | TabFailure], model: str | None, cache: bool) -> ChatAgent:
+        """The conversation's agent: the same one while the tabs and model stay
+        (its browser tools keep their one-at-a-time lock), a new one sharing the
+        history when a question brings others."""
+        settings = self.runtime.settings
+        answers = self.runtime.answers if cache and settings.cache else None
+        agent = self._agent
+        if agent is None or agent.tabs != tabs or agent.model is not self.runtime.models.get(model):
+            agent = ChatAgent(
+                self.runtime.models.get(model), tabs, builder=self.runtime.builder, history=self.history,
+                cache=answers, deadline_s=settings.deadline, input_budget_factor=settings.input_budget,
+                hooks=self.hooks,
+            )
+            self._agent = agent
+        agent.cache = answers
+        return agent
+
+
+class Runtime:
+    def __init__(self, settings: Settings | None = None, *, extraction_workers: bool = False) -> None:
+        """`extraction_workers`: extract tabs in worker processes, in parallel
+        (worth it for several tabs; starting them costs ~0.3 s of CPU)."""
+        self.settings = settings or Settings.load()
+        self.models = ModelRegistry(self.settings)
+        self._pool = ExtractionPool() if extraction_workers else None
+        self.builder = ContextBuilder(Extractor(self._pool), budget_per_tab=self.settings.budget)
+        self.answers = AnswerCache()
+        self._browser: Browser | None = None
+        self._browser_lock = asyncio.Lock()
+        self._opened: list[Tab] = []
+
+    # --- the browser ---------------------------------------------------------------
+
+    async def browser(self) -> Browser:
+        """The browser the settings name, opened on first use."""
+        async with self._browser_lock:
+            if self._browser is None:
+                self._browser = await open_browser(self.settings)
+            return self._browser
+
+    async def open_tabs(self, targets: Sequence[str]) -> list[Tab | TabFailure]:
+        """Open `targets` (URLs, local files) in the browser; with none and an
+        attached browser (`cdp`), its open tabs. A target that fails is a
+        `TabFailure` in its slot."""
+        browser = await self.browser()
+        if not targets:
+            tabs = browser.existing_tabs()
+            if not tabs:
+                where = f"The browser at {self.settings.cdp}" if self.settings.cdp else "The browser"
+                raise ChatAgentError(f"{where} has no open tabs to read.")
+            return list(tabs)
+        opened = await browser.open_tabs(list(targets), timeout_s=self.settings.timeout)
+        self._opened += [t for t in opened if isinstance(t, Tab)]
+        return opened
+
+    # --- conversations -----------------------------------------------------------------
+
+    def conversation(
+        self, tabs: Sequence[Tab | TabFailure] = (), *, model: str | None = None, hooks: RunHooks | None = None,
+    ) -> Conversation:
+        return Conversation(self, tabs, model=model, hooks=hooks)
+
+    async def open(
+        self, targets: Sequence[str], *, model: str | None = None, prefetch: bool = False,
+        hooks: RunHooks | None = None,
+    ) -> Conversation:
+        """Open `targets` and start a conversation about them, warming the
+        model and the text pipeline while the pages load. `prefetch`: read the
+        pages as soon as they are open, while the user types the first question."""
+        warm = asyncio.ensure_future(self.warm(model))
+        try:
+            tabs = await self.open_tabs(targets)
+            await warm  # a model that cannot be made (no key, unknown name) fails here
+        except BaseException:
+            warm.cancel()
+            # Collect the cancelled warm-up: left unawaited, asyncio reports it at
+            # exit ("exception was never retrieved", with tracebacks) after the clear error.
+            with suppress(asyncio.CancelledError, Exception):
+                await warm
+            raise
+        conversation = self.conversation(tabs, model=model, hooks=hooks)
+        if prefetch:
+            conversation.prefetch()
+        return conversation
+
+    async def warm(self, model: str | None = None) -> None:
+        """Create the model's client and open its connection, and load the text
+        pipeline's lazy parts. A model that cannot be made raises (it is a
+        setting to fix); anything else only costs the first question time."""
+        await asyncio.gather(self.models.warm(model), _warm_pipeline(self._pool))
+
+    async def close(self) -> None:
+        self.builder.cancel_prefetch()
+        try:
+            # Ours only: over CDP the user's own tabs stay open.
+            for tab in self._opened:
+                with suppress(Exception):
+                    await tab.close()
+            if self._browser is not None:
+                await self._browser.close()
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=False, cancel_futures=True)
+
+    async def __aenter__(self) -> "Runtime":
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+_WARM_TEXT = "\n\n".join(
+    f"Paragraph {i} reports the population of city number {i} and how it changed over the years."
+    for i in range(40)
+)
+
+
+def _warm_pipeline_sync(extraction: bool) -> None:
+    from .budget import fit_text
+    from .tokens import encoding
+
+    encoding()  # tiktoken's BPE tables: ~0.15-0.45 s on first use
+    if extraction:
+        warm_extraction()
+    fit_text(_WARM_TEXT, 128, "Which city has the largest population?")  # stemmer, BM25
+
+
+async def _warm_pipeline(pool: ExtractionPool | None) -> None:
+    """The tokenizer and budgeting on the default executor (where budgeting
+    runs, so its first worker thread exists too), and extraction where it will
+    run: `pool`'s workers, else that same executor. Best effort."""
+    loop = asyncio.get_running_loop()
+    jobs = [loop.run_in_executor(None, _warm_pipeline_sync, pool is None)]
+    if pool is not None:
+        jobs.append(pool.start())
+    for outcome in await asyncio.gather(*jobs, return_exceptions=True):
+        if isinstance(outcome, BaseException):
+            log.debug("pipeline warm-up failed: %s", outcome)

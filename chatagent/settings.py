@@ -1,0 +1,294 @@
+"""Settings: every default and every environment variable, in one typed object.
+
+Read from, highest first: flags (passed in as keyword arguments), the
+environment, the settings file (`config.toml` in the platform's config
+directory: `$XDG_CONFIG_HOME/chatagent/config.toml` on Linux), then the
+defaults below. `chatagent config show|set|unset|path` read and write it.
+
+The model is what the settings say, never what happens to be in the
+environment: a key there is used by the provider that needs it, and does not
+by itself pick a provider. Debian's and Ubuntu's Chromium launcher exports
+Chromium's own GOOGLE_API_KEY into everything the browser starts (the side
+panel's host included); that key is recognised and ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    EnvSettingsSource,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
+
+from .errors import ChatAgentError
+
+CONFIG_ENV = "CHATAGENT_CONFIG"  # the settings file's path, when not the default
+# Files in which a browser's launcher exports its own Google API key (Debian, Ubuntu).
+BROWSER_KEY_FILES = (Path("/etc/chromium.d/apikeys"), Path("/etc/chromium-browser/apikeys"))
+
+# Hard limits, not settings: they bound what a page or a caller can make the agent do.
+MIN_TAB_BUDGET = 64  # tokens: below this a tab cannot hold its title and a marker
+MAX_QUESTION_CHARS = 8000
+MIN_INPUT_BUDGET = 10_000  # a question's input-token budget never goes below this
+
+
+class ConfigError(ChatAgentError):
+    """A setting has a value that cannot be used, or the settings file cannot be read or written."""
+
+    code = "config_error"
+
+
+def _env(*names: str) -> AliasChoices:
+    return AliasChoices(*names)
+
+
+class Settings(BaseSettings):
+    """What a user can set. Keys are the names used by `chatagent config set`
+    and in the settings file; each also reads CHATAGENT_<KEY>, and some the
+    provider's usual variable too."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="CHATAGENT_", env_ignore_empty=True, validate_by_name=True, validate_by_alias=True, extra="ignore",
+        validate_default=True,
+    )
+
+    model: str = Field("extractive", description="the model that answers: extractive (offline), "
+                       "gemini-2.5-flash, openai:MODEL")
+    google_api_key: SecretStr | None = Field(
+        None, validation_alias=_env("GOOGLE_API_KEY", "GEMINI_API_KEY", "CHATAGENT_GOOGLE_API_KEY"),
+        description="Gemini API key")
+    gemini_base_url: str | None = Field(
+        None, validation_alias=_env("GOOGLE_GEMINI_BASE_URL", "CHATAGENT_GEMINI_BASE_URL"),
+        description="Gemini API endpoint (default: Google's)")
+    openai_base_url: str = Field(
+        "http://127.0.0.1:11434/v1", validation_alias=_env("CHATAGENT_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+        description="OpenAI-compatible server for openai:MODEL (default: Ollama's)")
+    openai_api_key: SecretStr | None = Field(
+        None, validation_alias=_env("OPENAI_API_KEY", "CHATAGENT_OPENAI_API_KEY"),
+        description="key for the OpenAI-compatible server, if it needs one")
+    budget: int = Field(2000, ge=MIN_TAB_BUDGET, description="tokens of page text per tab")
+    timeout: float = Field(15.0, gt=0, description="seconds to wait for each page to load")
+    deadline: float = Field(180.0, gt=0, description="seconds after which a question is given up")
+    input_budget: float = Field(8.0, ge=1, description="a question's input tokens, all model calls "
+                                f"together, stay within this many times its first request (never below {MIN_INPUT_BUDGET:,})")
+    cache: bool = Field(True, description="answer a repeated question about unchanged pages from memory "
+                        "(chat and the side panel)")
+    cdp: str | None = Field(None, description="attach to this Chrome (--remote-debugging-port) instead of "
+                            "launching one, e.g. http://127.0.0.1:9222")
+    browser: str | None = Field(None, description="the Chrome/Chromium executable to launch (default: found)")
+    tool_timeout: float = Field(20.0, gt=0, description="side panel: seconds to wait for the extension "
+                                "to run one browser tool")
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return init_settings, _Environment(settings_cls), _file_source(settings_cls)
+
+    @classmethod
+    def load(cls, **flags: Any) -> "Settings":
+        """Flags (None: not given) over the environment, the file and the defaults."""
+        given = {k: v for k, v in flags.items() if v is not None}
+        unknown = sorted(set(given) - set(cls.model_fields))
+        if unknown:
+            raise ConfigError(f"Unknown setting {', '.join(unknown)}. Settings: {', '.join(cls.model_fields)}.")
+        try:
+            return cls(**given)
+        except ValidationError as exc:
+            raise ConfigError(_explain(exc, given)) from None
+
+    def secret(self, key: str) -> str | None:
+        value = getattr(self, key)
+        return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+
+# --- where settings come from -----------------------------------------------------
+
+
+def config_path() -> Path:
+    """The settings file: $CHATAGENT_CONFIG, else config.toml in the platform's config directory."""
+    if os.environ.get(CONFIG_ENV):
+        return Path(os.environ[CONFIG_ENV]).expanduser()
+    from platformdirs import user_config_path
+
+    return user_config_path("chatagent", appauthor=False) / "config.toml"
+
+
+def _file_source(settings_cls: type[BaseSettings]) -> PydanticBaseSettingsSource:
+    path = config_path()
+    try:
+        return TomlConfigSettingsSource(settings_cls, toml_file=path)
+    except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
+        raise ConfigError(
+            f"The settings file {path} cannot be read ({exc}). Fix it, or remove it to start again "
+            "(`chatagent config path` shows where it is)."
+        ) from None
+
+
+def browser_launcher_keys() -> frozenset[str]:
+    """API keys a browser's launcher exports for the browser itself (Debian's
+    Chromium: /etc/chromium.d/apikeys). They are Chromium's, not the user's."""
+    keys: set[str] = set()
+    for path in BROWSER_KEY_FILES:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        keys.update(m[1] for m in re.finditer(r'^\s*(?:export\s+)?GOOGLE_API_KEY=["\']?([^"\'\s]+)', text, re.M))
+    return frozenset(keys)
+
+
+class _Environment(EnvSettingsSource):
+    """The environment, minus a GOOGLE_API_KEY that is the browser launcher's own."""
+
+    def __call__(self) -> dict[str, Any]:
+        data = super().__call__()
+        foreign = browser_launcher_keys()
+        for key in [k for k, v in data.items() if _field_of(k) == "google_api_key" and v in foreign]:
+            del data[key]
+        return data
+
+
+def _field_of(name: str) -> str | None:
+    """The setting a source's key (field name or one of its variables) stands for."""
+    lowered = name.lower()
+    for key, info in Settings.model_fields.items():
+        if lowered in (key, f"chatagent_{key}") or lowered in (n.lower() for n in _variables(info)):
+            return key
+    return None
+
+
+def _variables(info: FieldInfo) -> list[str]:
+    alias = info.validation_alias
+    if isinstance(alias, AliasChoices):
+        return [str(c) for c in alias.choices]
+    return []
+
+
+def _explain(exc: ValidationError, flags: dict[str, Any]) -> str:
+    problems = []
+    for e in exc.errors():
+        key = _field_of(str(e["loc"][0])) if e["loc"] else None
+        where = "" if key is None else f" ({_origin(key, flags).describe()})"
+        problems.append(f"{key or e['loc']}{where}: {e['msg']}")
+    return "Bad setting: " + "; ".join(problems) + ". Fix it with `chatagent config set KEY VALUE`, the flag or the variable."
+
+
+# --- provenance, for `config show` -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Origin:
+    kind: Literal["flag", "env", "file", "default"]
+    name: str = ""  # the variable, or the file's path
+
+    def describe(self) -> str:
+        return {"flag": "flag", "env": f"environment {self.name}", "file": f"file {self.name}",
+                "default": "default"}[self.kind]
+
+
+def _origin(key: str, flags: dict[str, Any]) -> Origin:
+    if flags.get(key) is not None:
+        return Origin("flag")
+    if any(_field_of(name) == key for name in _Environment(Settings)()):
+        return Origin("env", _env_spelling(key))
+    if any(_field_of(k) == key for k in _read_file()):
+        return Origin("file", str(config_path()))
+    return Origin("default")
+
+
+def _env_spelling(key: str) -> str:
+    """The variable that set `key`, as the user spelled it."""
+    wanted = [n.lower() for n in [*_variables(Settings.model_fields[key]), f"CHATAGENT_{key}"]]
+    present = {k.lower(): k for k in os.environ}
+    return next((present[n] for n in wanted if n in present), wanted[0].upper())
+
+
+@dataclass(frozen=True)
+class Shown:
+    key: str
+    value: str  # secrets masked
+    origin: Origin
+    description: str
+
+
+def describe(settings: Settings, flags: dict[str, Any] | None = None) -> Iterator[Shown]:
+    """Each setting's value (secrets masked) and where it came from."""
+    flags = flags or {}
+    for key, info in Settings.model_fields.items():
+        value = getattr(settings, key)
+        if isinstance(value, SecretStr):
+            raw = value.get_secret_value()
+            text = f"…{raw[-4:]} (set)" if len(raw) > 8 else "(set)"
+        else:
+            text = "(not set)" if value is None else str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
+        yield Shown(key, text, _origin(key, flags), info.description or "")
+
+
+# --- the file ------------------------------------------------------------------------
+
+
+def _read_file() -> dict[str, Any]:
+    path = config_path()
+    if not path.exists():
+        return {}
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"The settings file {path} cannot be read ({exc}). Fix it, or remove it to start again."
+        ) from None
+
+
+def set_value(key: str, value: str | None) -> Path:
+    """Write `key = value` in the settings file (None: remove the key), after
+    checking the value. The file holds keys: it is private to the user (0600)."""
+    import tomlkit
+
+    if key not in Settings.model_fields:
+        raise ConfigError(f"Unknown setting {key!r}. Settings: {', '.join(Settings.model_fields)}.")
+    path = config_path()
+    doc = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
+    if value is None:
+        doc.pop(key, None)
+    else:
+        try:
+            checked = Settings.model_validate({key: value}).model_dump(mode="python")[key]
+        except ValidationError as exc:
+            raise ConfigError(f"Bad value for {key}: {exc.errors()[0]['msg']}.") from None
+        doc[key] = checked.get_secret_value() if isinstance(checked, SecretStr) else checked
+    _write_private(path, tomlkit.dumps(doc))
+    return path
+
+
+def _write_private(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = path.with_name(path.name + ".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, stat.S_IRUSR | stat.S_IWUSR)  # whatever the umask
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -1,0 +1,236 @@
+"""Retrieval (`chatagent.ranking`): one analyser for terms and stop words, one
+`Ranker` interface that question-aware selection and the extractive model both
+rank with, so another method can take BM25's place in either."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import bm25s
+import bm25s.stopwords
+import pytest
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from chatagent import budget
+from chatagent.browser.base import ScrollResult
+from chatagent.budget import TextFitter, fit_text
+from chatagent.context import PageContext, TabContext
+from chatagent.models import extractive
+from chatagent.models.extractive import ExtractiveChatModel
+from chatagent.prompts import build_messages, message_text
+from chatagent.ranking import (
+    CONTENT_WORDS,
+    ENGLISH,
+    QUESTION_WORDS,
+    STOPWORDS_EN,
+    Analyser,
+    BM25Ranker,
+    Query,
+    Ranker,
+    english_stemmer,
+    fold,
+)
+from chatagent.tools import TOOL_SCHEMAS
+
+
+class Overlap(Ranker):
+    """A second ranking method: how many of the query's distinct terms a passage has."""
+
+    built: list[Overlap] = []
+
+    def __init__(self, passages: Sequence[str], analyser: Analyser = ENGLISH) -> None:
+        super().__init__(passages, analyser)
+        self.queries: list[Query] = []
+        Overlap.built.append(self)
+
+    def scores(self, query: Query) -> list[float]:
+        self.queries.append(query)
+        wanted = set(query.terms)
+        return [float(len(wanted & set(terms))) for terms in self.terms]
+
+
+@pytest.fixture(autouse=True)
+def _forget_overlaps() -> None:
+    Overlap.built.clear()
+
+
+# --- the analyser ---------------------------------------------------------------
+
+TEXTS = [
+    "How many goals did Škoda's striker score in the 2019–20 season?",
+    "|Pos|Athlete|Club|Time|\n|1|Ana Ribeiro|Porto AC|31:02|",
+    "The ferry now serves 11 piers between the old town and the harbour; it's running.",
+    "a I x 1 22 naïve café ÉCOLE Straße ﬁne",
+    "",
+]
+
+
+@pytest.mark.parametrize("text", TEXTS)
+def test_terms_are_what_bm25s_made_of_them_before(text: str) -> None:
+    # The analyser replaced bm25s.tokenize in both callers: the same terms, so the same rankings.
+    def bm25s_terms(text: str, stopwords: object) -> list[str]:
+        return bm25s.tokenize([text], stopwords=stopwords, stemmer=english_stemmer(), return_ids=False,
+                              show_progress=False)[0]
+
+    assert ENGLISH.terms(text) == bm25s_terms(fold(text), "en")
+    assert CONTENT_WORDS.terms(text) == bm25s_terms(text, sorted(STOPWORDS_EN | QUESTION_WORDS))
+    assert ENGLISH.analyse([text, text.upper()]) == [ENGLISH.terms(text), ENGLISH.terms(text.upper())]
+
+
+def test_bm25s_english_stop_words_are_the_short_list() -> None:
+    assert STOPWORDS_EN == frozenset(bm25s.stopwords.STOPWORDS_EN)
+    assert STOPWORDS_EN < CONTENT_WORDS.stopwords and QUESTION_WORDS < CONTENT_WORDS.stopwords
+
+
+def test_both_callers_analyse_with_the_shared_analysers() -> None:
+    assert budget.ANALYSER is ENGLISH
+    assert extractive.ANALYSER is CONTENT_WORDS
+
+
+def test_a_stop_word_is_dropped_the_same_way_by_both_callers() -> None:
+    for word in ("the", "The", "THE", "with"):
+        assert budget.ANALYSER.terms(f"{word} ferry") == extractive._terms(f"{word} ferry") == ["ferri"]
+    # A question's function words are a topic for a page ("Most valuable player"),
+    # so only the extractive model drops them.
+    assert budget.ANALYSER.terms("which most") == ["which", "most"]
+    assert extractive._terms("which most") == []
+
+
+def test_accents_are_folded_for_pages_and_kept_for_the_extractive_model() -> None:
+    assert ENGLISH.terms("Škoda") == ENGLISH.terms("Skoda") == ["skoda"]
+    assert CONTENT_WORDS.terms("Škoda") == ["škoda"]
+
+
+def test_stems_are_one_for_one_with_the_words_stop_words_included() -> None:
+    assert CONTENT_WORDS.stems(["Six", "tram", "lines", "the"]) == ["six", "tram", "line", "the"]
+
+
+# --- the ranker interface -----------------------------------------------------------
+
+
+def test_a_query_is_analysed_once_and_scored_against_several_indexes() -> None:
+    query = ENGLISH.query("Which river ferries serve the harbour?")
+    assert query.terms == ("which", "river", "ferri", "serv", "harbour")
+    piers = BM25Ranker(["The ferry serves 11 piers.", "The harbour has a lighthouse."])
+    towns = BM25Ranker(["Port Elm", "A river town", "Lindvik"])
+    assert all(s > 0 for s in piers.scores(query))
+    assert [s > 0 for s in towns.scores(query)] == [False, True, False]
+    assert query.without({"river", "harbour"}).terms == ("which", "ferri", "serv")
+
+
+def test_bm25_prefers_the_passage_with_the_rarer_terms() -> None:
+    ranker = BM25Ranker(["ferry ferry town", "ferry piers", "ferry"])
+    scores = ranker.scores(ENGLISH.query("ferry piers"))
+    assert scores.index(max(scores)) == 1
+    assert len(scores) == len(ranker) == 3
+
+
+def test_a_query_with_no_known_terms_scores_zero_everywhere() -> None:
+    ranker = BM25Ranker(["The ferry serves 11 piers.", "The harbour has a lighthouse."])
+    assert ranker.scores(ENGLISH.query("tram lines")) == [0.0, 0.0]
+    assert ranker.scores(ENGLISH.query("the")) == [0.0, 0.0]  # only a stop word
+    assert ranker.scores(ENGLISH.query("")) == [0.0, 0.0]
+    assert BM25Ranker([]).scores(ENGLISH.query("ferry")) == []
+
+
+def test_an_index_of_stop_words_only_works() -> None:
+    ranker = BM25Ranker(["the", "and of", ""])
+    assert ranker.vocabulary == frozenset() and ranker.terms == [[], [], []]
+    assert ranker.scores(ENGLISH.query("the ferry")) == [0.0, 0.0, 0.0]
+    # With the extractive model's list, a passage of function words is one too.
+    questions = BM25Ranker(["how many of them", "ferry"], CONTENT_WORDS)
+    assert questions.terms[0] == [] and questions.scores(CONTENT_WORDS.query("how many ferries"))[0] == 0.0
+
+
+def test_selection_ranks_with_the_ranker_it_is_given() -> None:
+    filler = "\n\n".join(f"Paragraph {i} tells of the weather, the markets and the roads." for i in range(120))
+    text = f"# Port Elm\n\n{filler}\n\nThe lighthouse on the north pier was built in 1821.\n\n{filler}"
+    fitted = fit_text(text, 300, "When was the lighthouse built?", ranker=Overlap)
+    assert fitted.selected and "built in 1821" in fitted.text
+    assert Overlap.built and all(r.analyser is budget.ANALYSER for r in Overlap.built)
+    asked = {q.terms for r in Overlap.built for q in r.queries}
+    assert asked == {ENGLISH.query("When was the lighthouse built?").terms}
+    # The page cache builds its indexes with it too.
+    Overlap.built.clear()
+    cached = TextFitter(ranker=Overlap).fit(text, 300, "When was the lighthouse built?")
+    assert cached == fitted and Overlap.built
+
+
+def test_selection_without_matching_terms_keeps_the_head() -> None:
+    text = "# Port Elm\n\n" + "\n\n".join(f"Paragraph {i} tells of the weather." for i in range(200))
+    fitted = fit_text(text, 200, "Who designed the lighthouse?", ranker=Overlap)
+    assert fitted.truncated and not fitted.selected and fitted.text.startswith("# Port Elm")
+
+
+def pass1(model: ExtractiveChatModel, text: str, question: str) -> str:
+    tab = TabContext(tab_id="1", url="http://127.0.0.1/page.html", title="Riverside ferry", text=text)
+    return str(model.invoke(build_messages(PageContext(tabs=[tab], budget_per_tab=2000), question)).content)
+
+
+FERRY = "# The river ferry\n\nThe ferry now serves 11 piers between the old town and the harbour.\n\nTickets cost $3."
+
+
+def test_the_extractive_model_ranks_with_the_ranker_it_is_given() -> None:
+    answer = pass1(ExtractiveChatModel(ranker=Overlap), FERRY, "How many piers does the ferry serve?")
+    assert answer.startswith("The ferry now serves 11 piers")
+    [index] = Overlap.built
+    assert index.analyser is extractive.ANALYSER
+    # Scored on the question's terms beyond the page's title ("ferry"), and its intent.
+    assert [q.terms for q in index.queries] == [("pier", "serv", "xxnumberxx")]
+    assert pass1(ExtractiveChatModel(), FERRY, "How many piers does the ferry serve?") == answer
+
+
+# --- the extractive model reads the scroll result, not its wording ---------------------
+
+BREAD = "# Rye bread\n\nHeat the oven to 220 °C and dust a tray with flour."
+
+
+def after_scroll(result: ToolMessage) -> AIMessage:
+    """The extractive model's next step once tab 1 was re-read and scrolled, with `result`."""
+    tab = TabContext(tab_id="1", url="http://127.0.0.1/bread.html", title="Rye bread", text=BREAD)
+    messages: list[BaseMessage] = build_messages(
+        PageContext(tabs=[tab], budget_per_tab=2000), "Who designed the lighthouse?", tools=True
+    )
+    messages += [
+        AIMessage("", tool_calls=[{"name": "refresh_browser_state_tool", "args": {"tab_id": "1"}, "id": "c1",
+                                   "type": "tool_call"}]),
+        ToolMessage("Tab 1 re-read: unchanged.", tool_call_id="c1", name="refresh_browser_state_tool"),
+        AIMessage("", tool_calls=[{"name": "scroll_tool", "args": {"tab_id": "1", "direction": "down"}, "id": "c2",
+                                   "type": "tool_call"}]),
+        result,
+    ]
+    reply = ExtractiveChatModel().bind_tools(list(TOOL_SCHEMAS)).invoke(messages)
+    assert isinstance(reply, AIMessage)
+    return reply
+
+
+def scrolled(text: str, *, at_bottom: bool, status: str = "success") -> ToolMessage:
+    where = ScrollResult(text="Bake for 40 minutes.", scroll_y=800, page_height=1600, viewport_height=800,
+                         at_bottom=at_bottom)
+    return ToolMessage(text, tool_call_id="c2", name="scroll_tool", status=status, artifact=where)
+
+
+def test_a_scroll_that_reached_the_bottom_is_not_repeated() -> None:
+    reply = after_scroll(scrolled("Tab 1 scrolled down.\nBake for 40 minutes.", at_bottom=True))
+    assert not reply.tool_calls and "found nothing" in message_text(reply)
+
+
+def test_the_words_of_a_scroll_result_do_not_say_where_the_tab_is() -> None:
+    # A page can print "(bottom of page)"; only the structured result counts.
+    reply = after_scroll(scrolled("Tab 1 scrolled down. (bottom of page)\nBake for 40 minutes.", at_bottom=False))
+    assert [c["name"] for c in reply.tool_calls] == ["scroll_tool"]
+
+
+def test_a_failed_scroll_is_not_repeated() -> None:
+    reply = after_scroll(scrolled("Tab 1 is already at the bottom of the page.", at_bottom=False, status="error"))
+    assert not reply.tool_calls
+    no_artifact = ToolMessage("Scrolling failed.", tool_call_id="c2", name="scroll_tool", status="error")
+    assert not after_scroll(no_artifact).tool_calls
+
+
+def test_message_text_reads_a_screenshot_message_s_words() -> None:
+    shot = HumanMessage(content=[{"type": "text", "text": "Screenshot of tab 1:"},
+                                 {"type": "image_url", "image_url": {"url": "data:image/png;base64,AA=="}},
+                                 {"type": "text", "text": "(end)"}])
+    assert message_text(shot) == "Screenshot of tab 1: (end)"
+    assert message_text(AIMessage("plain")) == "plain"

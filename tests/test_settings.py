@@ -1,0 +1,216 @@
+"""Settings: flags over the environment over the file over the defaults;
+`chatagent config show|set|unset|path`; the file private to the user; the
+model is what the settings say (Debian's Chromium key changes nothing); model
+errors name the setting that fixes them."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import stat
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chatagent.settings import BROWSER_KEY_FILES, ConfigError, Settings, browser_launcher_keys, describe, set_value
+from chatagent.testing.gemini_server import GeminiServer, TextReply
+from extension_bridge.spawn import spawn_host
+
+from conftest import PAGES
+from test_bridge_host import Peer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    path = tmp_path / "cfg" / "config.toml"
+    monkeypatch.setenv("CHATAGENT_CONFIG", str(path))
+    for var in ("CHATAGENT_BUDGET", "CHATAGENT_MODEL", "GOOGLE_API_KEY", "GEMINI_API_KEY", "CHATAGENT_OPENAI_BASE_URL",
+                "OPENAI_BASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    yield path
+
+
+def origin(settings: Settings, key: str, flags: dict[str, Any] | None = None) -> str:
+    return next(x.origin.kind for x in describe(settings, flags) if x.key == key)
+
+
+def test_flags_beat_the_environment_beat_the_file_beat_the_defaults(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert Settings.load().budget == 2000 and origin(Settings.load(), "budget") == "default"
+    set_value("budget", "500")
+    assert Settings.load().budget == 500 and origin(Settings.load(), "budget") == "file"
+    monkeypatch.setenv("CHATAGENT_BUDGET", "700")
+    assert Settings.load().budget == 700 and origin(Settings.load(), "budget") == "env"
+    assert Settings.load(budget=900).budget == 900 and origin(Settings.load(budget=900), "budget", {"budget": 900}) == "flag"
+    assert Settings.load(budget=None).budget == 700, "a flag not given does not override"
+    # The provider's usual variable sets its setting too.
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:1234/v1")
+    assert Settings.load().openai_base_url == "http://127.0.0.1:1234/v1"
+
+
+def test_bad_values_are_refused_naming_the_setting_and_where_it_came_from(
+    config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(ConfigError, match="budget"):
+        set_value("budget", "3")
+    assert not config.exists(), "a refused value is not written"
+    monkeypatch.setenv("CHATAGENT_TIMEOUT", "soon")
+    with pytest.raises(ConfigError) as exc:
+        Settings.load()
+    assert "timeout" in exc.value.message and "CHATAGENT_TIMEOUT" in exc.value.message
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text("model = \n")
+    monkeypatch.delenv("CHATAGENT_TIMEOUT")
+    with pytest.raises(ConfigError) as exc:
+        Settings.load()
+    assert str(config) in exc.value.message
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chatagent", *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env},
+    )
+
+
+def test_config_set_show_unset_and_path_in_the_platform_config_dir(tmp_path: Path) -> None:
+    env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "CHATAGENT_CONFIG": "", "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
+    path = run_cli("config", "path", env=env)
+    assert path.returncode == 0 and path.stdout.strip() == str(tmp_path / "xdg" / "chatagent" / "config.toml")
+    file = Path(path.stdout.strip())
+
+    secret = "AIza-my-own-secret-key-1234"
+    for key, value in (("model", "gemini-2.5-flash"), ("google_api_key", secret), ("budget", "1500")):
+        done = run_cli("config", "set", key, value, env=env)
+        assert done.returncode == 0, done.stderr
+        assert secret not in done.stdout
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600, "the file holds keys: only its owner may read it"
+    assert stat.S_IMODE(file.parent.stat().st_mode) == 0o700
+
+    shown = run_cli("config", "show", "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    rows = json.loads(shown.stdout)
+    assert rows["model"] == {"value": "gemini-2.5-flash", "source": "file", "from": str(file)}
+    assert rows["budget"]["value"] == "1500"
+    assert rows["google_api_key"]["source"] == "file" and secret not in shown.stdout and "1234" in rows["google_api_key"]["value"]
+    assert rows["deadline"] == {"value": "180", "source": "default", "from": ""}
+
+    table = run_cli("config", "show", env={**env, "CHATAGENT_BUDGET": "800"})
+    assert table.returncode == 0 and secret not in table.stdout
+    line = next(ln for ln in table.stdout.splitlines() if ln.startswith("budget"))
+    assert "800" in line and "environment CHATAGENT_BUDGET" in line
+
+    assert run_cli("config", "unset", "budget", env=env).returncode == 0
+    assert json.loads(run_cli("config", "show", "--json", env=env).stdout)["budget"]["source"] == "default"
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+
+    bad = run_cli("config", "set", "budget", "ten", env=env)
+    assert bad.returncode == 1 and "budget" in bad.stderr
+    unknown = run_cli("config", "set", "colour", "blue", env=env)
+    assert unknown.returncode == 2 and "model" in unknown.stderr, "the usage error lists the settings"
+
+
+def test_a_flag_given_on_the_command_line_wins_over_the_file(tmp_path: Path) -> None:
+    env = {"CHATAGENT_CONFIG": str(tmp_path / "config.toml")}
+    assert run_cli("config", "set", "budget", "10", env=env).returncode == 1  # below the minimum
+    assert run_cli("config", "set", "model", "no-such-model", env=env).returncode == 0
+    # The file names an unknown model, the flag a good one: the flag's is used.
+    done = run_cli("ask", str(PAGES / "product.html"), "-q", "How much does it cost?", "--model", "extractive", env=env)
+    assert done.returncode == 0, done.stderr
+    failed = run_cli("ask", str(PAGES / "product.html"), "-q", "How much does it cost?", env=env)
+    assert failed.returncode == 1 and "no-such-model" in failed.stderr and "config set model" in failed.stderr
+
+
+# --- the model is what the settings say ------------------------------------------------
+
+
+def debian_chromium_env() -> dict[str, str]:
+    """What Debian's /usr/bin/chromium exports into everything the browser starts."""
+    for path in BROWSER_KEY_FILES:
+        if path.exists():
+            return dict(re.findall(r'^\s*export\s+(\w+)="([^"]*)"', path.read_text(), re.M))
+    pytest.skip("no Debian/Ubuntu Chromium launcher key file on this machine")
+
+
+@contextlib.asynccontextmanager
+async def host(env: dict[str, str]) -> AsyncIterator[Peer]:
+    async with spawn_host(env) as proc:
+        yield Peer(proc)
+
+
+def ask(rid: str, question: str) -> dict[str, Any]:
+    tab = {"tabId": 7, "url": "https://shop.example/aurora", "title": "Aurora X14 Pro",
+           "html": (PAGES / "product.html").read_text()}
+    return {"type": "ask", "id": rid, "question": question, "tabs": [tab]}
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_host_started_by_debians_chromium_answers_with_the_offline_model(config: Path) -> None:
+    env = debian_chromium_env()
+    assert env.get("GOOGLE_API_KEY") in browser_launcher_keys()
+    async with host({**env, "CHATAGENT_CONFIG": str(config)}) as peer:
+        await peer.send(ask("a", "How much does the Aurora X14 Pro cost?"))
+        events = await peer.events_until_end("a")
+    end = events[-1]
+    assert end["type"] == "done", end
+    assert "$1,349.00" in end["answer"] and end["pass"] == 1
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_debians_chromium_key_never_replaces_the_users_own(config: Path, gemini: GeminiServer) -> None:
+    """Gemini configured in the file with the user's key: the host, started with
+    Chromium's environment, sends the user's key, not Chromium's."""
+    env = debian_chromium_env()
+    for key, value in (("model", "gemini-2.5-flash"), ("google_api_key", "users-own-key"),
+                       ("gemini_base_url", gemini.url)):
+        set_value(key, value)
+    gemini.api_key = "users-own-key"
+    gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))
+    async with host({**env, "CHATAGENT_CONFIG": str(config)}) as peer:
+        await peer.send(ask("a", "How much does it cost?"))
+        end = (await peer.events_until_end("a"))[-1]
+    assert end["type"] == "done" and "$1,349.00" in end["answer"], end
+
+
+def test_the_environment_key_alone_does_not_choose_the_model(config: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GOOGLE_API_KEY", "someone-elses-key")
+    assert Settings.load().model == "extractive"
+
+
+# --- errors name what fixes them ----------------------------------------------------------
+
+
+def test_an_openai_compatible_server_that_is_not_running_is_named_with_its_url(
+    config: Path, closed_port_url: str
+) -> None:
+    base = closed_port_url.rstrip("/") + "/v1"
+    done = run_cli("ask", str(PAGES / "product.html"), "-q", "How much does it cost?", "--model", "openai:llama3",
+                   env={"CHATAGENT_OPENAI_BASE_URL": base, "CHATAGENT_CONFIG": str(config)})
+    assert done.returncode == 1
+    assert base in done.stderr, done.stderr
+    assert "openai_base_url" in done.stderr and "CHATAGENT_OPENAI_BASE_URL" in done.stderr
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_bad_gemini_key_is_model_auth_naming_google_api_key(gemini: GeminiServer) -> None:
+    from chatagent.agent import ChatAgent
+    from chatagent.browser import StaticTab
+    from chatagent.models import load_model
+
+    gemini.api_key = "the-right-key"
+    model = load_model("gemini-2.5-flash", Settings(google_api_key="a-wrong-key", gemini_base_url=gemini.url))
+    tab = StaticTab("1", "https://shop.example/a", "<html><body><p>It costs $5.</p></body></html>", title="A")
+    events = [e async for e in ChatAgent(model, [tab]).ask("How much?")]
+    end = events[-1]
+    assert end.type == "error" and end.code == "model_auth", end
+    assert "GOOGLE_API_KEY" in end.message and "config set google_api_key" in end.message
+    assert len(gemini.generate_requests) <= 1, "a refused key is not retried"
