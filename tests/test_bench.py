@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
+import statistics
 import urllib.error
 import urllib.request
 from pathlib import Path
 
 import pytest
 
-from chatagent.bench.server import PageServer
+from chatagent.bench.server import PageServer, fresh_url
+from chatagent.bench.stats import median, quantile, summary
 from chatagent.cli import main
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -42,6 +45,24 @@ def test_page_server_serves_only_what_it_was_given(tmp_path: Path) -> None:
         assert _get(mem)[2] == b"<p>in memory</p>"
         assert _get(site.base + "/secret.html")[0] == 404
         assert _get(gz.replace("/a.html", "/../secret.html"))[0] == 404
+        # A fresh read of a page: the same page with its title marked, so no cache has seen it.
+        assert _get(fresh_url(gz, 3))[2] == page.replace(b"<title>t</title>", b"<title>t (read 3)</title>")
+        assert _get(fresh_url(mem, 4))[2] == b"<title>(read 4)</title><p>in memory</p>"
+        legacy = _get(fresh_url(site.file_url(tmp_path / "legacy.html"), 5))
+        assert legacy[1] == "text/html; charset=windows-1252" and legacy[2].endswith(b"<p>caf\xe9</p>")
+
+
+def test_one_percentile_definition_linear_between_ranks() -> None:
+    for xs in ([7.0], [3.0, 1.0], [5.0, 1.0, 4.0, 2.0, 3.0], [float(x * x % 17) for x in range(12)]):
+        assert median(xs) == statistics.median(xs)
+        if len(xs) > 1:
+            assert [quantile(xs, k / 10) for k in range(1, 10)] == pytest.approx(
+                statistics.quantiles(xs, n=10, method="inclusive"))
+    assert quantile([10.0, 20.0], 0.9) == pytest.approx(19.0)
+    assert math.isnan(median([])) and median([], default=0.0) == 0.0
+    assert summary([2.0, 1.0, 3.0]) == {
+        "p50": 2.0, "p90": pytest.approx(2.8), "mean": 2.0, "min": 1.0, "max": 3.0, "n": 3,
+    }
 
 
 @pytest.mark.skipif(not (DATA / "wtq" / "questions.tsv").is_file(), reason="evaluation data not present")
@@ -59,6 +80,12 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
         # The local server waits its TTFT before the first chunk, so TTFT holds it plus our overhead.
         assert s["overhead_ms_p50"][k] > 0
         assert s["ttft_ms_p50"][k] >= s["server_ttft_ms"] == 300
+    # The phases, timed through the run hooks, split each question's overhead exactly.
+    for scenario in result["latency"]["scenarios"].values():
+        for q in scenario["samples"]:
+            assert set(q["phases_ms"]) == {"snapshot", "extraction", "budget", "prompt", "client_http", "other"}
+            assert all(v >= 0 for v in q["phases_ms"].values())
+            assert sum(q["phases_ms"].values()) == pytest.approx(q["overhead_ms"])
     assert set(s["tokens_per_question_median"]) == CONTEXTS and set(s["answer_recall"]) == CONTEXTS
     assert all(s["tokens_per_question_median"][k] > 0 for k in CONTEXTS)
     assert all(0 <= s["answer_recall"][k] <= 1 for k in CONTEXTS)

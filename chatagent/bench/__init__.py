@@ -4,13 +4,16 @@
 also runs on its own.
 
 - `suite`: the plan (`--quick` or everything), the summary and goals, the outputs.
-- `latency`: question → first token through the real Gemini client against the
-  local server; overhead by phase (`python -m chatagent.bench.latency`).
+- `latency`: question → first token through a `Runtime` and the real Gemini
+  client against the local server; overhead by phase, timed through the run
+  hooks (`python -m chatagent.bench.latency`).
 - `context_bench`: WTQ answer recall and token cost, AEB/WCXB extraction F1,
   HotpotQA multi-tab cost (`python -m chatagent.bench.context_bench`).
 - `pass1`: the pass-1 rate and pass-2 cost on the fixture questions.
 - `data`: loaders for WikiTableQuestions, AEB, WCXB and HotpotQA.
 - `scoring`: lenient answer matching, word-level precision/recall/F1, WCXB snippet checks.
-- `server`: the pages served on 127.0.0.1 and the headless browser the parts share.
+- `server`: the pages served on 127.0.0.1, the headless browser the parts share
+  and the settings their runtimes run with.
+- `stats`: the one percentile definition every part reports with.
 - `report`, `plots`: the Markdown report, the terminal summary, the PNG plots.
 """

@@ -25,8 +25,9 @@ from extension_bridge.protocol import FrameReader, FrameWriter
 from extension_bridge.spawn import spawn_host
 
 from ..testing.gemini_server import GeminiServer
-from .latency import FIXTURES, stats
+from .latency import FIXTURES
 from .report import machine
+from .stats import summary
 
 PAGE = FIXTURES / "product.html"
 MODEL_NAME = "gemini-2.5-flash"
@@ -82,7 +83,7 @@ async def run_bridge_latency(reps: int, think_s: float = 2.0, server_ttft_ms: fl
     return {
         "config": {"reps": reps, "think_s": think_s, "server_ttft_ms": server_ttft_ms, "model": MODEL_NAME},
         "samples": samples,
-        "summary": {k: stats([s[k] for s in samples]) for k in samples[0]} if samples else {},
+        "summary": {k: summary([s[k] for s in samples]) for k in samples[0]} if samples else {},
         "machine": {**machine(), "loadavg_at_start": load},
         "wall_s": time.perf_counter() - t0,
     }

@@ -57,6 +57,7 @@ from .data import (
 from .report import HOTPOT_HEAD, hotpot_rows, machine, progress_bar
 from .scoring import NormalizedText, answer_in_context, snippet_check, word_prf
 from .server import PageServer, browser_version, launch_browser
+from .stats import median, quantile
 
 T = TypeVar("T")
 
@@ -216,14 +217,11 @@ def wcxb_page(snapshot: PageSnapshot, page: WcxbPage) -> dict[str, Any]:
 
 
 def _median(xs: Sequence[float]) -> float:
-    return float(statistics.median(xs)) if xs else 0.0
+    return median(xs, default=0.0)
 
 
 def _p90(xs: Sequence[float]) -> float:
-    if not xs:
-        return 0.0
-    s = sorted(xs)
-    return float(s[min(len(s) - 1, int(round(0.9 * (len(s) - 1))))])
+    return quantile(xs, 0.9, default=0.0)
 
 
 def _methods(results: list[dict[str, Any]]) -> dict[str, int]:

@@ -3,56 +3,80 @@
     python -m chatagent.bench.latency [--reps N] [--ttft-ms 300] [--tokens-per-s 50] [--out FILE.json] [--plots DIR]
     python -m chatagent.bench.latency --model gemini-2.5-flash   # the real service (GOOGLE_API_KEY)
 
-The agent runs as in a real session: real pages in headless Chromium (served on
-127.0.0.1, gunzipped on the fly, third-party hosts unresolvable so nothing
-waits on a network that is not there), the real `ChatGoogleGenerativeAI`
-client (google-genai SDK over httpx) against the local Gemini-compatible
-server (`chatagent.testing.gemini_server`) with a fixed server TTFT.
+A thin layer over `chatagent.runtime.Runtime`, as the CLI and the side panel's
+host are: one runtime (extraction workers, context builder, model client) built
+from `Settings` (`server.bench_settings`) that point the real
+`ChatGoogleGenerativeAI` client (google-genai SDK over httpx) at the local
+Gemini-compatible server (`chatagent.testing.gemini_server`, fixed server
+TTFT), or at the real service with `--model`. Questions go through
+`Runtime.conversation(tabs, hooks=...).ask()`. The pages are real pages in
+headless Chromium, served on 127.0.0.1 (gunzipped on the fly) with third-party
+hosts unresolvable, so nothing waits on a network that is not there; that
+browser is the benchmark's own (`server.launch_browser`, or the caller's), and
+its tabs are given to the runtime as tabs from elsewhere, as the side panel's
+are (the runtime's own browser would be launched without those flags).
 
 Measured per question:
-- **TTFT** = first `token` event received by the consumer − `agent.ask()` started;
+- **TTFT** = first `token` event received by the consumer − `ask()` started;
 - **server TTFT** = the server's own arrival → first chunk written, from its
   request record (`RecordedRequest.server_ttft_s`);
 - **overhead** = TTFT − server TTFT = (request arrival − ask started)
   + (our token event − first chunk written). All stamps are `perf_counter()`
   in this process (the server runs in a thread of it), so they compare exactly.
 
-The overhead is split into phases from outside the agent (no hooks in
-agent.py): a `ContextBuilder`/`Extractor` subclass stamps the snapshot (CDP),
-extraction and budgeting phases, and `chatagent.agent.build_messages` is
-wrapped for the prompt build while the benchmark runs:
-- `snapshot`: `build()` entered → last tab snapshot returned (all tabs in parallel);
-- `extraction`: → `extract_many` returned (cache hits are ~free);
-- `budget`: → `build()` returned (token counting, allocation, BM25 selection);
-- `prompt`: `build_messages` itself;
-- `client_http`: `build_messages` returned → request arrived at the server,
-  plus first chunk written → our `token` event (LangChain + google-genai + httpx
-  + the event queue);
-- `other`: ask() → `build()` entered, and `build()` returned → `build_messages`
-  (task start-up, notes, pass-start event).
+The overhead is split into phases through the public API only: the run hooks
+(`chatagent.hooks.RunHooks`: `context_built`, `request_sent`, `first_chunk`),
+the timings the agent's `PageContext` carries, and a `Tab` wrapper
+(`_TimedTab`) that notes when each tab's snapshot starts and ends:
+- `snapshot`: the first tab's snapshot started → the last one returned (all
+  tabs in parallel);
+- `extraction`: `PageContext.extraction_ms` (which `ContextBuilder.build`
+  measures from its start through extraction: cache hits are ~free) minus
+  `snapshot`;
+- `budget`: `PageContext.budget_ms` (token counting, allocation, BM25 selection);
+- `prompt`: the `context_built` hook → the `request_sent` hook: the pass-1
+  request built (history, `build_messages`) and handed to the client;
+- `client_http`: `request_sent` → request arrived at the server, plus first
+  chunk written → our `token` event (LangChain + google-genai + httpx + the
+  event queue; the `first_chunk` hook splits the second part into
+  `client_receive_ms` and `token_event_ms` in the JSON);
+- `other`: ask() → the first snapshot started (the conversation's agent, task
+  start-up), and `build()` done → `context_built` (change notes).
 The phases add up to the overhead exactly.
 
 Scenarios:
 - `warm_1tab`: one tab, already extracted by an earlier (untimed) question of
   the same conversation; a follow-up question.
-- `cold_1tab`: one tab not yet extracted (a new `ContextBuilder` per question,
-  so an empty extraction cache), model client warm.
-- `cold_10tab`: ten tabs, none extracted.
-  Before each cold question its pages get an attribute set (untimed), so the
-  snapshot moves the whole HTML as a first read does, not the stamp an
-  unchanged page answers with.
-- `prefetched_10tab`: `chat`'s first question: ten tabs, read (snapshot,
-  extraction, page analysis) by `ContextBuilder.prefetch` while the question
-  was typed (untimed); the question's own snapshots find the pages unchanged.
+- `cold_1tab`: one tab not read before, model client warm.
+- `cold_10tab`: ten tabs, none read before.
+- `prefetched_10tab`: `chat`'s first question: ten tabs not read before, then
+  read (snapshot, extraction, page analysis) by `ContextBuilder.prefetch`
+  while the question was typed (untimed); the question's own snapshots find
+  the pages unchanged.
 - `first_q_nowarm` / `first_q_warm`: the first question of a session: a new
-  model client (no connection yet), cold 1 tab, without / with `warm_model`
-  run beforehand (as `Session.open` does while the tabs load).
+  `Runtime` as `chatagent ask` builds it for one tab (so extraction runs in
+  this process's threads, not in workers), its model client made but not
+  connected, one tab not read before, without / with `Runtime.warm()` run
+  beforehand (as `Runtime.open` does while the tabs load).
+A tab "not read before" is a new tab, opened for the question and left to
+settle for `SETTLE_S` (untimed), closed after it, at a URL not asked for
+before (`server.fresh_url`): the page server adds "(read N)" to the page's
+title, so its content, and every cache keyed by it (the runtime's extraction
+cache, token counts and page analysis), is new, and the first snapshot moves
+the whole HTML, as a first read does.
+The shared runtime's workers and model client stay warm, so `cold_*` is a new
+page in a warm session. Pages given as URLs of another server (`--pages URL`)
+get only a new URL: their extraction is new, but their text is not, so their
+token counts and page analysis may come from an earlier rep.
 
 With `model=` (a real model by name) there is no local server: the service's
 own TTFT cannot be seen, so each question's TTFT is split into `local` (ask()
-→ the prompt built: the phases above up to `prompt`) and `model_and_network`
-(the rest), for the first three scenarios; each question stops at its first
-token, which spares the service the rest of the answer.
+→ `request_sent`: the phases above up to `prompt`) and `model_and_network`
+(the rest: the client, the network and the service), for the first four
+scenarios; each question stops at its first token, which spares the service
+the rest of the answer.
+
+Percentiles: `chatagent.bench.stats` (linear interpolation between ranks).
 """
 
 from __future__ import annotations
@@ -67,26 +91,27 @@ import re
 import statistics
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import BaseMessage
 from rich.console import Console
 from rich.progress import Progress
 
-from ..browser.base import PageSnapshot, Tab, TabFailure
+from ..browser.base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from ..browser.playwright import PlaywrightBrowser
-from ..context import ContextBuilder, PageContext
+from ..context import PageContext
 from ..events import Done, ErrorEvent, Token
-from ..extraction import Extracted, ExtractionPool, Extractor
-from ..models import get_chat_model
-from ..session import warm_model, warm_pipeline
+from ..hooks import RunHooks
+from ..runtime import Conversation, Runtime
 from ..testing.gemini_server import GeminiServer, RecordedRequest, TextReply
 from .data import DEFAULT_DATA_DIR
 from .report import machine, progress_bar
-from .server import PageServer, browser_version, launch_browser
+from .server import PageServer, bench_settings, browser_version, fresh_url, launch_browser
+from .stats import median, summary
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +121,10 @@ TEN_TABS = 10
 MODEL_NAME = "gemini-2.5-flash"
 ANSWER = "The page says so clearly in its main section [Tab 1]."
 GOALS_MS = {"warm_1tab": 20.0, "cold_1tab": 100.0, "cold_10tab": 300.0}
+# A page that has just loaded keeps Chromium busy for a while (ten at once: their
+# first snapshot took ~170 ms at once, ~60 ms a second later); a cold question is
+# about a page not read yet, not about one still loading.
+SETTLE_S = 1.0
 PHASES = ("snapshot", "extraction", "budget", "prompt", "client_http", "other")
 REAL_PHASES = ("snapshot", "extraction", "budget", "prompt", "other")
 FIXTURE_PAGES = (
@@ -127,77 +156,81 @@ def default_pages(n: int = TEN_TABS, data_dir: Path = DEFAULT_DATA_DIR) -> list[
 # ---------------------------------------------------------------- probes
 
 
-class _Stamps:
-    """perf_counter stamps of one question's phases, filled in by the timed builder."""
+class _TimedTab(Tab):
+    """A tab that notes when each of its snapshots starts and ends in `reads`;
+    everything else is the wrapped tab's own (its label included)."""
+
+    def __init__(self, tab: Tab, reads: list[tuple[float, float]]) -> None:
+        self.tab = tab
+        self.tab_id = tab.tab_id
+        self._reads = reads
+
+    @property
+    def label(self) -> str:
+        return self.tab.label
+
+    @label.setter
+    def label(self, value: str) -> None:
+        self.tab.label = value
+
+    async def snapshot(self) -> PageSnapshot:
+        t = time.perf_counter()
+        try:
+            return await self.tab.snapshot()
+        finally:
+            self._reads.append((t, time.perf_counter()))
+
+    async def screenshot(self) -> bytes:
+        return await self.tab.screenshot()
+
+    async def scroll(self, direction: ScrollDirection = "down", to_text: str | None = None) -> ScrollResult:
+        return await self.tab.scroll(direction, to_text)
+
+    async def close(self) -> None:
+        await self.tab.close()
+
+
+class _Probe(RunHooks):
+    """The stamps of the question being timed: the run hooks' (the first of each)
+    and the snapshots of its tabs. Questions run one at a time; `reset` before each."""
 
     def __init__(self) -> None:
-        self.build_start: float | None = None
-        self.snap_end: float | None = None
-        self.extract_end: float | None = None
-        self.build_end: float | None = None
-        self.prompt_start: float | None = None
-        self.prompt_end: float | None = None
-        self.tabs = 0
-        self.context_tokens = 0
-        self.cache_hits = 0
+        self.reads: list[tuple[float, float]] = []  # filled by the `_TimedTab`s
+        self.reset()
+
+    def reset(self) -> None:
+        self.reads.clear()
+        self.context: PageContext | None = None
+        self.t_context: float | None = None
+        self.t_request: float | None = None
+        self.t_chunk: float | None = None
+
+    def context_built(self, context: PageContext) -> None:
+        if self.context is None:
+            self.context, self.t_context = context, time.perf_counter()
+
+    def request_sent(self, pass_: int, turn: int, messages: list[BaseMessage]) -> None:
+        if self.t_request is None:
+            self.t_request = time.perf_counter()
+
+    def first_chunk(self, pass_: int, turn: int) -> None:
+        if self.t_chunk is None:
+            self.t_chunk = time.perf_counter()
 
 
-class _TimedExtractor(Extractor):
-    def __init__(self, stamps: Callable[[], _Stamps], pool: ExtractionPool) -> None:
-        super().__init__(pool)
-        self._stamps = stamps
-
-    async def extract_many(self, snapshots: list[PageSnapshot]) -> list[Extracted]:
-        st = self._stamps()
-        st.snap_end = time.perf_counter()
-        st.cache_hits = sum(s.content_hash in self._cache for s in snapshots)
-        out = await super().extract_many(snapshots)
-        st.extract_end = time.perf_counter()
-        return out
+async def open_timed(browser: Browser, urls: Sequence[str], probe: _Probe) -> list[Tab]:
+    """Open `urls` as tabs whose snapshots `probe` sees; every one must open."""
+    opened = await browser.open_tabs(list(urls))
+    tabs = [_TimedTab(t, probe.reads) for t in opened if isinstance(t, Tab)]
+    if bad := [t.message for t in opened if isinstance(t, TabFailure)]:
+        await close_all(tabs)
+        raise RuntimeError(f"pages failed to open: {bad}")
+    return tabs
 
 
-class _TimedBuilder(ContextBuilder):
-    """A ContextBuilder that stamps its phases; behaviour unchanged."""
-
-    def __init__(self, pool: ExtractionPool) -> None:
-        self.current = _Stamps()
-        super().__init__(extractor=_TimedExtractor(lambda: self.current, pool))
-
-    async def build(self, tabs: list[Tab | TabFailure], question: str | None = None, **kw: Any) -> PageContext:
-        st = self.current
-        st.build_start = time.perf_counter()
-        ctx = await super().build(tabs, question, **kw)
-        st.build_end = time.perf_counter()
-        st.tabs = len(tabs)
-        st.context_tokens = ctx.tokens
-        return ctx
-
-
-class _PromptProbe:
-    """Wraps `chatagent.agent.build_messages` for the benchmark's lifetime."""
-
-    def __init__(self) -> None:
-        self.builder: _TimedBuilder | None = None
-
-    def __enter__(self) -> "_PromptProbe":
-        from .. import agent as agent_mod
-
-        self._mod = agent_mod
-        self._orig = orig = agent_mod.build_messages
-
-        def timed(*args: Any, **kwargs: Any) -> Any:
-            st = self.builder.current if self.builder else None
-            t0 = time.perf_counter()
-            out = orig(*args, **kwargs)
-            if st is not None and st.prompt_start is None:
-                st.prompt_start, st.prompt_end = t0, time.perf_counter()
-            return out
-
-        agent_mod.build_messages = timed
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._mod.build_messages = self._orig
+async def close_all(tabs: Sequence[Tab]) -> None:
+    for tab in tabs:
+        await tab.close()
 
 
 # ---------------------------------------------------------------- one question
@@ -210,19 +243,19 @@ def _question(title: str, i: int) -> str:
 
 
 async def ask_timed(
-    agent: Any, builder: _TimedBuilder, server: GeminiServer | None, probe: _PromptProbe, question: str
+    conversation: Conversation, probe: _Probe, server: GeminiServer | None, question: str
 ) -> dict[str, Any]:
-    """Ask one question; return its TTFT and phases (ms), and with a local `server`
-    its server TTFT and overhead. Without one, stop at the first token."""
-    probe.builder = builder
-    builder.current = st = _Stamps()
+    """Ask one question of `conversation` (made with `hooks=probe`); return its TTFT
+    and phases (ms), and with a local `server` its server TTFT and overhead.
+    Without one, stop at the first token."""
+    probe.reset()
     before = len(server.requests) if server else 0
     t_token: float | None = None
     cpu_ms = 0.0
     done: Done | None = None
     c0 = time.process_time()
     t0 = time.perf_counter()
-    events = agent.ask(question)
+    events = conversation.ask(question)
     try:
         async for event in events:
             if t_token is None and isinstance(event, Token):
@@ -238,9 +271,20 @@ async def ask_timed(
         await events.aclose()
     if t_token is None:
         raise RuntimeError("the answer never produced a token")
-    if not (st.build_start and st.snap_end and st.extract_end and st.build_end and st.prompt_start and st.prompt_end):
-        raise RuntimeError("a phase was not stamped: has the agent's pipeline changed?")
+    ctx, t_ctx, t_req = probe.context, probe.t_context, probe.t_request
+    if ctx is None or t_ctx is None or t_req is None or probe.t_chunk is None or not probe.reads:
+        raise RuntimeError("a phase was not stamped: did a run hook not fire?")
     ms = lambda a, b: (b - a) * 1000  # noqa: E731
+    snap_start = min(start for start, _ in probe.reads)
+    snap_end = max(end for _, end in probe.reads)
+    snapshot = ms(snap_start, snap_end)
+    local = {
+        "snapshot": snapshot,
+        "extraction": ctx.extraction_ms - snapshot,
+        "budget": ctx.budget_ms,
+        "prompt": ms(t_ctx, t_req),
+    }
+    other = ms(t0, t_ctx) - ctx.extraction_ms - ctx.budget_ms  # ask() → build(), build() → the hook
     ttft = ms(t0, t_token)
     common = {
         "ttft_ms": ttft,
@@ -248,23 +292,16 @@ async def ask_timed(
         # part of the overhead that other load on the machine can only stretch.
         # It includes the server thread's own work; Chromium and the Playwright driver are other processes.
         "python_cpu_ms": cpu_ms,
-        "tabs": st.tabs,
-        "cache_hits": st.cache_hits,
-        "context_tokens": st.context_tokens,
+        "tabs": len(ctx.tabs),
+        "context_tokens": ctx.tokens,
         "question": question,
-    }
-    local = {
-        "snapshot": ms(st.build_start, st.snap_end),
-        "extraction": ms(st.snap_end, st.extract_end),
-        "budget": ms(st.extract_end, st.build_end),
-        "prompt": ms(st.prompt_start, st.prompt_end),
     }
     if server is None:
         return {
             **common,
-            "local_ms": ms(t0, st.prompt_end),
-            "model_and_network_ms": ms(st.prompt_end, t_token),
-            "phases_ms": {**local, "other": ms(t0, st.build_start) + ms(st.build_end, st.prompt_start)},
+            "local_ms": ms(t0, t_req),
+            "model_and_network_ms": ms(t_req, t_token),
+            "phases_ms": {**local, "other": other},
         }
     gens = [r for r in server.requests[before:] if r.is_generate]
     if not gens or done is None or gens[0].first_chunk_at is None:
@@ -277,12 +314,13 @@ async def ask_timed(
         "overhead_ms": ttft - server_ttft,
         "pre_request_ms": ms(t0, req.arrived_at),
         "post_chunk_ms": ms(req.first_chunk_at, t_token),
-        "client_send_ms": ms(st.prompt_end, req.arrived_at),
-        "client_receive_ms": ms(req.first_chunk_at, t_token),
+        "client_send_ms": ms(t_req, req.arrived_at),
+        "client_receive_ms": ms(req.first_chunk_at, probe.t_chunk),
+        "token_event_ms": ms(probe.t_chunk, t_token),
         "phases_ms": {
             **local,
-            "client_http": ms(st.prompt_end, req.arrived_at) + ms(req.first_chunk_at, t_token),
-            "other": ms(t0, st.build_start) + ms(st.build_end, st.prompt_start),
+            "client_http": ms(t_req, req.arrived_at) + ms(req.first_chunk_at, t_token),
+            "other": other,
         },
         "agent_first_token_ms": done.timings.first_token_ms,
         "agent_extraction_ms": done.timings.extraction_ms,
@@ -294,42 +332,25 @@ async def ask_timed(
 # ---------------------------------------------------------------- statistics
 
 
-def pct(xs: Sequence[float], q: float) -> float:
-    """The q-quantile, linearly interpolated (NaN for no data)."""
-    s = sorted(xs)
-    if not s:
-        return float("nan")
-    k = (len(s) - 1) * q
-    lo, hi = int(k), min(int(k) + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (k - lo)
-
-
-def stats(xs: Sequence[float]) -> dict[str, float]:
-    return {
-        "p50": pct(xs, 0.5), "p90": pct(xs, 0.9), "mean": statistics.fmean(xs) if xs else float("nan"),
-        "min": min(xs) if xs else float("nan"), "max": max(xs) if xs else float("nan"), "n": len(xs),
-    }
-
-
 def summarise(name: str, description: str, samples: list[dict[str, Any]]) -> dict[str, Any]:
     phases = list(samples[0]["phases_ms"]) if samples else []
     out: dict[str, Any] = {
         "description": description,
         "ttft_ms": [s["ttft_ms"] for s in samples],
-        "ttft": stats([s["ttft_ms"] for s in samples]),
-        "phases_p50_ms": {p: pct([s["phases_ms"][p] for s in samples], 0.5) for p in phases},
+        "ttft": summary([s["ttft_ms"] for s in samples]),
+        "phases_p50_ms": {p: median(s["phases_ms"][p] for s in samples) for p in phases},
         "phases_mean_ms": {p: statistics.fmean(s["phases_ms"][p] for s in samples) for p in phases},
-        "python_cpu": stats([s["python_cpu_ms"] for s in samples]),
+        "python_cpu": summary([s["python_cpu_ms"] for s in samples]),
     }
     if samples and "overhead_ms" in samples[0]:
         overhead = [s["overhead_ms"] for s in samples]
-        out.update(server_ttft_ms=[s["server_ttft_ms"] for s in samples], overhead_ms=overhead, overhead=stats(overhead))
+        out.update(server_ttft_ms=[s["server_ttft_ms"] for s in samples], overhead_ms=overhead, overhead=summary(overhead))
         if name in GOALS_MS:
             out["goal_p50_ms"] = GOALS_MS[name]
             out["goal_met"] = out["overhead"]["p50"] <= GOALS_MS[name]
     else:
-        out.update(local=stats([s["local_ms"] for s in samples]),
-                   model_and_network=stats([s["model_and_network_ms"] for s in samples]))
+        out.update(local=summary([s["local_ms"] for s in samples]),
+                   model_and_network=summary([s["model_and_network_ms"] for s in samples]))
     out["samples"] = samples
     return out
 
@@ -339,75 +360,74 @@ def summarise(name: str, description: str, samples: list[dict[str, Any]]) -> dic
 
 @dataclass
 class _Bench:
-    """What every scenario needs: the open tabs, the model, and the probes."""
+    """What every scenario needs: the runtime, the browser and the ten pages open in it."""
 
-    tabs: list[Tab | TabFailure]
+    runtime: Runtime
+    browser: Browser
+    tabs: list[Tab]  # the ten pages, open all along (the warm scenario's)
     titles: list[str]
     urls: list[str]
-    model: Any
-    new_model: Callable[[], Any]
     server: GeminiServer | None
-    probe: _PromptProbe
-    pool: ExtractionPool
+    probe: _Probe
     reads: Iterator[int] = field(default_factory=itertools.count)
 
-    async def unseen(self, tabs: list[Tab | TabFailure]) -> None:
-        """Have `tabs` read as tabs the agent has not seen yet: an attribute set
-        in each page (outside the timing) means the next snapshot moves the whole
-        HTML (an unchanged page's does not) and its content is new."""
+    def conversation(self, tabs: list[Tab], runtime: Runtime | None = None) -> Conversation:
+        return (runtime or self.runtime).conversation(tabs, hooks=self.probe)
+
+    async def ask(self, conversation: Conversation, question: str) -> dict[str, Any]:
+        return await ask_timed(conversation, self.probe, self.server, question)
+
+    @asynccontextmanager
+    async def unread(self, urls: list[str]) -> AsyncIterator[list[Tab]]:
+        """New tabs showing `urls` as pages no cache has seen (see the module
+        docstring), opened before the clock starts and closed after."""
         n = next(self.reads)
-        await asyncio.gather(*(
-            t.page.evaluate(f"document.documentElement.setAttribute('data-bench-read', '{n}')")  # type: ignore[union-attr]
-            for t in tabs if isinstance(t, Tab)
-        ))
+        tabs = await open_timed(self.browser, [fresh_url(u, n) for u in urls], self.probe)
+        try:
+            await asyncio.sleep(SETTLE_S)
+            yield tabs
+        finally:
+            await close_all(tabs)
 
-    def agent(self, tabs: list[Tab | TabFailure], model: Any = None) -> tuple[Any, _TimedBuilder]:
-        from ..agent import ChatAgent
-
-        builder = _TimedBuilder(self.pool)
-        return ChatAgent(model or self.model, tabs, builder=builder), builder
-
-    async def ask(self, agent: Any, builder: _TimedBuilder, question: str) -> dict[str, Any]:
-        return await ask_timed(agent, builder, self.server, self.probe, question)
-
-    def page(self, i: int) -> tuple[Tab | TabFailure, str, str]:
+    def page(self, i: int) -> tuple[Tab, str, str]:
         k = i % len(self.tabs)
         return self.tabs[k], _question(self.titles[k], i), self.urls[k]
 
     async def cold1(self, i: int) -> dict[str, Any]:
-        tab, question, url = self.page(i)
-        await self.unseen([tab])
-        return {**await self.ask(*self.agent([tab]), question), "page": url}
+        _, question, url = self.page(i)
+        async with self.unread([url]) as tabs:
+            return {**await self.ask(self.conversation(tabs), question), "page": url}
 
     async def warm1(self, i: int) -> dict[str, Any]:
         """A conversation per page; its first question (untimed) extracts the page."""
         tab, question, url = self.page(i)
-        agent, builder = self.agent([tab])
-        await self.ask(agent, builder, question)
+        conversation = self.conversation([tab])
+        await self.ask(conversation, question)
         follow_up = _question(self.titles[i % len(self.tabs)], i + 1)
-        return {**await self.ask(agent, builder, follow_up), "page": url}
+        return {**await self.ask(conversation, follow_up), "page": url}
 
     async def cold10(self, i: int) -> dict[str, Any]:
         _, question, _ = self.page(i)
-        await self.unseen(self.tabs)
-        return await self.ask(*self.agent(list(self.tabs)), question)
+        async with self.unread(self.urls) as tabs:
+            return await self.ask(self.conversation(tabs), question)
 
     async def prefetched10(self, i: int) -> dict[str, Any]:
         """`chat`'s first question: its ten tabs were read while it was typed."""
         _, question, _ = self.page(i)
-        await self.unseen(self.tabs)
-        agent, builder = self.agent(list(self.tabs))
-        await builder.prefetch(self.tabs)
-        return await self.ask(agent, builder, question)
+        async with self.unread(self.urls) as tabs:
+            conversation = self.conversation(tabs)
+            await self.runtime.builder.prefetch(tabs)  # what `Conversation.prefetch` starts
+            return await self.ask(conversation, question)
 
     async def first(self, i: int, warm: bool) -> dict[str, Any]:
-        """The first question of a session: a new client, cold page."""
-        model = self.new_model()
-        if warm:
-            await warm_model(model)
-        tab, question, url = self.page(i)
-        await self.unseen([tab])
-        return {**await self.ask(*self.agent([tab], model), question), "page": url}
+        """The first question of a session: a new runtime, a page not read before."""
+        _, question, url = self.page(i)
+        async with Runtime(self.runtime.settings) as runtime, self.unread([url]) as tabs:
+            if warm:
+                await runtime.warm()
+            else:
+                runtime.models.get()  # the client made, its connection not opened
+            return {**await self.ask(self.conversation(tabs, runtime), question), "page": url}
 
     async def first_nowarm(self, i: int) -> dict[str, Any]:
         return await self.first(i, False)
@@ -418,14 +438,15 @@ class _Bench:
     def scenarios(self) -> list[tuple[str, str, Callable[[int], Awaitable[dict[str, Any]]]]]:
         out: list[tuple[str, str, Callable[[int], Awaitable[dict[str, Any]]]]] = [
             ("warm_1tab", "1 tab already extracted; follow-up question", self.warm1),
-            ("cold_1tab", "1 tab, not yet extracted; client warm", self.cold1),
-            ("cold_10tab", "10 tabs, none extracted; client warm", self.cold10),
+            ("cold_1tab", "1 tab, not yet read; client warm", self.cold1),
+            ("cold_10tab", "10 tabs, none read yet; client warm", self.cold10),
             ("prefetched_10tab", "10 tabs read ahead while the question was typed (chat)", self.prefetched10),
         ]
         if self.server is not None:  # against a real service these only add connection noise and cost
             out += [
-                ("first_q_nowarm", "first question, new client, no warm-up; cold 1 tab", self.first_nowarm),
-                ("first_q_warm", "first question, new client after warm_model; cold 1 tab", self.first_warm),
+                ("first_q_nowarm", "first question, new runtime, no warm-up; 1 tab not yet read", self.first_nowarm),
+                ("first_q_warm", "first question, new runtime after Runtime.warm(); 1 tab not yet read",
+                 self.first_warm),
             ]
         return out
 
@@ -446,7 +467,9 @@ async def run_latency(
     """Run every scenario `reps` times; see the module docstring. `pages`: local
     .html/.html.gz files (served on 127.0.0.1) or URLs; the first 10 are used.
     `model`: a real model by name instead of the local server. `browser` and
-    `site`: the caller's, reused (the tabs opened here are closed again), else our own."""
+    `site`: the caller's, reused (the tabs opened here are closed again), else our own.
+    `preload`: `Runtime.warm()` (model and text pipeline) before the questions;
+    without it only the model is warmed (`runtime.models.warm`)."""
     pages = list(pages) if pages else list(default_pages(data_dir=data_dir))
     started = time.perf_counter()
     load_at_start = list(os.getloadavg())
@@ -456,48 +479,38 @@ async def run_latency(
             server = stack.enter_context(GeminiServer(
                 responder=lambda _r: TextReply(text=ANSWER), ttft_s=server_ttft_ms / 1000, tokens_per_s=tokens_per_s
             ))
+            settings = bench_settings(model=MODEL_NAME, google_api_key="test", gemini_base_url=server.url)
+        else:
+            settings = bench_settings(model=model)
         site = site or stack.enter_context(PageServer())
-        probe = stack.enter_context(_PromptProbe())
         br = browser or await stack.enter_async_context(launch_browser())
         urls = [p if isinstance(p, str) and p.startswith(("http://", "https://")) else site.file_url(Path(p)) for p in pages]
         urls = (urls * TEN_TABS)[:TEN_TABS]
+        # Extraction runs where `chatagent ask`/`chat` runs it for several tabs: in worker processes.
+        runtime = await stack.enter_async_context(Runtime(settings, extraction_workers=True))
+        probe = _Probe()
 
-        def new_model() -> Any:
-            if server is None:
-                return get_chat_model(model)
-            return get_chat_model(MODEL_NAME, api_key="test", base_url=server.url)
+        before = len(server.requests) if server else 0
+        t = time.perf_counter()
+        await (runtime.warm() if preload else runtime.models.warm())
+        warmup: dict[str, Any] = {"ms": (time.perf_counter() - t) * 1000, "pipeline": preload}
+        if server is not None:  # does the local server answer what the model's warm-up sends?
+            sent = server.requests[before:]
+            gets = [r for r in sent if r.method == "GET"]
+            warmup["requests"] = [{"method": r.method, "path": r.path, "status": r.status} for r in sent]
+            warmup["ok"] = bool(gets) and all(r.status == 200 for r in gets)
+        log.info("warm-up: %s", warmup)
 
-        # Extraction runs where a Session runs it: in worker processes.
-        pool = ExtractionPool()
-        stack.callback(pool.shutdown, wait=False, cancel_futures=True)
-        preload_ms = None
-        if preload:
-            t = time.perf_counter()
-            await warm_pipeline(pool)
-            preload_ms = (time.perf_counter() - t) * 1000
-        tabs = await br.open_tabs(urls)
+        tabs = await open_timed(br, urls, probe)
         try:
-            bad = [t for t in tabs if isinstance(t, TabFailure)]
-            if bad:
-                raise RuntimeError(f"pages failed to open: {[b.message for b in bad]}")
-            titles = [(await t.page.title()) or "" for t in tabs]  # type: ignore[union-attr]
-
-            chat = new_model()
-            before = len(server.requests) if server else 0
-            t = time.perf_counter()
-            await warm_model(chat)
-            warmup: dict[str, Any] = {"ms": (time.perf_counter() - t) * 1000}
-            if server is not None:  # does the local server answer what warm_model sends?
-                sent = server.requests[before:]
-                gets = [r for r in sent if r.method == "GET"]
-                warmup["requests"] = [{"method": r.method, "path": r.path, "status": r.status} for r in sent]
-                warmup["ok"] = bool(gets) and all(r.status == 200 for r in gets)
-            log.info("warm_model: %s", warmup)
-
-            bench = _Bench(tabs, titles, urls, chat, new_model, server, probe, pool)
-            # An untimed question first, so the process-level one-offs (imports,
-            # first use of the thread pool) do not land on whichever scenario runs first.
-            await bench.ask(*bench.agent([tabs[-1]]), "What is this page about?")
+            titles = [(await tab.snapshot()).title for tab in tabs]
+            bench = _Bench(runtime, br, tabs, titles, urls, server, probe)
+            # Untimed questions first, so the process-level one-offs (imports, first
+            # use of the thread pool, extraction in this process for a session's
+            # runtime) do not land on whichever scenario runs first.
+            await bench.ask(bench.conversation([tabs[-1]]), "What is this page about?")
+            if server is not None:
+                await bench.first_warm(len(tabs) - 1)
 
             scenarios = bench.scenarios()
             task = progress.add_task(f"latency, {model or 'local server'}", total=reps * len(scenarios)) if progress else None
@@ -512,9 +525,7 @@ async def run_latency(
                         progress.advance(task)
             results = {name: summarise(name, description, samples[name]) for name, description, _ in scenarios}
         finally:
-            for tab in tabs:
-                if isinstance(tab, Tab):
-                    await tab.close()
+            await close_all(tabs)
         chromium = browser_version(br)
 
     return {
@@ -525,12 +536,11 @@ async def run_latency(
             "pages": urls,
             "page_files": [str(p) for p in pages if isinstance(p, Path)],
             "preload": preload,
-            "preload_ms": preload_ms,
             "model": model or MODEL_NAME,
             "service": "real" if model else "local server",
         },
         "machine": {**machine(), "loadavg_at_start": load_at_start, "browser": chromium},
-        "warm_model": warmup,
+        "warm_up": warmup,
         "scenarios": results,
         "goals_ms": GOALS_MS,
         "wall_s": time.perf_counter() - started,
@@ -549,8 +559,8 @@ def format_report(result: dict[str, Any]) -> str:
         phases = REAL_PHASES
     else:
         head = (f"server TTFT {cfg['server_ttft_ms']:g} ms, {cfg['tokens_per_s']:g} tokens/s, reps {cfg['reps']}, "
-                f"{len(cfg['pages'])} pages; warm_model GET ok: {result['warm_model'].get('ok')} "
-                f"({result['warm_model']['ms']:.1f} ms)")
+                f"{len(cfg['pages'])} pages; warm-up GET ok: {result['warm_up'].get('ok')} "
+                f"({result['warm_up']['ms']:.1f} ms)")
         cols = f"{'scenario':16s} {'TTFT p50':>9s} {'p90':>7s} {'ovh p50':>8s} {'p90':>7s} {'goal':>6s} {'cpu p50':>8s}  "
         phases = PHASES
     lines = [head, "", cols + " ".join(f"{p:>11s}" for p in phases)]
@@ -583,7 +593,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--model", help="time this real model (e.g. gemini-2.5-flash with GOOGLE_API_KEY) instead of the local server")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="evaluation data dir (default: ../shared/data)")
     ap.add_argument("--pages", nargs="*", help="local .html/.html.gz files or URLs (default: 10 WCXB test pages)")
-    ap.add_argument("--no-preload", action="store_true", help="skip warm_pipeline() before the questions")
+    ap.add_argument("--no-preload", action="store_true",
+                    help="warm only the model before the questions, not the text pipeline")
     ap.add_argument("--out", type=Path, help="write the full results (raw distributions included) as JSON")
     ap.add_argument("--plots", type=Path, help="write ttft.png and overhead.png into this folder")
     args = ap.parse_args(argv)

@@ -3,13 +3,16 @@
 A fixed set of questions about the fixture pages (`fixtures/pages/README.md`):
 most are answerable from the extracted text; some need the browser, because the
 fact appears only after scrolling (`lazy.html`) or only in an image
-(`image_only.html`). Every question gets fresh tabs and a fresh agent, asked
-through the real agent loop, so pass 2 really scrolls and screenshots.
+(`image_only.html`). Every question gets fresh tabs and a fresh `Runtime` (as
+one `chatagent ask` would), asked through the real agent loop, so pass 2
+really scrolls and screenshots.
 
 Reported per question: the pass it ended in, tool calls, model calls (counted
-with a LangChain callback, so any model works), tokens in and out, wall time,
-and whether the expected answer is in the reply (lenient matching). A perfect
-agent answers every `text` question in pass 1 and sends every other one to pass 2.
+with the run hook `request_sent`, so any model works; a retried request counts
+again), tokens in and out, wall time (the runtime's model client is made
+before it starts), and whether the expected answer is in the reply (lenient
+matching). A perfect agent answers every `text` question in pass 1 and sends
+every other one to pass 2.
 """
 
 from __future__ import annotations
@@ -21,18 +24,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackHandler
-from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from rich.progress import Progress
 
-from ..agent import ChatAgent
-from ..browser.base import Tab
-from ..browser.playwright import PlaywrightBrowser
+from ..browser.base import Browser, Tab
 from ..events import Done, ErrorEvent, ToolCall
+from ..hooks import RunHooks
+from ..runtime import Runtime
+from ..settings import Settings
 from .data import sample
-from .latency import stats
 from .scoring import answer_in_context
 from .server import PageServer
+from .stats import median, summary
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pages"
 
@@ -87,28 +90,28 @@ def question_set(limit: int | None = None) -> list[Question]:
     return [q for kind in KINDS for q in sample([q for q in QUESTIONS if q.needs == kind], limit)]
 
 
-class _ModelCalls(AsyncCallbackHandler):
-    """Counts model calls: pass 1 is one, each pass-2 turn another."""
+class _ModelCalls(RunHooks):
+    """Counts requests to the model: pass 1 is one, each pass-2 turn another."""
 
     def __init__(self) -> None:
         self.calls = 0
 
-    async def on_chat_model_start(self, *args: Any, **kwargs: Any) -> None:
+    def request_sent(self, pass_: int, turn: int, messages: list[BaseMessage]) -> None:
         self.calls += 1
 
 
-async def ask_one(q: Question, model: BaseChatModel, browser: PlaywrightBrowser, site: PageServer) -> dict[str, Any]:
+async def ask_one(q: Question, settings: Settings, browser: Browser, site: PageServer) -> dict[str, Any]:
     counter = _ModelCalls()
-    # ChatAgent.ask takes no run config, so the counter rides on the model itself
-    # (bound tool-calling copies share it); questions run one at a time.
-    saved, model.callbacks = model.callbacks, [counter]
     tabs = await browser.open_tabs([site.file_url(FIXTURES / p) for p in q.pages])
-    t0 = time.perf_counter()
     try:
-        events = [e async for e in ChatAgent(model, tabs).ask(q.question)]
+        async with Runtime(settings) as runtime:
+            runtime.models.get()  # the client, made before the clock starts
+            t0 = time.perf_counter()
+            try:
+                events = [e async for e in runtime.conversation(tabs, hooks=counter).ask(q.question)]
+            finally:
+                total_ms = (time.perf_counter() - t0) * 1000
     finally:
-        total_ms = (time.perf_counter() - t0) * 1000
-        model.callbacks = saved
         for t in tabs:
             if isinstance(t, Tab):
                 await t.close()
@@ -145,9 +148,9 @@ def _kind(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "correct_rate": _rate([r["correct"] for r in rows]),
         "tool_calls_mean": statistics.fmean(r["tool_calls"] for r in rows) if rows else 0.0,
         "model_calls_mean": statistics.fmean(r["model_calls"] for r in rows) if rows else 0.0,
-        "input_tokens_median": statistics.median(r["input_tokens"] for r in rows) if rows else 0,
-        "output_tokens_median": statistics.median(r["output_tokens"] for r in rows) if rows else 0,
-        "total_ms_median": statistics.median(r["total_ms"] for r in rows) if rows else 0.0,
+        "input_tokens_median": median((r["input_tokens"] for r in rows), default=0),
+        "output_tokens_median": median((r["output_tokens"] for r in rows), default=0),
+        "total_ms_median": median((r["total_ms"] for r in rows), default=0.0),
     }
 
 
@@ -189,22 +192,22 @@ def summarise_pass1(rows: list[dict[str, Any]], model: str, cost_rows: Sequence[
 
 
 def _spread(xs: list[int]) -> dict[str, float]:
-    s = stats(xs)
+    s = summary(xs)
     return {"n": len(xs), "median": s["p50"], "p90": s["p90"], "max": s["max"]}
 
 
 async def run_pass1(
-    model: BaseChatModel, model_name: str, browser: PlaywrightBrowser, site: PageServer, progress: Progress,
-    limit: int | None = None,
+    settings: Settings, browser: Browser, site: PageServer, progress: Progress, limit: int | None = None,
 ) -> dict[str, Any]:
+    """The set with `settings.model` (see `server.bench_settings`), over tabs of `browser`."""
     questions = question_set(limit)
     costly = list(sample(list(COST_QUESTIONS), limit))
-    task = progress.add_task(f"pass-1 set, {model_name}", total=len(questions) + len(costly))
+    task = progress.add_task(f"pass-1 set, {settings.model}", total=len(questions) + len(costly))
     rows, cost_rows = [], []
     for q in questions:
-        rows.append(await ask_one(q, model, browser, site))
+        rows.append(await ask_one(q, settings, browser, site))
         progress.advance(task)
     for q in costly:
-        cost_rows.append(await ask_one(q, model, browser, site))
+        cost_rows.append(await ask_one(q, settings, browser, site))
         progress.advance(task)
-    return summarise_pass1(rows, model_name, cost_rows)
+    return summarise_pass1(rows, settings.model, cost_rows)

@@ -7,9 +7,15 @@ thread (so serving never competes with the event loop being timed):
         url = site.file_url(Path("../shared/data/aeb/html/0001.html.gz"))  # gunzipped on the fly
         url = site.page_url("hotpot/q1/0.html", "<!doctype html>...")       # a page held in memory
 
+A page's URL with `?fresh=N` (`fresh_url`) serves it with " (read N)" added
+to its title: the same page, but content no cache has seen (the extraction
+cache, token counts and page analysis are all keyed by it), for benchmarks
+that time a first read.
+
 `launch_browser()` starts headless Chromium with every host but 127.0.0.1
 unresolvable, so the saved pages' third-party assets fail at once instead of
-waiting on a network that is not there.
+waiting on a network that is not there. `bench_settings()` is what the
+benchmarks' runtimes run with.
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ import threading
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import AsyncIterator
-from urllib.parse import quote, unquote, urlsplit
+from typing import Any, AsyncIterator
+from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from ..browser.playwright import PlaywrightBrowser
+from ..settings import Settings
 
 OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 # A page's own <meta charset> wins, as it would on the web where the header usually
@@ -31,9 +38,25 @@ OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset=["']?([A-Za-z0-9_-]+)""", re.I)
 
 
+_TITLE_END = re.compile(rb"</title\s*>", re.I)
+_HEAD_START = re.compile(rb"<head(?:\s[^>]*)?>|<!doctype[^>]*>", re.I)
+# Settings that change what a benchmark measures: their defaults, whatever the user's settings say.
+PINNED_SETTINGS = ("budget", "timeout", "deadline", "input_budget")
+
+
 def _charset(body: bytes) -> str:
     m = _META_CHARSET.search(body[:4096])
     return m.group(1).decode("ascii").lower() if m else "utf-8"
+
+
+def _retitle(body: bytes, n: str) -> bytes:
+    """`body` with " (read n)" at the end of its title (a title added if it has none).
+    ASCII only, so it fits any encoding a page declares."""
+    mark = f" (read {n})".encode("ascii")
+    if m := _TITLE_END.search(body):
+        return body[: m.start()] + mark + body[m.start():]
+    at = m.end() if (m := _HEAD_START.search(body)) else 0
+    return body[:at] + b"<title>" + mark.strip() + b"</title>" + body[at:]
 
 
 class PageServer:
@@ -52,14 +75,17 @@ class PageServer:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802 - stdlib name
+                url = urlsplit(self.path)
                 with lock:
-                    source = routes.get(unquote(urlsplit(self.path).path))
+                    source = routes.get(unquote(url.path))
                 if source is None:
                     body, status, ctype = b"not found", 404, "text/plain"
                 else:
                     body = source if isinstance(source, bytes) else source.read_bytes()
                     if isinstance(source, Path) and source.suffix == ".gz":
                         body = gzip.decompress(body)
+                    if (fresh := parse_qs(url.query).get("fresh", [""])[0]).isdigit():
+                        body = _retitle(body, fresh)
                     status, ctype = 200, f"text/html; charset={_charset(body)}"
                 self.send_response(status)
                 self.send_header("Content-Type", ctype)
@@ -102,6 +128,13 @@ class PageServer:
         self._httpd.server_close()
 
 
+def fresh_url(url: str, n: int) -> str:
+    """`url` as read `n` of a page no cache has seen. A `PageServer` page changes
+    its title; any other server sees only a new URL (so its page's extraction is
+    new, but its text is the same)."""
+    return f"{url}{'&' if '?' in url else '?'}fresh={n}"
+
+
 @asynccontextmanager
 async def launch_browser() -> AsyncIterator[PlaywrightBrowser]:
     browser = await PlaywrightBrowser.launch(extra_args=OFFLINE_ARGS)
@@ -113,3 +146,12 @@ async def launch_browser() -> AsyncIterator[PlaywrightBrowser]:
 
 def browser_version(browser: PlaywrightBrowser) -> str:
     return browser._browser.version  # noqa: SLF001 - report what rendered the pages
+
+
+def bench_settings(**given: Any) -> Settings:
+    """The settings a benchmark's runtime runs with: `given` (None: not given),
+    the defaults of the settings that change what is measured (`PINNED_SETTINGS`)
+    and no answer cache, whatever the user's settings file says; anything else
+    (API keys, endpoints) from the environment and the file, as usual."""
+    pinned = {k: Settings.model_fields[k].default for k in PINNED_SETTINGS}
+    return Settings.load(**{**pinned, "cache": False, **given})

@@ -30,7 +30,7 @@ from rich.text import Text
 
 from ..context import PageContext, TabContext
 from ..errors import ChatAgentError
-from ..models import get_chat_model
+from ..models import load_model
 from ..prompts import build_messages
 from ..tokens import count_tokens
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
@@ -38,7 +38,7 @@ from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_wcxb, load_wtq
 from .latency import GOALS_MS, run_latency
 from .pass1 import run_pass1
 from .report import SCENARIOS, machine, markdown_report, print_summary, progress_bar
-from .server import PageServer, browser_version, launch_browser
+from .server import PageServer, bench_settings, browser_version, launch_browser
 
 SERVER_TTFT_MS = 300.0
 TOKENS_PER_S = 50.0
@@ -95,8 +95,8 @@ def _check_data(data_dir: Path) -> None:
 async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     """Run every part; return the raw results (no summary yet)."""
     _check_data(plan.data_dir)
-    pass1_model_name = plan.model or "extractive"
-    pass1_model = get_chat_model(pass1_model_name)  # fails now, not after minutes, on a missing API key
+    pass1_settings = bench_settings(model=plan.model or "extractive")
+    load_model(pass1_settings.model, pass1_settings)  # fails now, not after minutes, on a missing API key
     questions = load_wtq(plan.data_dir, plan.wtq_pages)
     aeb = load_aeb(plan.data_dir, plan.aeb_pages)
     wcxb = load_wcxb(plan.data_dir, plan.wcxb_pages)
@@ -128,7 +128,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
                 progress.advance(overall)
             result["hotpot"] = await bench_hotpot(hotpot, plan.budget, browser, site, progress)
             progress.advance(overall)
-            result["pass1"] = await run_pass1(pass1_model, pass1_model_name, browser, site, progress, plan.pass1_questions)
+            result["pass1"] = await run_pass1(pass1_settings, browser, site, progress, plan.pass1_questions)
             progress.advance(overall)
     result["machine"]["loadavg"] = machine()["loadavg"]
     result["wall_s"] = time.perf_counter() - started
