@@ -382,10 +382,23 @@ _WARM_RENDERED = (
 )
 
 
+# trafilatura and lxml keep parser state per process that two threads must not
+# use at once: ten tabs extracted on ten threads crash the process ("double
+# free or corruption") within a few rounds. Threads take turns; tabs extract
+# in parallel only in an ExtractionPool's worker processes.
+_EXTRACTING = threading.Lock()
+
+
+def extract_in_process(snapshot: PageSnapshot) -> Extracted:
+    """`extract_snapshot` on a thread of this process: one at a time."""
+    with _EXTRACTING:
+        return extract_snapshot(snapshot)
+
+
 def warm_extraction() -> None:
     """Load extraction's lazy parts now: trafilatura's first justext fallback
     loads every stoplist (154k words, 0.15-0.4 s)."""
-    extract_snapshot(PageSnapshot(
+    extract_in_process(PageSnapshot(
         tab_id="warm-up", url="http://localhost/warm-up", title="Warm-up", html=_WARM_HTML, visible_text=_WARM_RENDERED
     ))
 
@@ -484,6 +497,8 @@ class Extractor:
             job.exception()  # seen here: every caller that still waits gets it too
 
     async def _run(self, snapshot: PageSnapshot) -> Extracted:
+        """In the pool when there is one, else on a thread of this process, one
+        extraction at a time (`extract_in_process`)."""
         loop = asyncio.get_running_loop()
         if self._executor is not None:
             try:
@@ -492,7 +507,7 @@ class Extractor:
             except BrokenExecutor as exc:
                 log.warning("extraction workers are gone (%s); extracting in this process from now on", exc)
                 self._executor = None
-        return await loop.run_in_executor(None, extract_snapshot, snapshot)
+        return await loop.run_in_executor(None, extract_in_process, snapshot)
 
     async def extract_many(self, snapshots: list[PageSnapshot]) -> list[Extracted]:
         return list(await asyncio.gather(*(self.extract(s) for s in snapshots)))
