@@ -175,7 +175,7 @@ class ChatAgent:
                 raise
             emit(Note(text="The pages and the conversation were too long for the model: "
                       "trying once more with half as much of each."))
-            smaller = ContextBuilder(self.builder.extractor, budget_per_tab=self.builder.budget_per_tab // 2)
+            smaller = self.builder.with_budget(self.builder.budget_per_tab // 2)
             ctx = await self._context(smaller, question, emit, notes=False)
             done = await self._passes(ctx, question, emit, run, history_tokens=self.history.budget_tokens // 2)
         if self.cache is not None and done.stop_reason == "answered" and done.answer:

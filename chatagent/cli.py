@@ -330,6 +330,31 @@ def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
     return queue
 
 
+# --- mcp ----------------------------------------------------------------------------
+
+
+def _add_mcp(sub: Any) -> None:
+    p = sub.add_parser(
+        "mcp", help="serve read_pages, ask_pages and list_tabs to other agents over MCP (stdio)",
+        description="Run a Model Context Protocol server on stdin/stdout for agents (Claude Desktop, Cursor, "
+        "VS Code, LangChain's MCP adapters). Logs go to stderr; stdout carries only the protocol.",
+    )
+    p.add_argument("--model", metavar="M", help="the model ask_pages uses unless a call names one "
+                   "(default: the model setting)")
+    p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port: "
+                   "list_tabs then lists its tabs")
+    p.add_argument("--timeout", type=_timeout, metavar="S",
+                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
+    p.set_defaults(handler=cmd_mcp, targets=[])
+
+
+async def cmd_mcp(args: argparse.Namespace) -> int:
+    from .mcp_server import serve_stdio  # the MCP SDK: only for this command
+
+    await serve_stdio(_settings(args))
+    return EXIT_OK
+
+
 # --- config -----------------------------------------------------------------------
 
 
@@ -425,6 +450,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_ask(sub)
     _add_chat(sub)
     _add_config(sub)
+    _add_mcp(sub)
     _add_bench(sub)
     # Front ends in other packages add their commands (`bridge`: extension_bridge),
     # so this package does not import them.

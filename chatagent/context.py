@@ -67,6 +67,14 @@ class ContextBuilder:
         self._tokens_lock = threading.Lock()  # _fit runs on worker threads
         self._prefetching: asyncio.Task[None] | None = None
 
+    def with_budget(self, budget_per_tab: int) -> "ContextBuilder":
+        """This builder with another per-tab budget, sharing its caches (extraction, token counts, page analysis)."""
+        if budget_per_tab == self.budget_per_tab:
+            return self
+        other = ContextBuilder(self.extractor, budget_per_tab)
+        other._fitter, other._tokens, other._tokens_lock = self._fitter, self._tokens, self._tokens_lock
+        return other
+
     def prefetch(self, tabs: Sequence[Tab | TabFailure]) -> asyncio.Task[None]:
         """Start reading `tabs` in the background (snapshot, extraction, token
         counts, page analysis) so that the first question finds the work done.

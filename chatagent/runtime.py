@@ -138,6 +138,14 @@ class Runtime:
         self._opened += [t for t in opened if isinstance(t, Tab)]
         return opened
 
+    async def close_tabs(self, tabs: Sequence[Tab | TabFailure]) -> None:
+        """Close the tabs among `tabs` that `open_tabs` opened (the user's own stay)."""
+        for tab in tabs:
+            if isinstance(tab, Tab) and tab in self._opened:
+                self._opened.remove(tab)
+                with suppress(Exception):
+                    await tab.close()
+
     # --- conversations -----------------------------------------------------------------
 
     def conversation(

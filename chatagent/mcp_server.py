@@ -1,0 +1,232 @@
+"""`chatagent mcp`: page reading and page Q&A for other agents, over the Model
+Context Protocol (the official SDK's `MCPServer`), on stdio.
+
+A thin front end over one warm `Runtime`: the browser, the extraction workers
+and the caches live as long as the server, so a second call on an unchanged
+page costs no re-extraction. Page text in results sits inside the same
+untrusted-content markers as the prompt, and named local files follow the
+same rule as everywhere (served from 127.0.0.1, never as `file://`).
+
+Nothing but protocol on stdout: logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, Field
+
+from .browser.base import Tab, TabFailure
+from .browser.targets import normalize_target
+from .errors import ChatAgentError
+from .events import Done, ErrorEvent, Note, PassStart, ToolCall
+from .prompts import Fence
+from .runtime import Runtime
+from .settings import MAX_QUESTION_CHARS, MIN_TAB_BUDGET, Settings
+
+log = logging.getLogger(__name__)
+
+MAX_URLS = 20
+MAX_TAB_BUDGET = 32_000
+_READ_ONLY = {"readOnlyHint": True, "openWorldHint": True, "destructiveHint": False, "idempotentHint": True}
+
+
+class PageText(BaseModel):
+    """One tab as the model would see it."""
+
+    url: str
+    title: str = ""
+    text: str = Field("", description="the page text, inside untrusted-content markers")
+    tokens: int = 0
+    cut: bool = Field(False, description="the page was longer than its budget: its start was kept")
+    selected: bool = Field(False, description="the page was longer than its budget: the parts the question needs were kept")
+    notes: list[str] = Field(default_factory=list)
+    error: str | None = None
+
+
+class ReadResult(BaseModel):
+    pages: list[PageText]
+    tokens: int
+
+
+class Citation(BaseModel):
+    tab: str
+    url: str
+    title: str = ""
+
+
+class AskResult(BaseModel):
+    answer: str
+    citations: list[Citation]
+    pass_: int = Field(alias="pass")
+    stop_reason: str
+    input_tokens: int
+    output_tokens: int
+    notes: list[str] = Field(default_factory=list)
+
+    model_config = {"populate_by_name": True, "serialize_by_alias": True}
+
+
+class ListedTab(BaseModel):
+    id: str
+    url: str
+    title: str = ""
+
+
+class TabList(BaseModel):
+    tabs: list[ListedTab]
+
+
+def _tool_error(message: str) -> ToolError:
+    """A bad call: the client gets `isError` with this message, and the server keeps serving."""
+    return ToolError(message)
+
+
+class PageTools:
+    """The tools, over one runtime. Tab ids from `list_tabs` (attached to a
+    running Chrome with `cdp`) stand for those tabs in place of URLs."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.fence = Fence()  # one code for the server's life: results stay byte-stable for clients' caches
+        self._listed: dict[str, Tab] = {}
+
+    async def list_tabs(self) -> TabList:
+        if not self.runtime.settings.cdp:
+            raise _tool_error("No browser is attached: start the server with --cdp URL (a Chrome started with "
+                              "--remote-debugging-port) to list its tabs; otherwise pass URLs.")
+        browser = await self.runtime.browser()
+        self._listed = {}
+        out = []
+        for tab in browser.existing_tabs():
+            snap = await self.runtime.builder.snapshot(tab)
+            if isinstance(snap, TabFailure):
+                continue
+            tab_id = f"tab-{tab.tab_id}"
+            self._listed[tab_id] = tab
+            out.append(ListedTab(id=tab_id, url=snap.url, title=snap.title))
+        return TabList(tabs=out)
+
+    async def _tabs(self, urls: list[str]) -> list[Tab | TabFailure]:
+        if not urls:
+            raise _tool_error("Give at least one URL (http, https, file or a local path), or a tab id from list_tabs.")
+        if len(urls) > MAX_URLS:
+            raise _tool_error(f"At most {MAX_URLS} URLs per call; {len(urls)} were given.")
+        targets = []
+        for u in urls:
+            if u in self._listed:
+                continue
+            if u.startswith("tab-"):
+                raise _tool_error(f"There is no tab {u!r}. Call list_tabs for the open tabs' ids.")
+            try:
+                normalize_target(u)
+            except ChatAgentError as exc:
+                raise _tool_error(exc.message) from None
+            targets.append(u)
+        opened = iter(await self.runtime.open_tabs(targets) if targets else [])
+        return [self._listed[u] if u in self._listed else next(opened) for u in urls]
+
+    async def read_pages(self, urls: list[str], question: str | None, budget_per_tab: int) -> ReadResult:
+        if not MIN_TAB_BUDGET <= budget_per_tab <= MAX_TAB_BUDGET:
+            raise _tool_error(f"budget_per_tab must be between {MIN_TAB_BUDGET} and {MAX_TAB_BUDGET:,} tokens.")
+        question = (question or "").strip() or None
+        tabs = await self._tabs(urls)
+        try:
+            ctx = await self.runtime.builder.with_budget(budget_per_tab).build(tabs, question)
+        finally:
+            await self.runtime.close_tabs(tabs)
+        pages = [
+            PageText(
+                url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",
+                tokens=t.tokens, cut=t.truncated, selected=t.selected, notes=t.notes, error=t.error,
+            )
+            for t in ctx.tabs
+        ]
+        return ReadResult(pages=pages, tokens=ctx.tokens)
+
+    async def ask_pages(self, urls: list[str], question: str, model: str | None, progress: Any) -> AskResult:
+        question = question.strip()
+        if not question:
+            raise _tool_error("The question is empty.")
+        if len(question) > MAX_QUESTION_CHARS:
+            raise _tool_error(f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}.")
+        tabs = await self._tabs(urls)
+        try:
+            await progress(1, 3, f"Opened {len(tabs)} page(s); reading them.")
+            return await self._answer(tabs, question, model, progress)
+        finally:
+            await self.runtime.close_tabs(tabs)
+
+    async def _answer(self, tabs: list[Tab | TabFailure], question: str, model: str | None, progress: Any) -> AskResult:
+        conversation = self.runtime.conversation(tabs, model=model)
+        notes: list[str] = []
+        async for event in conversation.ask(question, cache=True):
+            if isinstance(event, Note):
+                notes.append(event.text)
+            elif isinstance(event, PassStart) and event.pass_ == 2:
+                await progress(2, 3, f"The page text was not enough; using the browser ({event.reason}).")
+            elif isinstance(event, ToolCall):
+                await progress(2, 3, f"Browser tool: {event.name}.")
+            elif isinstance(event, ErrorEvent):
+                raise _tool_error(f"{event.message} ({event.code})")
+            elif isinstance(event, Done):
+                return AskResult(
+                    answer=event.answer, pass_=event.pass_, stop_reason=event.stop_reason,
+                    citations=[Citation(tab=c.tab_id, url=c.url, title=c.title) for c in event.citations],
+                    input_tokens=event.usage.input_tokens, output_tokens=event.usage.output_tokens, notes=notes,
+                )
+        raise _tool_error("The question ended without an answer.")
+
+
+def build_server(runtime: Runtime) -> MCPServer:
+    """The MCP server over `runtime`: tools named and described briefly (clients
+    pay for the schemas in every request), read-only and open-world."""
+    tools = PageTools(runtime)
+    server = MCPServer("chatagent", instructions="Read web pages within a token budget, or ask questions about them.")
+    annotations = ToolAnnotations(**_READ_ONLY)
+
+    @server.tool(annotations=annotations, structured_output=True)
+    async def read_pages(
+        urls: Annotated[list[str], Field(description="http(s)/file URLs, local paths, or tab ids from list_tabs")],
+        question: Annotated[str | None, Field(description="keep the parts of long pages this needs")] = None,
+        budget_per_tab: Annotated[int, Field(description="tokens of text per page")] = 2000,
+    ) -> ReadResult:
+        """Each page's main text within a token budget (untrusted content)."""
+        return await tools.read_pages(urls, question, budget_per_tab)
+
+    @server.tool(annotations=annotations, structured_output=True)
+    async def ask_pages(
+        urls: Annotated[list[str], Field(description="http(s)/file URLs, local paths, or tab ids from list_tabs")],
+        question: str,
+        ctx: Context,
+        model: Annotated[str | None, Field(description="default: the server's model setting")] = None,
+    ) -> AskResult:
+        """Answer a question about the pages, citing them."""
+        async def progress(done: float, total: float, message: str) -> None:
+            await ctx.report_progress(done, total, message)
+
+        return await tools.ask_pages(urls, question, model, progress)
+
+    @server.tool(annotations=annotations, structured_output=True)
+    async def list_tabs() -> TabList:
+        """The attached browser's open tabs (server started with --cdp)."""
+        return await tools.list_tabs()
+
+    return server
+
+
+@asynccontextmanager
+async def running(settings: Settings) -> AsyncIterator[MCPServer]:
+    async with Runtime(settings, extraction_workers=True) as runtime:
+        yield build_server(runtime)
+
+
+async def serve_stdio(settings: Settings) -> None:
+    async with running(settings) as server:
+        await server.run_stdio_async()

@@ -1,0 +1,116 @@
+"""`chatagent mcp` through the SDK's real client (`ClientSession`) over stdio:
+the tools and their schemas, read_pages within budget, ask_pages offline and
+through the Gemini client against the local server with progress, and bad
+calls answered as tool errors while the server keeps serving."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from chatagent.testing.gemini_server import GeminiServer, TextReply
+from chatagent.tokens import count_tokens
+
+from conftest import PAGES, ROOT, Site
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@contextlib.asynccontextmanager
+async def server(**env: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "chatagent", "mcp"], cwd=str(ROOT),
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, name: str, args: dict[str, Any], **kw: Any) -> Any:
+    return await session.call_tool(name, args, **kw)
+
+
+async def test_tools_are_listed_read_only_with_input_and_output_schemas() -> None:
+    async with server() as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+    assert set(tools) == {"read_pages", "ask_pages", "list_tabs"}
+    for t in tools.values():
+        assert t.annotations.read_only_hint and t.annotations.open_world_hint
+        assert t.output_schema and t.output_schema["type"] == "object"
+        assert len(t.description or "") < 120, "every client pays for the descriptions in every request"
+    assert tools["read_pages"].input_schema["required"] == ["urls"]
+    assert set(tools["ask_pages"].input_schema["required"]) == {"urls", "question"}
+
+
+async def test_read_pages_fits_the_budget_and_marks_page_text_untrusted(site: Site) -> None:
+    urls = [site.url("long"), str(PAGES / "product.html")]
+    async with server() as s:
+        whole = await call(s, "read_pages", {"urls": urls, "budget_per_tab": 400})
+        asked = await call(s, "read_pages", {"urls": urls, "question": "How much does the laptop cost?", "budget_per_tab": 400})
+    assert not whole.is_error and not asked.is_error
+    for result in (whole, asked):
+        pages = result.structured_content["pages"]
+        assert [p["url"] for p in pages] == [site.url("long"), (PAGES / "product.html").as_uri()]
+        assert result.structured_content["tokens"] <= 800
+        for p in pages:
+            assert p["text"].startswith("<page_context-") and p["text"].rstrip().endswith(">")
+            body = p["text"].split("\n", 1)[1].rsplit("\n", 1)[0]
+            assert count_tokens(body) == p["tokens"]
+    long_whole, long_asked = whole.structured_content["pages"][0], asked.structured_content["pages"][0]
+    assert long_whole["cut"] and not long_whole["selected"]
+    assert "$1,349.00" in asked.structured_content["pages"][1]["text"]
+
+
+async def test_ask_pages_answers_offline_with_progress() -> None:
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    async with server() as s:
+        result = await call(s, "ask_pages", {"urls": [str(PAGES / "product.html")],
+                                             "question": "How much does the Aurora X14 Pro cost?"},
+                            progress_callback=on_progress)
+    assert not result.is_error, result.content
+    out = result.structured_content
+    assert "$1,349.00" in out["answer"] and out["pass"] == 1 and out["stop_reason"] == "answered"
+    assert out["citations"][0]["url"] == (PAGES / "product.html").as_uri()
+    assert progress and "Opened 1 page" in (progress[0][2] or "")
+
+
+async def test_ask_pages_through_gemini_against_the_local_server(gemini: GeminiServer, site: Site) -> None:
+    gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))
+    async with server(GOOGLE_API_KEY="test", GOOGLE_GEMINI_BASE_URL=gemini.url) as s:
+        result = await call(s, "ask_pages", {"urls": [site.url("product")], "question": "How much is it?",
+                                             "model": "gemini-2.5-flash"})
+    assert not result.is_error, result.content
+    assert result.structured_content["answer"] == "It costs $1,349.00 [Tab 1]."
+    assert result.structured_content["input_tokens"] > 0
+    request = gemini.generate_requests[0].text()
+    assert "How much is it?" in request and "$1,349.00" in request
+
+
+async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
+    page = str(PAGES / "product.html")
+    bad = [
+        ("read_pages", {"urls": []}, "at least one URL"),
+        ("read_pages", {"urls": ["ftp://example.com/x"]}, "Unsupported URL scheme"),
+        ("read_pages", {"urls": [page], "budget_per_tab": 5}, "budget_per_tab"),
+        ("read_pages", {"urls": ["tab-999"]}, "list_tabs"),
+        ("ask_pages", {"urls": [page], "question": "   "}, "empty"),
+        ("list_tabs", {}, "--cdp"),
+    ]
+    async with server() as s:
+        for name, args, words in bad:
+            result = await call(s, name, args)
+            assert result.is_error, (name, args)
+            assert words in result.content[0].text, result.content[0].text
+        ok = await call(s, "read_pages", {"urls": [page]})
+    assert not ok.is_error and "$1,349.00" in ok.structured_content["pages"][0]["text"]
