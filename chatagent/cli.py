@@ -345,13 +345,31 @@ def _add_mcp(sub: Any) -> None:
                    "list_tabs then lists its tabs")
     p.add_argument("--timeout", type=_timeout, metavar="S",
                    help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
+    p.add_argument("--http", metavar="[HOST:]PORT", type=_listen,
+                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST: 127.0.0.1 unless "
+                   "given; any other needs the mcp_token setting, sent as a bearer token)")
     p.set_defaults(handler=cmd_mcp, targets=[])
 
 
-async def cmd_mcp(args: argparse.Namespace) -> int:
-    from .mcp_server import serve_stdio  # the MCP SDK: only for this command
+def _listen(value: str) -> tuple[str, int]:
+    host, _, port = value.rpartition(":")
+    try:
+        n = int(port)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not [HOST:]PORT") from None
+    if not 0 < n < 65536:
+        raise argparse.ArgumentTypeError(f"port {n} is out of range")
+    return host.strip("[]") or "127.0.0.1", n
 
-    await serve_stdio(_settings(args))
+
+async def cmd_mcp(args: argparse.Namespace) -> int:
+    from . import mcp_server  # the MCP SDK: only for this command
+
+    settings = _settings(args)
+    if args.http:
+        await mcp_server.serve_http(settings, *args.http)
+    else:
+        await mcp_server.serve_stdio(settings)
     return EXIT_OK
 
 

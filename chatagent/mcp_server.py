@@ -1,5 +1,5 @@
 """`chatagent mcp`: page reading and page Q&A for other agents, over the Model
-Context Protocol (the official SDK's `MCPServer`), on stdio.
+Context Protocol (the official SDK's `MCPServer`), on stdio or streamable HTTP.
 
 A thin front end over one warm `Runtime`: the browser, the extraction workers
 and the caches live as long as the server, so a second call on an unchanged
@@ -230,3 +230,46 @@ async def running(settings: Settings) -> AsyncIterator[MCPServer]:
 async def serve_stdio(settings: Settings) -> None:
     async with running(settings) as server:
         await server.run_stdio_async()
+
+
+LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+async def serve_http(settings: Settings, host: str, port: int) -> None:
+    """Streamable HTTP at http://HOST:PORT/mcp. Beyond the loopback interface
+    only with a bearer token (`mcp_token`): anyone who can reach the port could
+    otherwise make this machine's browser fetch pages for them."""
+    import uvicorn
+
+    token = settings.secret("mcp_token")
+    if host not in LOOPBACK and not token:
+        raise ChatAgentError(
+            f"Listening on {host} lets other machines use this browser: set a bearer token first "
+            "(`chatagent config set mcp_token TOKEN` or CHATAGENT_MCP_TOKEN), or listen on 127.0.0.1."
+        )
+    async with running(settings) as server:
+        app: Any = server.streamable_http_app(host=host)
+        if token:
+            app = BearerToken(app, token)
+        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
+        await uvicorn.Server(config).serve()
+
+
+class BearerToken:
+    """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` get 401."""
+
+    def __init__(self, app: Any, token: str) -> None:
+        self.app = app
+        self.expected = f"Bearer {token}".encode()
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http":
+            import hmac
+
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, self.expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"A bearer token is required (the server's mcp_token)."})
+                return
+        await self.app(scope, receive, send)

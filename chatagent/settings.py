@@ -88,6 +88,8 @@ class Settings(BaseSettings):
     cdp: str | None = Field(None, description="attach to this Chrome (--remote-debugging-port) instead of "
                             "launching one, e.g. http://127.0.0.1:9222")
     browser: str | None = Field(None, description="the Chrome/Chromium executable to launch (default: found)")
+    mcp_token: SecretStr | None = Field(None, description="`chatagent mcp --http`: the bearer token clients "
+                                        "must send (required when listening beyond 127.0.0.1)")
     tool_timeout: float = Field(20.0, gt=0, description="side panel: seconds to wait for the extension "
                                 "to run one browser tool")
 

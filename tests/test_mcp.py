@@ -114,3 +114,88 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
             assert words in result.content[0].text, result.content[0].text
         ok = await call(s, "read_pages", {"urls": [page]})
     assert not ok.is_error and "$1,349.00" in ok.structured_content["pages"][0]["text"]
+
+
+# --- streamable HTTP ---------------------------------------------------------------------
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def http_server(token: str) -> AsyncIterator[str]:
+    import asyncio
+
+    import httpx2
+
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", cwd=str(ROOT),
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CHATAGENT_MCP_TOKEN": token},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        async with httpx2.AsyncClient() as client:
+            for _ in range(300):
+                try:
+                    await client.get(url)
+                    break
+                except httpx2.TransportError:
+                    await asyncio.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+@contextlib.asynccontextmanager
+async def http_client(url: str, token: str | None) -> AsyncIterator[ClientSession]:
+    import httpx2
+    from mcp.client.streamable_http import streamable_http_client
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(headers=headers, timeout=120) as client, \
+            streamable_http_client(url, http_client=client) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def test_over_http_a_token_is_required_and_two_clients_get_twenty_answers(site: Site) -> None:
+    import asyncio
+
+    import httpx2
+
+    token = "s3cret-token-for-the-test"
+    async with http_server(token) as url:
+        async with httpx2.AsyncClient() as raw:
+            refused = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
+            assert refused.status_code == 401
+        async with http_client(url, token) as a, http_client(url, token) as b:
+            assert {t.name for t in (await a.list_tools()).tools} == {"read_pages", "ask_pages", "list_tabs"}
+            calls = [
+                call(a if i % 2 else b, "ask_pages" if i % 4 == 0 else "read_pages",
+                     {"urls": [site.url("product")], "question": "How much does the Aurora X14 Pro cost?"})
+                for i in range(20)
+            ]
+            results = await asyncio.gather(*calls)
+    assert all(not r.is_error for r in results), [r.content for r in results if r.is_error]
+    answers = [r.structured_content for r in results]
+    assert all("$1,349.00" in (x.get("answer") or x["pages"][0]["text"]) for x in answers)
+
+
+async def test_listening_beyond_loopback_needs_a_token() -> None:
+    import asyncio
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatagent", "mcp", "--http", f"0.0.0.0:{free_port()}", cwd=str(ROOT),
+        env={**os.environ, "PYTHONPATH": str(ROOT), "CHATAGENT_MCP_TOKEN": ""},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 1 and b"mcp_token" in err and out == b""
