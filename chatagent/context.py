@@ -33,6 +33,7 @@ class TabContext(BaseModel):
     selected: bool = False
     method: str = ""
     content_hash: str = ""
+    reused: bool = False  # its extraction came from the cache (the page had not changed)
     notes: list[str] = Field(default_factory=list)
     error: str | None = None  # set when the tab could not be read at all
 
@@ -172,6 +173,7 @@ class ContextBuilder:
                 selected=bool(f and f.selected),
                 method=e.method,
                 content_hash=e.content_hash,
+                reused=e.reused,
                 notes=e.notes,
             )
         return out

@@ -87,6 +87,7 @@ class Extracted(BaseModel):
     method: str  # "trafilatura", "rendered", or "trafilatura" plus "+tables" and/or "+rendered"
     content_hash: str
     notes: list[str] = Field(default_factory=list)
+    reused: bool = False  # from the cache: this content was extracted before
 
 
 def _norm(line: str) -> str:
@@ -471,6 +472,7 @@ class Extractor:
     async def extract(self, snapshot: PageSnapshot) -> Extracted:
         key = snapshot.content_hash
         hit = self._cache.get(key)
+        reused = hit is not None
         if hit is None:
             job = self._running.get(key)
             if job is None:
@@ -481,7 +483,7 @@ class Extractor:
         # Same content may sit in another tab: keep this tab's identity and
         # its own load notes, plus what extraction found about the content.
         result, own = hit
-        return result.model_copy(update={"tab_id": snapshot.tab_id, "notes": [*snapshot.notes, *own]})
+        return result.model_copy(update={"tab_id": snapshot.tab_id, "notes": [*snapshot.notes, *own], "reused": reused})
 
     async def _extract_and_keep(self, key: str, snapshot: PageSnapshot) -> tuple[Extracted, list[str]]:
         result = await self._run(snapshot)

@@ -46,6 +46,7 @@ class PageText(BaseModel):
     tokens: int = 0
     cut: bool = Field(False, description="the page was longer than its budget: its start was kept")
     selected: bool = Field(False, description="the page was longer than its budget: the parts the question needs were kept")
+    reused: bool = Field(False, description="unchanged since an earlier call: not extracted again")
     notes: list[str] = Field(default_factory=list)
     error: str | None = None
 
@@ -144,7 +145,8 @@ class PageTools:
         pages = [
             PageText(
                 url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",
-                tokens=t.tokens, cut=t.truncated, selected=t.selected, notes=t.notes, error=t.error,
+                tokens=t.tokens, cut=t.truncated, selected=t.selected, reused=t.reused, notes=t.notes,
+                error=t.error,
             )
             for t in ctx.tabs
         ]

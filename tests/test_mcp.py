@@ -63,6 +63,8 @@ async def test_read_pages_fits_the_budget_and_marks_page_text_untrusted(site: Si
             assert p["text"].startswith("<page_context-") and p["text"].rstrip().endswith(">")
             body = p["text"].split("\n", 1)[1].rsplit("\n", 1)[0]
             assert count_tokens(body) == p["tokens"]
+    assert not any(p["reused"] for p in whole.structured_content["pages"])
+    assert all(p["reused"] for p in asked.structured_content["pages"]), "unchanged pages are not extracted again"
     long_whole, long_asked = whole.structured_content["pages"][0], asked.structured_content["pages"][0]
     assert long_whole["cut"] and not long_whole["selected"]
     assert "$1,349.00" in asked.structured_content["pages"][1]["text"]
@@ -199,3 +201,49 @@ async def test_listening_beyond_loopback_needs_a_token() -> None:
     )
     out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 1 and b"mcp_token" in err and out == b""
+
+
+@contextlib.asynccontextmanager
+async def chrome_with_debugging(page_url: str, profile: Any) -> AsyncIterator[str]:
+    """A user's Chrome, started with --remote-debugging-port, one page open."""
+    import asyncio
+
+    import httpx2
+
+    from chatagent.browser.discovery import find_browser
+
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        find_browser(), "--headless=new", "--no-sandbox", f"--remote-debugging-port={port}",
+        f"--user-data-dir={profile}", "--no-first-run", page_url,
+        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx2.AsyncClient() as client:
+            for _ in range(300):
+                try:
+                    pages = (await client.get(f"{endpoint}/json/list")).json()
+                    if any(p.get("url") == page_url for p in pages):
+                        break
+                except (httpx2.TransportError, ValueError):
+                    pass
+                await asyncio.sleep(0.1)
+        yield endpoint
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+async def test_list_tabs_over_cdp_and_read_a_listed_tab(site: Site, tmp_path: Any) -> None:
+    async with chrome_with_debugging(site.url("product"), tmp_path / "profile") as endpoint:
+        async with server(CHATAGENT_CDP=endpoint) as s:
+            listed = await call(s, "list_tabs", {})
+            assert not listed.is_error, listed.content
+            tabs = listed.structured_content["tabs"]
+            [mine] = [t for t in tabs if t["url"] == site.url("product")]
+            read = await call(s, "read_pages", {"urls": [mine["id"]], "question": "price?"})
+            missing = await call(s, "read_pages", {"urls": ["tab-does-not-exist"]})
+    assert not read.is_error and "$1,349.00" in read.structured_content["pages"][0]["text"]
+    assert mine["title"].startswith("Aurora X14 Pro")
+    assert missing.is_error and "list_tabs" in missing.content[0].text
