@@ -123,7 +123,8 @@ def _add_context(sub: Any) -> None:
 
 def _settings(args: argparse.Namespace) -> Settings:
     """The settings, with the flags this command was given on top."""
-    flags = {key: getattr(args, key, None) for key in ("model", "budget", "timeout", "deadline", "input_budget", "cdp")}
+    flags = {key: getattr(args, key, None)
+             for key in ("model", "budget", "timeout", "deadline", "input_budget", "cdp", "browser_ws")}
     if getattr(args, "cache", True) is False:
         flags["cache"] = False
     return Settings.load(**flags)
@@ -343,6 +344,8 @@ def _add_mcp(sub: Any) -> None:
                    "(default: the model setting)")
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port: "
                    "list_tabs then lists its tabs")
+    p.add_argument("--browser-ws", metavar="WS_URL", help="use browsers from a Playwright browser server "
+                   "(playwright run-server, Browserless, a Selenium Grid) instead of launching one")
     p.add_argument("--timeout", type=_timeout, metavar="S",
                    help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
     p.add_argument("--http", metavar="[HOST:]PORT", type=_listen,

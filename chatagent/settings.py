@@ -87,6 +87,8 @@ class Settings(BaseSettings):
                         "(chat and the side panel)")
     cdp: str | None = Field(None, description="attach to this Chrome (--remote-debugging-port) instead of "
                             "launching one, e.g. http://127.0.0.1:9222")
+    browser_ws: str | None = Field(None, description="use a browser from this Playwright browser server "
+                                   "(playwright run-server, Browserless, a grid), e.g. ws://127.0.0.1:3000/")
     browser: str | None = Field(None, description="the Chrome/Chromium executable to launch (default: found)")
     mcp_token: SecretStr | None = Field(None, description="`chatagent mcp --http`: the bearer token clients "
                                         "must send (required when listening beyond 127.0.0.1)")

@@ -9,6 +9,7 @@ import contextlib
 import os
 import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -247,3 +248,46 @@ async def test_list_tabs_over_cdp_and_read_a_listed_tab(site: Site, tmp_path: An
     assert not read.is_error and "$1,349.00" in read.structured_content["pages"][0]["text"]
     assert mine["title"].startswith("Aurora X14 Pro")
     assert missing.is_error and "list_tabs" in missing.content[0].text
+
+
+@contextlib.asynccontextmanager
+async def playwright_browser_server(tmp: Any) -> AsyncIterator[str]:
+    """`playwright run-server` on 127.0.0.1, as a remote browser fleet runs it;
+    its 'installed' headless shell is this machine's Chromium."""
+    import asyncio
+    import json
+
+    import playwright
+
+    from chatagent.browser.discovery import find_browser
+
+    browsers = json.loads((Path(playwright.__file__).parent / "driver/package/browsers.json").read_text())
+    rev = next(b["revision"] for b in browsers["browsers"] if b["name"] == "chromium-headless-shell")
+    exe = tmp / f"chromium_headless_shell-{rev}" / "chrome-headless-shell-linux64" / "chrome-headless-shell"
+    exe.parent.mkdir(parents=True)
+    exe.symlink_to(find_browser())
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "playwright", "run-server", "--host", "127.0.0.1", "--port", str(port),
+        env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(tmp)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the Python launcher and the Node server it starts
+    )
+    try:
+        assert proc.stdout
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)  # "Listening on ws://127.0.0.1:PORT/"
+        yield line.decode().split()[-1]
+    finally:
+        import signal
+
+        os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+
+
+async def test_a_remote_playwright_browser_server_does_the_browsing(site: Site, tmp_path: Any) -> None:
+    async with playwright_browser_server(tmp_path / "browsers") as ws:
+        assert ws.startswith("ws://127.0.0.1:")
+        async with server(CHATAGENT_BROWSER_WS=ws) as s:
+            read = await call(s, "read_pages", {"urls": [site.url("product")]})
+    assert not read.is_error, read.content
+    assert "$1,349.00" in read.structured_content["pages"][0]["text"]

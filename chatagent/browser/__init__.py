@@ -14,12 +14,15 @@ if TYPE_CHECKING:
 
 
 async def open_browser(settings: "Settings") -> Browser:
-    """Attach to the running Chrome at `settings.cdp`, or launch a headless
+    """Attach to the running Chrome at `settings.cdp`, use a browser from the
+    Playwright browser server at `settings.browser_ws`, or launch a headless
     Chromium (`settings.browser`, else one found on this machine)."""
     from .playwright import PlaywrightBrowser  # Playwright is slow to import: only when a browser is wanted
 
     if settings.cdp:
         return await PlaywrightBrowser.connect_cdp(settings.cdp)
+    if settings.browser_ws:
+        return await PlaywrightBrowser.connect_ws(settings.browser_ws)
     return await PlaywrightBrowser.launch(executable_path=find_browser(settings.browser))
 
 

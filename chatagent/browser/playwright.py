@@ -344,7 +344,8 @@ class PlaywrightTab(Tab):
 
 
 class PlaywrightBrowser(Browser):
-    """Launch a headless Chromium (`launch`) or attach to a running one (`connect_cdp`)."""
+    """Launch a headless Chromium (`launch`), attach to a running one (`connect_cdp`),
+    or use one from a Playwright browser server (`connect_ws`)."""
 
     def __init__(self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool) -> None:
         self._pw = pw
@@ -396,6 +397,22 @@ class PlaywrightBrowser(Browser):
             ) from exc
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
         return cls(pw, browser, context, owned=False)
+
+    @classmethod
+    async def connect_ws(cls, endpoint: str) -> "PlaywrightBrowser":
+        """Use a browser from a remote Playwright browser server (`playwright
+        run-server`, Browserless, a grid): a context of our own in it, closed with us."""
+        pw = await async_playwright().start()
+        try:
+            browser = await pw.chromium.connect(endpoint, timeout=30_000)
+            context = await browser.new_context(viewport=VIEWPORT, accept_downloads=False)
+        except PlaywrightError as exc:
+            await pw.stop()
+            raise BrowserError(
+                f"Could not use the browser server at {endpoint}: {_short(exc)}. Check the browser_ws setting "
+                "(`chatagent config set browser_ws ws://HOST:PORT/`, or --browser-ws)."
+            ) from exc
+        return cls(pw, browser, context, owned=True)
 
     def _new_id(self) -> str:
         tab_id = str(self._next_id)
