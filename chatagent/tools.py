@@ -7,7 +7,6 @@ tabs' state, so the runner executes them strictly one at a time.
 
 from __future__ import annotations
 
-import asyncio
 import base64
 from typing import Any, Literal
 
@@ -74,8 +73,6 @@ class ToolRunner:
         self.tabs = tabs
         self.builder = builder
         self.question = question
-        # Shared by every run on these tabs: a second ask cannot interleave either.
-        self.lock = asyncio.Lock()
         self._bottom: dict[str, ScrollResult] = {}  # label -> the scroll that reached the bottom
         self._seen: dict[str, str] = {}  # label -> content hash of the text the model has
 
@@ -103,7 +100,7 @@ class ToolRunner:
         tab = self.tabs.get(tab_id)
         if tab is None:
             return ToolOutcome(name=name, ok=False, text=f"There is no tab {tab_id!r}. Open tabs: {valid}.", summary=f"no tab {tab_id}")
-        async with self.lock:
+        async with tab.turn:  # another question's tools on this tab wait their turn
             try:
                 return await getattr(self, f"_{name}")(tab_id, tab, parsed)
             except ChatAgentError as exc:

@@ -4,12 +4,14 @@ unknown tools, the tool budget."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 
 import pytest
 
 from chatagent.agent import ChatAgent
-from chatagent.browser.base import Tab
+from chatagent.browser import StaticTab
+from chatagent.browser.base import ScrollDirection, ScrollResult, Tab
 from chatagent.events import Done, ErrorEvent, Event, PassStart, Screenshot, Token, ToolCall, ToolResult
 from chatagent.models import load_model
 from chatagent.settings import Settings
@@ -140,3 +142,33 @@ async def test_a_near_miss_above_the_fold_does_not_stop_the_scroll(site: Site, o
     assert result.pass_ == 2
     assert any(isinstance(e, ToolCall) and e.name == "scroll_tool" for e in events)
     assert "5 business days" in result.answer and "30 days" not in result.answer
+
+
+class _WatchedTab(StaticTab):
+    """Records how many scrolls run on it at once."""
+
+    def __init__(self, *args: object, **kw: object) -> None:
+        super().__init__(*args, **kw)  # type: ignore[arg-type]
+        self.active = self.most = self.scrolls = 0
+
+    async def scroll(self, direction: ScrollDirection = "down", to_text: str | None = None) -> ScrollResult:
+        self.active += 1
+        self.most = max(self.most, self.active)
+        self.scrolls += 1
+        try:
+            await asyncio.sleep(0.05)
+            return await super().scroll(direction, to_text)
+        finally:
+            self.active -= 1
+
+
+async def test_tools_on_one_tab_take_turns_across_conversations() -> None:
+    """Two conversations (an MCP server's two clients, say) on one open tab:
+    their scrolls never overlap, since they share its scroll position."""
+    paragraphs = "".join(f"<p>Paragraph {i} about the harbour and its ferries.</p>" for i in range(60))
+    tab = _WatchedTab("1", "https://example.com/harbour", f"<html><body>{paragraphs}</body></html>", title="Harbour")
+    agents = [ChatAgent(load_model("extractive"), [tab]) for _ in range(2)]
+    runs = await asyncio.gather(*(ask(a, "What is the warehouse code for returns?") for a in agents))
+    assert all(events[-1].type == "done" for events in runs)
+    assert tab.scrolls >= 2, "both questions scrolled the tab"
+    assert tab.most == 1, "two scrolls ran on one tab at the same time"

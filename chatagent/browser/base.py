@@ -7,6 +7,7 @@ the same interface over native messaging; `StaticTab` is the in-memory double.
 from __future__ import annotations
 
 import abc
+import asyncio
 import hashlib
 from typing import Literal
 
@@ -73,6 +74,16 @@ class Tab(abc.ABC):
 
     tab_id: str
     _label: str | None = None
+    _turn: asyncio.Lock | None = None
+
+    @property
+    def turn(self) -> asyncio.Lock:
+        """Held while a browser tool runs on this tab: tools on one tab run one
+        at a time, across questions and conversations (they share its scroll
+        position and page state)."""
+        if self._turn is None:
+            self._turn = asyncio.Lock()
+        return self._turn
 
     @property
     def label(self) -> str:
