@@ -72,7 +72,12 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert rc == 0
 
     result = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert {"machine", "config", "summary", "latency", "wtq", "extraction", "hotpot", "pass1"} <= set(result)
+    assert {"machine", "config", "summary", "latency", "wtq", "extraction", "hotpot", "pass1", "mcp"} <= set(result)
+    mcp = result["mcp"]
+    assert mcp["questions"] > 0 and set(mcp["summary"]) == {"read_pages", "aria", "aria_cut"}
+    assert mcp["summary"]["read_pages"]["tokens_p50"] <= 2000 and mcp["summary"]["aria_cut"]["tokens_p50"] <= 2000
+    assert set(mcp["overhead"]) == {"warm", "cold"} and mcp["schemas"]["tools"] == 3
+    assert "Playwright MCP" in (out / "report.md").read_text(encoding="utf-8")
     s = result["summary"]
 
     assert set(s["overhead_ms_p50"]) == SCENARIOS and set(s["ttft_ms_p50"]) == SCENARIOS

@@ -320,4 +320,8 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
                       [[q["question"], q["needs"], str(q["pass"]), str(q["tool_calls"]), str(q["model_calls"]),
                         _n(q["input_tokens"]), _tick(q["correct"])] for q in p["questions_detail"]]),
         ]
+    if m := result.get("mcp"):
+        from .mcp_bench import report as mcp_report
+
+        out += ["", "## `chatagent mcp`: read_pages against Playwright MCP's page snapshot", "", mcp_report(m)]
     return "\n".join(out) + "\n"

@@ -36,6 +36,7 @@ from ..tokens import count_tokens
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
 from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_wcxb, load_wtq
 from .latency import GOALS_MS, run_latency
+from .mcp_bench import run_mcp_bench
 from .pass1 import run_pass1
 from .report import SCENARIOS, machine, markdown_report, print_summary, progress_bar
 from .server import PageServer, bench_settings, browser_version, launch_browser
@@ -107,7 +108,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     at_start = machine()
     result: dict[str, Any] = {"machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
     with progress_bar(console) as progress, PageServer() as site:
-        overall = progress.add_task("chatagent bench", total=6 if real else 5)
+        overall = progress.add_task("chatagent bench", total=7 if real else 6)
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
@@ -130,6 +131,10 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
             progress.advance(overall)
             result["pass1"] = await run_pass1(pass1_settings, browser, site, progress, plan.pass1_questions)
             progress.advance(overall)
+        # Its own Chromium (with a debugging port, for the MCP server to attach to) and page server.
+        mcp_pages = plan.wtq_pages if plan.wtq_pages is not None and plan.wtq_pages < 8 else (8 if plan.quick else 20)
+        result["mcp"] = await run_mcp_bench(plan.data_dir, mcp_pages, plan.reps, plan.budget)
+        progress.advance(overall)
     result["machine"]["loadavg"] = machine()["loadavg"]
     result["wall_s"] = time.perf_counter() - started
     return result
