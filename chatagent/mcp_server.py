@@ -12,6 +12,7 @@ Nothing but protocol on stdout: logs go to stderr.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -225,8 +226,21 @@ def build_server(runtime: Runtime) -> MCPServer:
 
 @asynccontextmanager
 async def running(settings: Settings) -> AsyncIterator[MCPServer]:
+    """The server over a runtime that warms up (model client, tokenizer,
+    extraction workers) while the client connects."""
     async with Runtime(settings, extraction_workers=True) as runtime:
-        yield build_server(runtime)
+        warm = asyncio.create_task(runtime.warm())
+        warm.add_done_callback(_log_warm_failure)
+        try:
+            yield build_server(runtime)
+        finally:
+            warm.cancel()
+
+
+def _log_warm_failure(task: "asyncio.Task[None]") -> None:
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        # A model that cannot be made is reported by ask_pages itself, as a tool error.
+        log.warning("warm-up failed (%s); the first call will be slower", exc)
 
 
 async def serve_stdio(settings: Settings) -> None:

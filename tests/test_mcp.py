@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
+from chatagent.bench.server import free_port
 from chatagent.testing.gemini_server import GeminiServer, TextReply
 from chatagent.tokens import count_tokens
 
@@ -122,14 +123,6 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
 # --- streamable HTTP ---------------------------------------------------------------------
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @contextlib.asynccontextmanager
 async def http_server(token: str) -> AsyncIterator[str]:
     import asyncio
@@ -204,40 +197,10 @@ async def test_listening_beyond_loopback_needs_a_token() -> None:
     assert proc.returncode == 1 and b"mcp_token" in err and out == b""
 
 
-@contextlib.asynccontextmanager
-async def chrome_with_debugging(page_url: str, profile: Any) -> AsyncIterator[str]:
-    """A user's Chrome, started with --remote-debugging-port, one page open."""
-    import asyncio
+async def test_list_tabs_over_cdp_and_read_a_listed_tab(site: Site) -> None:
+    from chatagent.bench.server import debuggable_chromium
 
-    import httpx2
-
-    from chatagent.browser.discovery import find_browser
-
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        find_browser(), "--headless=new", "--no-sandbox", f"--remote-debugging-port={port}",
-        f"--user-data-dir={profile}", "--no-first-run", page_url,
-        stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-    )
-    endpoint = f"http://127.0.0.1:{port}"
-    try:
-        async with httpx2.AsyncClient() as client:
-            for _ in range(300):
-                try:
-                    pages = (await client.get(f"{endpoint}/json/list")).json()
-                    if any(p.get("url") == page_url for p in pages):
-                        break
-                except (httpx2.TransportError, ValueError):
-                    pass
-                await asyncio.sleep(0.1)
-        yield endpoint
-    finally:
-        proc.terminate()
-        await proc.wait()
-
-
-async def test_list_tabs_over_cdp_and_read_a_listed_tab(site: Site, tmp_path: Any) -> None:
-    async with chrome_with_debugging(site.url("product"), tmp_path / "profile") as endpoint:
+    async with debuggable_chromium(url=site.url("product")) as endpoint:
         async with server(CHATAGENT_CDP=endpoint) as s:
             listed = await call(s, "list_tabs", {})
             assert not listed.is_error, listed.content

@@ -30,9 +30,7 @@ import asyncio
 import contextlib
 import json
 import os
-import socket
 import sys
-import tempfile
 import time
 from collections import defaultdict
 from collections.abc import AsyncIterator
@@ -42,7 +40,7 @@ from typing import Any
 from ..tokens import count_tokens, truncate_to_tokens
 from .data import DEFAULT_DATA_DIR, load_wtq, sample
 from .scoring import answer_in_context
-from .server import OFFLINE_ARGS, PageServer, bench_settings, fresh_url
+from .server import OFFLINE_ARGS, PageServer, bench_settings, debuggable_chromium, fresh_url
 from .stats import median
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,40 +51,6 @@ def schema_tokens(tools: list[Any]) -> dict[str, int]:
     full = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools]
     inputs = [{k: v for k, v in t.items() if k != "outputSchema"} for t in full]
     return {"tools": len(full), "tokens": count_tokens(json.dumps(full)), "tokens_without_output_schemas": count_tokens(json.dumps(inputs))}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.asynccontextmanager
-async def _chromium() -> AsyncIterator[str]:
-    """A headless Chromium with a debugging port, offline but for 127.0.0.1; its CDP endpoint."""
-    import httpx
-
-    from ..browser.discovery import find_browser
-
-    port = _free_port()
-    with tempfile.TemporaryDirectory() as profile:
-        proc = await asyncio.create_subprocess_exec(
-            find_browser(), "--headless=new", "--no-sandbox", f"--remote-debugging-port={port}",
-            f"--user-data-dir={profile}", "--no-first-run", *OFFLINE_ARGS, "about:blank",
-            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
-        )
-        endpoint = f"http://127.0.0.1:{port}"
-        try:
-            async with httpx.AsyncClient() as client:
-                for _ in range(300):
-                    with contextlib.suppress(httpx.TransportError):
-                        await client.get(f"{endpoint}/json/version")
-                        break
-                    await asyncio.sleep(0.1)
-            yield endpoint
-        finally:
-            proc.terminate()
-            await proc.wait()
 
 
 @contextlib.asynccontextmanager
@@ -124,7 +88,8 @@ async def run_mcp_bench(data_dir: Path, pages: int, reps: int, budget: int) -> d
     rows: list[dict[str, Any]] = []
     with PageServer() as site:
         urls = {p: site.file_url(data_dir / p) for p in chosen}
-        async with _chromium() as cdp, Runtime(bench_settings(cdp=cdp)) as runtime, _mcp_client(cdp) as client:
+        async with debuggable_chromium(OFFLINE_ARGS) as cdp, Runtime(bench_settings(cdp=cdp)) as runtime, \
+                _mcp_client(cdp) as client:
             direct = PageTools(runtime)
             schemas = schema_tokens((await client.list_tools()).tools)
             for p in chosen:

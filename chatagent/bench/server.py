@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import gzip
 import re
+import socket
 import threading
+from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -155,3 +157,43 @@ def bench_settings(**given: Any) -> Settings:
     (API keys, endpoints) from the environment and the file, as usual."""
     pinned = {k: Settings.model_fields[k].default for k in PINNED_SETTINGS}
     return Settings.load(**{**pinned, "cache": False, **given})
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@asynccontextmanager
+async def debuggable_chromium(extra_args: Sequence[str] = (), url: str = "about:blank") -> AsyncIterator[str]:
+    """A headless Chromium started as a user starts one for `--cdp`: with a
+    remote-debugging port, showing `url`. Yields its CDP endpoint once `url` is open."""
+    import asyncio
+    import json
+    import tempfile
+    import urllib.request
+
+    from ..browser.discovery import find_browser
+
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    with tempfile.TemporaryDirectory() as profile:
+        proc = await asyncio.create_subprocess_exec(
+            find_browser(), "--headless=new", "--no-sandbox", f"--remote-debugging-port={port}",
+            f"--user-data-dir={profile}", "--no-first-run", *extra_args, url,
+            stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
+        )
+        try:
+            for _ in range(300):
+                try:
+                    with urllib.request.urlopen(f"{endpoint}/json/list", timeout=2) as r:  # noqa: S310 - loopback
+                        if any(t.get("url") == url for t in json.loads(r.read())):
+                            break
+                except (OSError, ValueError):
+                    pass
+                await asyncio.sleep(0.1)
+            yield endpoint
+        finally:
+            proc.terminate()
+            await proc.wait()
