@@ -91,10 +91,16 @@ async def test_ask_pages_answers_offline_with_progress() -> None:
 
 async def test_ask_pages_through_gemini_against_the_local_server(gemini: GeminiServer, site: Site) -> None:
     gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))
+    progress: list[str | None] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(message)
+
     async with server(GOOGLE_API_KEY="test", GOOGLE_GEMINI_BASE_URL=gemini.url) as s:
         result = await call(s, "ask_pages", {"urls": [site.url("product")], "question": "How much is it?",
-                                             "model": "gemini-2.5-flash"})
+                                             "model": "gemini-2.5-flash"}, progress_callback=on_progress)
     assert not result.is_error, result.content
+    assert progress, "progress notifications reach the client"
     assert result.structured_content["answer"] == "It costs $1,349.00 [Tab 1]."
     assert result.structured_content["input_tokens"] > 0
     request = gemini.generate_requests[0].text()
