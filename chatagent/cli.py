@@ -336,9 +336,10 @@ def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
 
 def _add_mcp(sub: Any) -> None:
     p = sub.add_parser(
-        "mcp", help="serve read_pages, ask_pages and list_tabs to other agents over MCP (stdio)",
-        description="Run a Model Context Protocol server on stdin/stdout for agents (Claude Desktop, Cursor, "
-        "VS Code, LangChain's MCP adapters). Logs go to stderr; stdout carries only the protocol.",
+        "mcp", help="serve read_pages, ask_pages and list_tabs to other agents over MCP",
+        description="Run a Model Context Protocol server for agents (Claude Desktop, Cursor, VS Code, "
+        "LangChain's MCP adapters): on stdin/stdout, where stdout carries only the protocol, or over "
+        "streamable HTTP with --http. Logs go to stderr.",
     )
     p.add_argument("--model", metavar="M", help="the model ask_pages uses unless a call names one "
                    "(default: the model setting)")
