@@ -138,7 +138,7 @@ def malformed(exc: BaseException) -> ModelMalformedReplyError:
     """A reply the client could not read (providers use it for their clients' own such errors)."""
     return ModelMalformedReplyError(
         "The model service sent a malformed reply that chatagent could not read "
-        f"({type(exc).__name__}: {_detail(exc)})."
+        f"({type(exc).__name__}: {detail(exc)})."
     )
 
 
@@ -275,47 +275,47 @@ def classify(exc: BaseException, key_setting: str = "the model's API key") -> Mo
     the model. Transport failures (httpx) and malformed replies follow."""
     if isinstance(exc, ModelError):
         return exc
-    detail = _detail(exc)
+    said = detail(exc)
     if isinstance(exc, lc.ContextOverflowError) or (
         isinstance(exc, lc.ModelInvalidRequestError | ValueError) and _OVERFLOW.search(str(exc))
     ):
-        return ContextOverflowError(f"The request is larger than the model's context window ({detail}).")
+        return ContextOverflowError(f"The request is larger than the model's context window ({said}).")
     if isinstance(exc, lc.ModelAuthenticationError | lc.ModelPermissionDeniedError):
         return ModelAuthError(
-            f"The model service refused the credentials ({detail}). Check {key_setting}."
+            f"The model service refused the credentials ({said}). Check {key_setting}."
         )
     if isinstance(exc, lc.ModelNotFoundError):
         return ModelNotFoundError(
-            f"The model service does not know this model ({detail}). Check the --model name."
+            f"The model service does not know this model ({said}). Check the --model name."
         )
     if isinstance(exc, lc.ModelRateLimitError):
-        return ModelRateLimitError(f"The model service is rate-limiting us ({detail}).", retry_after_s=_retry_after(exc))
+        return ModelRateLimitError(f"The model service is rate-limiting us ({said}).", retry_after_s=_retry_after(exc))
     if isinstance(exc, lc.ModelTimeoutError):
-        return ModelTimeoutError(f"The model service timed out ({detail}).")
+        return ModelTimeoutError(f"The model service timed out ({said}).")
     if isinstance(exc, lc.ModelAPIError | lc.ModelConnectionError):
-        return ModelUnavailableError(f"The model service failed ({detail}).", retry_after_s=_retry_after(exc))
+        return ModelUnavailableError(f"The model service failed ({said}).", retry_after_s=_retry_after(exc))
     if isinstance(exc, lc.ModelInvalidRequestError):
-        return ModelConfigError(f"The model service rejected the request ({detail}).")
+        return ModelConfigError(f"The model service rejected the request ({said}).")
     if _is_transport_error(exc):
-        return ModelUnavailableError(f"The connection to the model service failed ({detail}).")
+        return ModelUnavailableError(f"The connection to the model service failed ({said}).")
     status = _status(exc)
     if status == 429:
-        return ModelRateLimitError(f"The model service is rate-limiting us ({detail}).", retry_after_s=_retry_after(exc))
+        return ModelRateLimitError(f"The model service is rate-limiting us ({said}).", retry_after_s=_retry_after(exc))
     if status in (401, 403):
-        return ModelAuthError(f"The model service refused the credentials ({detail}). Check {key_setting}.")
+        return ModelAuthError(f"The model service refused the credentials ({said}). Check {key_setting}.")
     if status == 404:
-        return ModelNotFoundError(f"The model service does not know this model ({detail}). Check the --model name.")
+        return ModelNotFoundError(f"The model service does not know this model ({said}). Check the --model name.")
     if status is not None and status >= 500:
-        return ModelUnavailableError(f"The model service failed ({detail}).")
-    return ModelError(f"The model call failed: {detail}")
+        return ModelUnavailableError(f"The model service failed ({said}).")
+    return ModelError(f"The model call failed: {said}")
 
 
 def _classify_default(exc: BaseException) -> ModelError:
     return classify(exc)
 
 
-def _detail(exc: BaseException) -> str:
-    """The provider's own message, short: not the whole JSON body."""
+def detail(exc: BaseException) -> str:
+    """The provider's own message, short: not the whole JSON body (providers quote it too)."""
     for e in causes(exc):
         message = getattr(e, "message", None)
         if isinstance(message, str) and message:

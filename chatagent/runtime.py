@@ -29,7 +29,7 @@ from .events import ErrorEvent, Event
 from .extraction import ExtractionPool, Extractor, warm_extraction
 from .history import History
 from .hooks import RunHooks
-from .models import Model, ModelRegistry
+from .models import ModelRegistry
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -52,10 +52,6 @@ class Conversation:
         self.hooks = hooks
         self.history = History()
         self._agent: ChatAgent | None = None
-
-    @property
-    def model(self) -> Model:
-        return self.runtime.models.get(self.model_name)
 
     async def ask(
         self, question: str, *, tabs: Sequence[Tab | TabFailure] | None = None, model: str | None = None,
@@ -89,10 +85,11 @@ class Conversation:
         history when a question brings others."""
         settings = self.runtime.settings
         answers = self.runtime.answers if cache and settings.cache else None
+        chosen = self.runtime.models.get(model)
         agent = self._agent
-        if agent is None or agent.tabs != tabs or agent.model is not self.runtime.models.get(model):
+        if agent is None or agent.tabs != tabs or agent.model is not chosen:
             agent = ChatAgent(
-                self.runtime.models.get(model), tabs, builder=self.runtime.builder, history=self.history,
+                chosen, tabs, builder=self.runtime.builder, history=self.history,
                 cache=answers, deadline_s=settings.deadline, input_budget_factor=settings.input_budget,
                 hooks=self.hooks,
             )

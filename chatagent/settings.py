@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -187,10 +187,11 @@ def _variables(info: FieldInfo) -> list[str]:
 
 
 def _explain(exc: ValidationError, flags: dict[str, Any]) -> str:
+    found = _Found.read()
     problems = []
     for e in exc.errors():
         key = _field_of(str(e["loc"][0])) if e["loc"] else None
-        where = "" if key is None else f" ({_origin(key, flags).describe()})"
+        where = "" if key is None else f" ({_origin(key, flags, found).describe()})"
         problems.append(f"{key or e['loc']}{where}: {e['msg']}")
     return "Bad setting: " + "; ".join(problems) + ". Fix it with `chatagent config set KEY VALUE`, the flag or the variable."
 
@@ -208,14 +209,29 @@ class Origin:
                 "default": "default"}[self.kind]
 
 
-def _origin(key: str, flags: dict[str, Any]) -> Origin:
+def _origin(key: str, flags: dict[str, Any], found: "_Found") -> Origin:
     if flags.get(key) is not None:
         return Origin("flag")
-    if any(_field_of(name) == key for name in _Environment(Settings)()):
+    if key in found.env:
         return Origin("env", _env_spelling(key))
-    if any(_field_of(k) == key for k in _read_file()):
+    if key in found.file:
         return Origin("file", str(config_path()))
     return Origin("default")
+
+
+@dataclass(frozen=True)
+class _Found:
+    """The settings the environment and the file set, read once for every key's origin."""
+
+    env: frozenset[str]
+    file: frozenset[str]
+
+    @classmethod
+    def read(cls) -> "_Found":
+        def fields(names: Iterable[str]) -> frozenset[str]:
+            return frozenset(f for f in map(_field_of, names) if f)
+
+        return cls(fields(_Environment(Settings)()), fields(_read_file()))
 
 
 def _env_spelling(key: str) -> str:
@@ -230,20 +246,20 @@ class Shown:
     key: str
     value: str  # secrets masked
     origin: Origin
-    description: str
 
 
 def describe(settings: Settings, flags: dict[str, Any] | None = None) -> Iterator[Shown]:
     """Each setting's value (secrets masked) and where it came from."""
     flags = flags or {}
-    for key, info in Settings.model_fields.items():
+    found = _Found.read()
+    for key in Settings.model_fields:
         value = getattr(settings, key)
         if isinstance(value, SecretStr):
             raw = value.get_secret_value()
             text = f"…{raw[-4:]} (set)" if len(raw) > 8 else "(set)"
         else:
             text = "(not set)" if value is None else str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
-        yield Shown(key, text, _origin(key, flags), info.description or "")
+        yield Shown(key, text, _origin(key, flags, found))
 
 
 # --- the file ------------------------------------------------------------------------

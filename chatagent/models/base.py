@@ -17,7 +17,7 @@ from langchain_core.language_models import BaseChatModel
 
 from ..errors import ModelError, ModelUnavailableError
 from ..retry import classify as classify_generic
-from ..retry import is_connection_error
+from ..retry import detail, is_connection_error
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -86,14 +86,9 @@ class Model:
         failure names the URL tried and the setting that changes it."""
         err = self.provider.classify(exc) or classify_generic(exc, self.provider.key_setting)
         if isinstance(err, ModelUnavailableError) and is_connection_error(exc) and self.endpoint:
-            err.message = f"Could not connect to the model service at {self.endpoint} ({_first_sentence(err.message)})."
+            err.message = f"Could not connect to the model service at {self.endpoint} ({detail(exc)})."
             err.advice = (
                 f"Is the server running there? To use another, set {self.provider.endpoint_setting}."
                 if self.provider.endpoint_setting else ""
             )
         return err
-
-
-def _first_sentence(message: str) -> str:
-    inner = message[message.find("(") + 1 : message.rfind(")")] if "(" in message else message
-    return inner or message
