@@ -267,8 +267,14 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
         app: Any = server.streamable_http_app(host=host)
         if token:
             app = BearerToken(app, token)
-        config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")
-        await uvicorn.Server(config).serve()
+        web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+        serving = asyncio.ensure_future(web.serve())
+        try:
+            await asyncio.shield(serving)
+        except asyncio.CancelledError:  # embedded and cancelled: shut down as on Ctrl-C, not mid-request
+            web.should_exit = True
+            await serving
+            raise
 
 
 class BearerToken:

@@ -1,7 +1,9 @@
-"""`chatagent mcp` through the SDK's real client (`ClientSession`) over stdio:
-the tools and their schemas, read_pages within budget, ask_pages offline and
-through the Gemini client against the local server with progress, and bad
-calls answered as tool errors while the server keeps serving."""
+"""`chatagent mcp` through the SDK's real client (`ClientSession`), over stdio
+and streamable HTTP: the tools and their schemas, read_pages within budget,
+ask_pages offline and through the Gemini client against the local server with
+progress, bad calls answered as tool errors while the server keeps serving,
+the bearer token, concurrent clients on one shared tab, CDP and a remote
+browser server."""
 
 from __future__ import annotations
 
@@ -260,3 +262,64 @@ async def test_a_remote_playwright_browser_server_does_the_browsing(site: Site, 
             read = await call(s, "read_pages", {"urls": [site.url("product")]})
     assert not read.is_error, read.content
     assert "$1,349.00" in read.structured_content["pages"][0]["text"]
+
+
+async def test_over_http_two_clients_share_a_listed_tab_and_its_tools_take_turns(
+    site: Site, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A server attached to the user's Chrome, two clients, 20 questions at once
+    on the one tab both listed: all answered, and the browser tools (pass 2
+    scrolls) never run on that tab at the same time, since they share its
+    scroll position. The server runs in this process so the tab can be watched."""
+    import asyncio
+
+    from chatagent.bench.server import debuggable_chromium
+    from chatagent.browser.playwright import PlaywrightTab
+    from chatagent.mcp_server import serve_http
+    from chatagent.settings import Settings
+
+    active: dict[int, int] = {}
+    most = scrolls = 0
+    scroll = PlaywrightTab.scroll
+
+    async def watched(self: PlaywrightTab, *args: Any, **kw: Any) -> Any:
+        nonlocal most, scrolls
+        key = id(self.page)
+        active[key] = active.get(key, 0) + 1
+        most, scrolls = max(most, active[key]), scrolls + 1
+        try:
+            return await scroll(self, *args, **kw)
+        finally:
+            active[key] -= 1
+
+    monkeypatch.setattr(PlaywrightTab, "scroll", watched)
+    async with debuggable_chromium(url=site.url("article")) as endpoint:
+        port = free_port()
+        serving = asyncio.create_task(serve_http(Settings(cdp=endpoint, model="extractive"), "127.0.0.1", port))
+        url = f"http://127.0.0.1:{port}/mcp"
+        try:
+            for _ in range(300):
+                with contextlib.suppress(OSError):
+                    _, writer = await asyncio.open_connection("127.0.0.1", port)
+                    writer.close()
+                    break
+                await asyncio.sleep(0.1)
+            async with http_client(url, None) as a, http_client(url, None) as b:
+                ids = []
+                for client in (a, b):  # each lists the tabs: the second listing must not orphan the first's ids
+                    listed = await call(client, "list_tabs", {})
+                    [mine] = [t["id"] for t in listed.structured_content["tabs"] if t["url"] == site.url("article")]
+                    ids.append(mine)
+                results = await asyncio.gather(*(
+                    call(client, "ask_pages", {"urls": [tab], "question": "What is the warehouse code for returns?"})
+                    for _ in range(10) for client, tab in zip((a, b), ids)
+                ))
+        finally:
+            serving.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await serving
+    assert ids[0] == ids[1], "one tab, one id"
+    assert all(not r.is_error for r in results), [r.content for r in results if r.is_error]
+    assert all(r.structured_content["pass"] == 2 for r in results)
+    assert scrolls >= 20, "every question used the browser"
+    assert most == 1, "two scrolls ran on one tab at the same time"

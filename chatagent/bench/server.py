@@ -178,7 +178,8 @@ async def debuggable_chromium(extra_args: Sequence[str] = (), url: str = "about:
 
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"
-    with tempfile.TemporaryDirectory() as profile:
+    # Chromium may still be writing its profile as it exits.
+    with tempfile.TemporaryDirectory(ignore_cleanup_errors=True) as profile:
         proc = await asyncio.create_subprocess_exec(
             find_browser(), "--headless=new", "--no-sandbox", f"--remote-debugging-port={port}",
             f"--user-data-dir={profile}", "--no-first-run", *extra_args, url,

@@ -354,6 +354,10 @@ class PlaywrightBrowser(Browser):
         self._owned = owned
         self._next_id = 1
         self._files = LocalFiles()
+        # One Tab per page, whoever asks: its id and its turn lock (tools take
+        # turns on it) must be the same for every conversation and listing.
+        self._adopted: dict[Page, PlaywrightTab] = {}
+        self._ours: set[Page] = set()
 
     @classmethod
     async def launch(
@@ -420,15 +424,21 @@ class PlaywrightBrowser(Browser):
         return tab_id
 
     def existing_tabs(self) -> list[Tab]:
-        """The pages already open (over CDP: the user's own tabs). A local file
-        one of them shows now counts as named; nothing it goes to later does."""
-        return [
-            PlaywrightTab(
-                self._new_id(), p, local_files=frozenset({p.url}) if is_local(p.url) else frozenset(),
-                close_popups=False,  # the user's own browser: their pop-ups are theirs
-            )
-            for p in self.context.pages if not p.url.startswith("chrome")
-        ]
+        """The pages open that we did not open (over CDP: the user's own tabs),
+        the same Tab for a page every time. A local file one of them showed when
+        first listed counts as named; nothing it goes to later does."""
+        self._adopted = {p: t for p, t in self._adopted.items() if not p.is_closed()}
+        tabs: list[Tab] = []
+        for p in self.context.pages:
+            if p in self._ours or p.url.startswith("chrome"):
+                continue
+            if p not in self._adopted:
+                self._adopted[p] = PlaywrightTab(
+                    self._new_id(), p, local_files=frozenset({p.url}) if is_local(p.url) else frozenset(),
+                    close_popups=False,  # the user's own browser: their pop-ups are theirs
+                )
+            tabs.append(self._adopted[p])
+        return tabs
 
     async def open_tabs(
         self, targets: list[str], *, timeout_s: float | None = None
@@ -448,6 +458,8 @@ class PlaywrightBrowser(Browser):
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
         page = await self.context.new_page()
+        self._ours.add(page)
+        page.once("close", lambda _closed: self._ours.discard(page))
         _refuse_popups(page)  # before it loads: a page can open windows from its first script
         notes: list[str] = []
         loaded = True
