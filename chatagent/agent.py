@@ -216,7 +216,7 @@ class ChatAgent:
             self._emit_text(word, [], emit, run)
         self.history.add([HumanMessage(question), AIMessage(hit.answer)])
         emit(Done(
-            answer=hit.answer, pass_=hit.pass_, citations=hit.citations, cached=True,
+            answer=hit.answer, pass_=hit.pass_, citations=hit.citations, cached=True, model=self.model.name,
             timings=Timings(first_token_ms=run.first_token_ms, total_ms=run.ms(),
                             extraction_ms=ctx.extraction_ms, budget_ms=ctx.budget_ms),
         ))
@@ -358,6 +358,7 @@ class ChatAgent:
             ),
             tool_calls=run.tool_calls,
             stop_reason=stop_reason,
+            model=self.model.name,
         )
         emit(done)
         return done
@@ -368,7 +369,7 @@ def _citations(answer: str, ctx: PageContext) -> list[Citation]:
     readable = [t for t in ctx.tabs if t.ok]
     if not cited and len(readable) == 1:
         cited = {readable[0].tab_id: None}
-    return [Citation(tab_id=t.tab_id, url=t.url, title=t.title) for t in ctx.tabs if t.tab_id in cited]
+    return [Citation(tab_id=t.tab_id, url=t.url, title=t.title, label=t.tab_id) for t in ctx.tabs if t.tab_id in cited]
 
 
 def _request_tokens(messages: list[BaseMessage]) -> int:

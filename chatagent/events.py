@@ -61,6 +61,7 @@ class Citation(BaseModel):
     tab_id: str
     url: str
     title: str = ""
+    label: str = ""  # how the answer names the tab: "1" for [Tab 1] (front ends may map tab_id to their own ids)
 
 
 class Usage(BaseModel):
@@ -90,6 +91,7 @@ class Done(_Event):
     tool_calls: int = 0
     cached: bool = False
     stop_reason: StopReason = "answered"
+    model: str = ""  # the model that answered, as users name it
 
 
 class ErrorEvent(_Event):

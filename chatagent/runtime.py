@@ -111,6 +111,14 @@ class Runtime:
         self._browser_lock = asyncio.Lock()
         self._opened: list[Tab] = []
 
+    def reconfigure(self, settings: Settings) -> None:
+        """Answer from now on as `settings` say (the side panel saved new ones):
+        models are made afresh from them; conversations keep their history.
+        The browser stays: what opens it is not something a running front end changes."""
+        self.settings = settings
+        self.models = ModelRegistry(settings)
+        self.builder.budget_per_tab = settings.budget
+
     # --- the browser ---------------------------------------------------------------
 
     async def browser(self) -> Browser:

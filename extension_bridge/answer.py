@@ -1,8 +1,8 @@
 """The host's answer function: a `Conversation` of the runtime, over BridgeTabs.
 
-One host serves one side panel for as long as it stays connected, so the
-conversation (follow-ups work) lives as long as the host, with the runtime's
-caches and model clients. The host calls `warm()` as soon as the panel
+One host serves one side panel for as long as it stays connected; each of the
+panel's threads is a conversation (follow-ups carry its history), and all
+share the runtime's caches and model clients. The host calls `warm()` as soon as the panel
 connects, so the first question does not pay for the model client, its
 connection or the text pipeline's one-off loads.
 
@@ -13,12 +13,17 @@ through the tabs themselves.
 
 from __future__ import annotations
 
+import asyncio
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from chatagent.events import Done, Event, Note, Screenshot, ToolCall
-from chatagent.runtime import Runtime
+from chatagent.runtime import Conversation, Runtime
+from chatagent.settings import Settings
 
-from .messages import AskMessage
+from . import panel_settings
+from .messages import AskMessage, SettingsGetMessage, SettingsMessage, SettingsSetMessage
 from .tab import BridgeTab
 
 
@@ -38,12 +43,17 @@ def _to_chrome(event: Event, tabs: Sequence[BridgeTab]) -> Event:
     return event
 
 
-class AgentAnswerer:
-    """`answer(ask, tabs)` for `BridgeHost`: one conversation over the runtime."""
+MAX_CONVERSATIONS = 32  # threads a panel keeps; the oldest is forgotten first
 
-    def __init__(self, runtime: Runtime) -> None:
+
+class AgentAnswerer:
+    """`answer(ask, tabs)` for `BridgeHost`: the panel's conversations over the
+    runtime, one per thread id, and the panel's settings."""
+
+    def __init__(self, runtime: Runtime, flags: dict[str, Any] | None = None) -> None:
         self.runtime = runtime
-        self.conversation = runtime.conversation()
+        self.flags = flags or {}  # the host's own flags, which stay above whatever the panel saves
+        self.conversations: OrderedDict[str | None, Conversation] = OrderedDict()
 
     async def warm(self) -> None:
         """Ready the configured model (its SDK imported, its connection open)
@@ -51,10 +61,26 @@ class AgentAnswerer:
         typed: on a fresh host they cost that question ~0.8 s."""
         await self.runtime.warm()
 
+    def _conversation(self, thread: str | None) -> Conversation:
+        conversation = self.conversations.pop(thread, None) or self.runtime.conversation()
+        self.conversations[thread] = conversation
+        while len(self.conversations) > MAX_CONVERSATIONS:
+            self.conversations.popitem(last=False)
+        return conversation
+
     async def __call__(self, ask: AskMessage, tabs: list[BridgeTab]) -> AsyncIterator[Event]:
-        stream = self.conversation.ask(ask.question, tabs=tabs, model=ask.model, cache=not ask.no_cache)
+        conversation = self._conversation(ask.conversation)
+        stream = conversation.ask(ask.question, tabs=tabs, model=ask.model, cache=not ask.no_cache)
         try:
             async for event in stream:
                 yield _to_chrome(event, tabs)
         finally:
             await stream.aclose()
+
+    async def settings(self, request: SettingsGetMessage | SettingsSetMessage) -> SettingsMessage:
+        """The panel's settings; saved first when it sent new ones, and used
+        from the next question on (conversations keep their history)."""
+        if isinstance(request, SettingsSetMessage):
+            await asyncio.to_thread(panel_settings.save, request.values)
+            self.runtime.reconfigure(Settings.load(**self.flags))
+        return panel_settings.describe(request.id, self.runtime.settings, self.flags)

@@ -29,6 +29,9 @@ from .messages import (
     EventMessage,
     PingMessage,
     PongMessage,
+    SettingsGetMessage,
+    SettingsMessage,
+    SettingsSetMessage,
     ToolResultMessage,
     parse_message,
 )
@@ -40,6 +43,7 @@ log = logging.getLogger("extension_bridge.host")
 
 AnswerFn = Callable[[AskMessage, list[BridgeTab]], AsyncIterator["Event | dict[str, Any]"]]
 WarmFn = Callable[[], Awaitable[None]]
+SettingsFn = Callable[[SettingsGetMessage | SettingsSetMessage], Awaitable[SettingsMessage]]
 
 DEFAULT_ALLOWED_ORIGINS = frozenset({EXTENSION_ORIGIN, FIREFOX_EXTENSION_ID})
 MAX_CONCURRENT_ASKS = 8
@@ -75,6 +79,7 @@ class BridgeHost:
         tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
         max_concurrent_asks: int = MAX_CONCURRENT_ASKS,
         warm: WarmFn | None = None,
+        settings: SettingsFn | None = None,
     ) -> None:
         self.reader = reader
         self.writer = writer
@@ -88,6 +93,7 @@ class BridgeHost:
         self._closed = False
         self._warm = warm  # run once the caller is accepted, alongside the first messages
         self._warming: asyncio.Task[None] | None = None
+        self._settings = settings  # the panel's settings view; None: this host has none
 
     async def send(self, message: Any) -> None:
         if self._closed:
@@ -174,6 +180,17 @@ class BridgeHost:
                 running.cancel()
         elif isinstance(msg, ToolResultMessage):
             self.requester.resolve(msg)
+        elif isinstance(msg, (SettingsGetMessage, SettingsSetMessage)):
+            await self._answer_settings(msg)
+
+    async def _answer_settings(self, msg: SettingsGetMessage | SettingsSetMessage) -> None:
+        if self._settings is None:
+            await self.send(ErrorMessage(id=msg.id, code="unsupported", message="This host has no settings to show."))
+            return
+        try:
+            await self.send(await self._settings(msg))
+        except ChatAgentError as exc:  # a bad value, an unreadable settings file: the panel says which
+            await self.send(ErrorMessage(id=msg.id, code=exc.code, message=exc.message))
 
     async def _run_ask(self, ask: AskMessage) -> None:
         tabs = tabs_from_ask(ask, self.requester, timeout_s=self.tool_timeout_s)
@@ -244,6 +261,7 @@ async def serve_stdio(
     allowed_origins: frozenset[str] | None = DEFAULT_ALLOWED_ORIGINS,
     tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     warm: WarmFn | None = None,
+    settings: SettingsFn | None = None,
 ) -> int:
     reader, writer = await open_stdio(sys.stdin.buffer, stdout)
     host = BridgeHost(
@@ -254,6 +272,7 @@ async def serve_stdio(
         allowed_origins=allowed_origins,
         tool_timeout_s=tool_timeout_s,
         warm=warm,
+        settings=settings,
     )
     return await host.serve()
 
@@ -296,8 +315,8 @@ async def _serve(
         await writer.aclose()
         return 1
     async with Runtime(settings) as runtime:
-        answerer = AgentAnswerer(runtime)
+        answerer = AgentAnswerer(runtime, flags={"tool_timeout": tool_timeout})
         return await serve_stdio(
             answerer, argv, stdout=stdout, allowed_origins=allowed_origins,
-            tool_timeout_s=settings.tool_timeout, warm=answerer.warm,
+            tool_timeout_s=settings.tool_timeout, warm=answerer.warm, settings=answerer.settings,
         )

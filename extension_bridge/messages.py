@@ -99,6 +99,9 @@ class AskMessage(_Wire):
     tabs: list[AskTab] = Field(min_length=1, max_length=MAX_TABS)
     model: str | None = Field(default=None, max_length=200)
     no_cache: bool = False
+    # The panel's thread: asks with the same id are follow-ups of each other.
+    # None: the connection's one default conversation.
+    conversation: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
 
     @field_validator("question")
     @classmethod
@@ -182,11 +185,40 @@ class ToolResultMessage(_Wire):
         return [field for field in _TOOL_FIELDS[name] if getattr(self, field) is None]
 
 
+# The settings the panel may read and change: the model and how to reach it.
+# Nothing that points the host at another browser, file or listener.
+PANEL_SETTINGS = ("model", "google_api_key", "gemini_base_url", "openai_base_url", "openai_api_key")
+SettingValue = Annotated[str, Field(max_length=2000)]
+
+
+class PanelSettingValues(_Wire):
+    """Values to save; a field sent as null is removed from the settings file
+    (back to its default); a field not sent is left as it is."""
+
+    model: SettingValue | None = None
+    google_api_key: SettingValue | None = None
+    gemini_base_url: SettingValue | None = None
+    openai_base_url: SettingValue | None = None
+    openai_api_key: SettingValue | None = None
+
+
+class SettingsGetMessage(_Wire):
+    type: Literal["settings_get"] = "settings_get"
+    id: RequestId
+
+
+class SettingsSetMessage(_Wire):
+    type: Literal["settings_set"] = "settings_set"
+    id: RequestId
+    values: PanelSettingValues
+
+
 IncomingMessage = Annotated[
-    Union[PingMessage, AskMessage, CancelMessage, ToolResultMessage], Field(discriminator="type")
+    Union[PingMessage, AskMessage, CancelMessage, ToolResultMessage, SettingsGetMessage, SettingsSetMessage],
+    Field(discriminator="type"),
 ]
 INCOMING_ADAPTER: TypeAdapter[IncomingMessage] = TypeAdapter(IncomingMessage)
-INCOMING_TYPES = ("ping", "ask", "cancel", "tool_result")
+INCOMING_TYPES = ("ping", "ask", "cancel", "tool_result", "settings_get", "settings_set")
 
 
 # ---------------------------------------------------------------- host → extension
@@ -240,8 +272,28 @@ class ErrorMessage(_Wire):
         return cls(id=rid, code=code, message=getattr(exc, "message", None) or str(exc) or type(exc).__name__)
 
 
+class ShownSetting(_Wire):
+    value: str | None  # keys masked ("…y987"); null: not set
+    source: Literal["flag", "env", "file", "default"]
+    origin: str  # in words: "environment GOOGLE_API_KEY", "file /home/…/config.toml", "default"
+
+
+class SettingsMessage(_Wire):
+    """The answer to `settings_get` and `settings_set`: the panel's settings
+    as they now stand, the model that answers, and where the file is."""
+
+    type: Literal["settings"] = "settings"
+    id: str
+    model: str  # the model that answers, as users name it
+    settings: dict[str, ShownSetting]  # by camelCase name (googleApiKey, …)
+    path: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)  # a null value means "not set": keep it
+
+
 OutgoingMessage = Annotated[
-    Union[PongMessage, EventMessage, ToolRequestMessage, ErrorMessage], Field(discriminator="type")
+    Union[PongMessage, EventMessage, ToolRequestMessage, ErrorMessage, SettingsMessage], Field(discriminator="type")
 ]
 OUTGOING_ADAPTER: TypeAdapter[OutgoingMessage] = TypeAdapter(OutgoingMessage)
 

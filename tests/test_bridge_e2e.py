@@ -1,28 +1,28 @@
 """The whole product path: the companion extension in real Chromium, the real
-host process (`python -m extension_bridge`, the ChatAgent with the offline
-model) over native messaging, fixture tabs served on 127.0.0.1. The answer
-needs pass 2, and its scrolls are carried out by the extension."""
+host process (`python -m extension_bridge`) over native messaging, fixture
+tabs served on 127.0.0.1, answered offline or by the real Gemini client
+against the local server. What is checked is what a person sees in the panel."""
 
 from __future__ import annotations
 
-import json
+import asyncio
 import os
-import sys
-from collections.abc import AsyncIterator
+import stat
+import threading
+from collections.abc import AsyncIterator, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from chatagent.browser.discovery import find_browser
-from extension_bridge.install import EXTENSION_DIR, EXTENSION_ID, HOST_NAME, manifest_for
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply
+from extension_bridge.harness import chromium_with_extension, open_panel
 
 from conftest import Site
 
-ROOT = Path(__file__).resolve().parent.parent
 # Set to a path to refresh the README's screenshot of the side panel.
 SCREENSHOT_ENV = "CHATAGENT_PANEL_SCREENSHOT"
-
 
 DEBIAN_WRAPPER = Path("/usr/bin/chromium")  # a shell script exporting Chromium's own GOOGLE_API_KEY
 
@@ -36,63 +36,62 @@ def _launchers() -> list[Any]:
     ]
 
 
+def _env_without_keys() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
+
+
 @pytest.fixture(params=_launchers())
 async def browser_with_host(tmp_path: Path, request: pytest.FixtureRequest) -> AsyncIterator[Any]:
     """Chromium with the extension and the real host; launched as the binary
     (no API key in its environment) and through Debian's launcher script,
     which gives the browser, and so the host, Chromium's own GOOGLE_API_KEY."""
-    from playwright.async_api import async_playwright
-
     wrapper = request.param == "wrapper"
-
-    profile = tmp_path / "profile"
-    hosts = profile / "NativeMessagingHosts"  # Chromium reads per-profile host manifests here
-    hosts.mkdir(parents=True)
-    launcher = hosts / "chatagent-host.sh"
-    launcher.write_text(
-        f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m extension_bridge "$@" 2>>{tmp_path}/host.log\n'
-    )
-    launcher.chmod(0o755)
-    (hosts / f"{HOST_NAME}.json").write_text(json.dumps(manifest_for("chromium", launcher)))
-    pw = await async_playwright().start()
-    ctx = await pw.chromium.launch_persistent_context(
-        str(profile),
-        executable_path=str(DEBIAN_WRAPPER) if wrapper else find_browser(),
-        headless=True,
-        viewport={"width": 1100, "height": 800},
-        args=[
-            f"--disable-extensions-except={EXTENSION_DIR}",
-            f"--load-extension={EXTENSION_DIR}",
-            "--no-sandbox",
-            "--disable-background-networking",
-            "--disable-component-update",
-        ],
-        env=dict(os.environ) if wrapper else {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")},
-    )
-    try:
+    async with chromium_with_extension(
+        tmp_path, executable=str(DEBIAN_WRAPPER) if wrapper else None,
+        env=dict(os.environ) if wrapper else _env_without_keys(),
+    ) as ctx:
         yield ctx
-    finally:
-        await ctx.close()
-        await pw.stop()
-        log = tmp_path / "host.log"
-        if log.exists():
-            print(log.read_text()[-3000:])  # shown by pytest when the test fails
+    _show_host_log(tmp_path)
+
+
+@pytest.fixture
+async def panel_browser(tmp_path: Path) -> AsyncIterator[Any]:
+    async with chromium_with_extension(tmp_path, env=_env_without_keys()) as ctx:
+        yield ctx
+    _show_host_log(tmp_path)
+
+
+def _show_host_log(tmp_path: Path) -> None:
+    log = tmp_path / "host.log"
+    if log.exists():
+        print(log.read_text()[-3000:])  # shown by pytest when the test fails
+
+
+async def _tabs(ctx: Any, urls: list[str]) -> None:
+    for url in urls:
+        page = await ctx.new_page()
+        await page.goto(url)
+
+
+async def _select(panel: Any, tab_ids: list[int]) -> None:
+    """Tick exactly `tab_ids` in the panel's tab list, as a user does."""
+    for box in await panel.locator("#tab-list input[type=checkbox]").all():
+        wanted = int(await box.get_attribute("value")) in tab_ids
+        if await box.is_checked() != wanted:
+            await box.click()
+
+
+async def ask(panel: Any, question: str) -> dict[str, Any]:
+    result: dict[str, Any] = await panel.evaluate("(q) => window.chatagentTest.ask(q)", question)
+    return result
 
 
 async def test_question_through_the_extension_and_real_host(browser_with_host: Any, site: Site) -> None:
-    ctx = browser_with_host
-    page = await ctx.new_page()
-    await page.goto(site.url("lazy"))
-    panel = await ctx.new_page()
-    await panel.set_viewport_size({"width": 420, "height": 760})
-    await panel.goto(f"chrome-extension://{EXTENSION_ID}/sidepanel.html")
-    [tab_id] = await panel.evaluate(
-        "async (u) => (await chrome.tabs.query({})).filter(t => t.url === u).map(t => t.id)", site.url("lazy")
-    )
-    await panel.goto(f"chrome-extension://{EXTENSION_ID}/sidepanel.html?tabs={tab_id}")
-    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
-    await panel.fill("#question", "What is the warehouse code?")
-    result = await panel.evaluate("window.chatagentTest.ask('What is the warehouse code?')")
+    """Offline model; the answer needs pass 2, whose scrolls the extension carries out."""
+    await _tabs(browser_with_host, [site.url("lazy")])
+    panel = await open_panel(browser_with_host, [site.url("lazy")])
+    [tab_id] = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+    result = await ask(panel, "What is the warehouse code?")
     assert result["ok"], result.get("error")
     events = result["events"]
     tokens = "".join(e["text"] for e in events if e["type"] == "token")
@@ -102,8 +101,175 @@ async def test_question_through_the_extension_and_real_host(browser_with_host: A
     assert scrolls and all(str(e["args"]["tab_id"]) == str(tab_id) for e in scrolls)
     done = events[-1]
     assert done["type"] == "done" and done["citations"][0]["tab_id"] == str(tab_id)
-    # What the person sees: the answer and its source in the panel.
-    assert "ZX-4471" in await panel.inner_text("#answer")
-    assert await panel.locator("#citation-list a").count() == 1
+    # What the person sees: the answer, its source as a chip that focuses the tab, the model.
+    turn = panel.locator(".turn").last
+    assert "ZX-4471" in await turn.locator(".answer").inner_text()
+    assert await turn.locator(".sources .chip").count() == 1
+    assert await panel.inner_text("#model-chip") == "Offline"
     if os.environ.get(SCREENSHOT_ENV):
         await panel.screenshot(path=os.environ[SCREENSHOT_ENV], full_page=True)
+
+
+# --- with a model that writes markdown: the local Gemini-compatible server ------------------
+
+
+class _Attacker(ThreadingHTTPServer):
+    """A loopback server an answer tries to make the panel fetch from."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        hits = self.hits
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - stdlib name
+                hits.append(self.path)
+                self.send_response(200)
+                self.end_headers()
+
+            def log_message(self, format: str, *args: object) -> None:  # noqa: A002
+                pass
+
+        super().__init__(("127.0.0.1", 0), Handler)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+
+@pytest.fixture
+def attacker() -> Iterator[_Attacker]:
+    server = _Attacker()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+MARKDOWN_ANSWER = (
+    "## Prices\n\nThe **Aurora X14 Pro** costs $1,349.00 [Tab 1].\n\n"
+    "- 32 GB memory\n- 1 TB storage\n\n| Part | Price |\n|---|---|\n| Laptop | $1,349.00 |\n| Sleeve | $39.00 |\n"
+)
+
+
+def _hostile(attacker: str) -> str:
+    return (
+        f"Here it is ![chart]({attacker}/md-image.png) and <img src=\"{attacker}/html-img.png\" onerror=\"window.pwned=1\">"
+        f" [click me](javascript:window.pwned=2) <script>window.pwned=3</script>"
+        f"<a href=\"{attacker}/link\">a link</a> <iframe src=\"{attacker}/frame\"></iframe>"
+        f"<svg><image href=\"{attacker}/svg.png\"/></svg><style>body{{background:url({attacker}/css.png)}}</style> done."
+    )
+
+
+async def _use_gemini(panel: Any, gemini: GeminiServer) -> None:
+    """Set the model in the panel's settings, as a user does."""
+    await panel.click("#settings-button")
+    await panel.check("input[name=provider][value=gemini]")
+    await panel.fill("#gemini-model", "gemini-2.5-flash")
+    await panel.fill("#google-api-key", "panel-key-1234")
+    await panel.fill("#gemini-base-url", gemini.url)
+    await panel.click("#settings-save")
+    await panel.wait_for_selector("#settings-message[data-kind=ok]", timeout=30_000)
+    await panel.click("#settings-cancel")
+
+
+async def test_settings_saved_by_the_host_are_used_by_the_next_answer_and_markdown_renders(
+    panel_browser: Any, site: Site, private_settings: Path,
+) -> None:
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, api_key="panel-key-1234") as gemini:
+        gemini.enqueue(TextReply(text=MARKDOWN_ANSWER))
+        await _tabs(panel_browser, [site.url("product")])
+        panel = await open_panel(panel_browser, [site.url("product")])
+        await _use_gemini(panel, gemini)
+        assert await panel.inner_text("#model-chip") == "gemini-2.5-flash"
+        result = await ask(panel, "What does it cost?")
+        assert result["ok"], result["error"]
+        assert gemini.generate_requests, "the answer came from the model the panel chose"
+        # Saved in the user's settings file, private; nothing in the extension's storage.
+        saved = private_settings.read_text()
+        assert 'model = "gemini-2.5-flash"' in saved and "panel-key-1234" in saved and gemini.url in saved
+        assert stat.S_IMODE(private_settings.stat().st_mode) == 0o600
+        assert await panel.evaluate("chrome.storage.local.get(null)") == {}
+        # The answer's markdown, rendered.
+        answer = panel.locator(".turn .answer").last
+        assert await answer.locator("h2").inner_text() == "Prices"
+        assert await answer.locator("strong").first.inner_text() == "Aurora X14 Pro"
+        assert await answer.locator("li").count() == 2
+        assert await answer.locator("table td").count() == 4
+        text = await answer.inner_text()
+        assert "**" not in text and "##" not in text and "|---|" not in text
+        [chip] = await answer.locator(".chip").all()
+        assert (await chip.inner_text()).startswith("Aurora X14 Pro")
+        if shots := os.environ.get("CHATAGENT_DOCS_SHOTS"):
+            await panel.screenshot(path=f"{shots}/panel-answer.png")
+
+
+async def test_a_hostile_answer_renders_inert_and_fetches_nothing(
+    panel_browser: Any, site: Site, attacker: _Attacker,
+) -> None:
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None) as gemini:
+        gemini.enqueue(TextReply(text=_hostile(attacker.url)))
+        await _tabs(panel_browser, [site.url("product")])
+        panel = await open_panel(panel_browser, [site.url("product")])
+        await _use_gemini(panel, gemini)
+        result = await ask(panel, "Show me the chart.")
+        assert result["ok"], result["error"]
+        await panel.wait_for_timeout(1000)  # time for any fetch the page might still make
+        answer = panel.locator(".turn .answer").last
+        assert await answer.locator("img, script, iframe, svg, style").count() == 0
+        assert await panel.evaluate("window.pwned") is None
+        hrefs = await answer.locator("a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+        assert hrefs == [f"{attacker.url}/link"], "the javascript: link lost its href; the http one opens in a new tab"
+        assert "[chart]" in await answer.inner_text(), "an image shows as its alt text"
+    assert attacker.hits == [], "the panel fetched from the answer's URLs"
+
+
+async def test_a_thread_with_a_follow_up_then_stop_then_another_selection(panel_browser: Any, site: Site) -> None:
+    def respond(request: RecordedRequest) -> Reply:
+        question = request.last_user_text()
+        if "stop" in question:
+            return TextReply(text=" ".join(f"word{i}" for i in range(2000)), tokens_per_s=20, tokens_per_chunk=1)
+        if "sleeve" in question:
+            return TextReply(text="The Volta Sleeve costs $39.00 [Tab 1].")
+        if "Which laptop" in question:
+            return TextReply(text="The Orion 14 [Tab 1].")
+        return TextReply(text="It costs $1,349.00 [Tab 1].")
+
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=respond) as gemini:
+        urls = [site.url("product"), site.url("two_a")]
+        await _tabs(panel_browser, urls)
+        panel = await open_panel(panel_browser, urls)
+        await _use_gemini(panel, gemini)
+        first, second = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+        await _select(panel, [first])
+        one = await ask(panel, "How much is the laptop?")
+        two = await ask(panel, "And the sleeve?")
+        assert one["ok"] and two["ok"]
+        follow_up = gemini.generate_requests[-1].text()
+        assert "How much is the laptop?" in follow_up and "$1,349.00" in follow_up, "the follow-up carries the thread"
+        assert await panel.locator(".thread .turn").count() == 2
+        if shots := os.environ.get("CHATAGENT_DOCS_SHOTS"):
+            await panel.screenshot(path=f"{shots}/panel-thread.png")
+
+        # Stop: shown as stopped, not as an error.
+        running = asyncio.create_task(ask(panel, "Please stop me"))
+        await panel.locator(".turn .answer").last.filter(has_text="word3").wait_for()
+        await panel.click("#stop-button")
+        stopped = await running
+        assert stopped["stopped"] and not stopped["ok"]
+        last = panel.locator(".thread .turn").last
+        assert await last.get_attribute("data-state") == "stopped"
+        assert await last.locator(".turn-status").inner_text() == "Stopped."
+        assert await panel.locator(".turn-error, #error:not([hidden])").count() == 0
+
+        # Another selection: a conversation of its own, read afresh, no "now at" note.
+        await _select(panel, [second])
+        assert await panel.locator(".thread .turn").count() == 0
+        other = await ask(panel, "Which laptop is this?")
+        assert other["ok"], other["error"]
+        notes = [e["text"] for e in other["events"] if e["type"] == "note"]
+        assert not any("now at" in n for n in notes), notes
+        assert "How much is the laptop?" not in gemini.generate_requests[-1].text()
+        # Back to the first selection: its thread is still there.
+        await _select(panel, [first])
+        assert await panel.locator(".thread .turn").count() == 3

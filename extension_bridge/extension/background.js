@@ -24,6 +24,7 @@ let backoffMs = BACKOFF_MIN_MS;
 let reconnectTimer = null;
 const chunks = new Map(); // chunk id -> { parts: string[] }
 const asks = new Map(); // request id -> { panel: Port }
+const settingsRequests = new Map(); // request id -> the panel Port that asked
 const panels = new Set();
 const tabQueues = new Map(); // tab id -> promise that settles when the tab's last queued job has
 
@@ -171,11 +172,24 @@ function onHostMessage(msg) {
       if (a) post(a.panel, { type: "tool_activity", id: msg.id, name: msg.name, tabId: msg.tabId, args: msg.args });
       onTabQueue(msg.tabId, () => runTool(msg)).then(
         (result) => replyTool(msg, { ok: true, ...result }),
-        (e) => replyTool(msg, { ok: false, error: friendlyScriptError(e, msg.tabId) }),
+        (e) => replyTool(msg, { ok: false, error: friendlyScriptError(e) }),
       );
       break;
     }
+    case "settings": {
+      const panel = settingsRequests.get(msg.id);
+      settingsRequests.delete(msg.id);
+      if (panel) post(panel, msg);
+      else broadcast(msg); // saved from another panel: every panel shows the model that now answers
+      break;
+    }
     case "error": {
+      const waiting = msg.id != null ? settingsRequests.get(msg.id) : null;
+      if (waiting) {
+        settingsRequests.delete(msg.id);
+        post(waiting, { type: "error", id: msg.id, code: msg.code, message: msg.message });
+        break;
+      }
       const a = msg.id != null ? asks.get(msg.id) : null;
       if (a) {
         post(a.panel, { type: "error", id: msg.id, code: msg.code, message: msg.message });
@@ -265,13 +279,20 @@ function snapshotTab(tabId) {
   return inTab(tabId, pageSnapshot);
 }
 
-function friendlyScriptError(e, tabId) {
+// `what`: the tab in words ("“Orion 14 review”"), never Chrome's numeric id.
+function friendlyScriptError(e, what = "the tab") {
   const m = String(e?.message || e);
-  if (/No tab with id/i.test(m)) return `Tab ${tabId} was closed.`;
+  if (/No tab with id/i.test(m)) return `${what} was closed.`;
   if (/Cannot access|cannot be scripted|chrome:\/\/|extensions gallery|Missing host permission/i.test(m)) {
-    return `The browser does not let extensions read tab ${tabId} (a browser page, the Web Store or a PDF): ${m}`;
+    return `the browser does not let extensions read ${what} (a browser page, the Web Store or a PDF).`;
   }
   return m;
+}
+
+async function tabInWords(tabId) {
+  const tab = await chrome.tabs.get(tabId).catch(() => null);
+  const title = tab?.title || tab?.url || "";
+  return title ? `“${title.length > 60 ? `${title.slice(0, 59)}…` : title}”` : "a tab that was closed";
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -451,15 +472,20 @@ async function collectTab(tabId) {
 }
 
 async function startAsk(panel, req) {
+  if (host.state === "error") {
+    // Reading the tabs first would only add notes about them to an answer that cannot come.
+    post(panel, { type: "error", id: req.id, code: host.code || "host_unavailable", message: host.message });
+    return;
+  }
   const notes = [];
   const tabs = [];
   const results = await Promise.allSettled(req.tabIds.map((id) => onTabQueue(id, () => collectTab(id))));
-  results.forEach((r, i) => {
+  for (const [i, r] of results.entries()) {
     if (r.status === "fulfilled") tabs.push(r.value);
-    else notes.push({ tabId: req.tabIds[i], message: friendlyScriptError(r.reason, req.tabIds[i]) });
-  });
+    else notes.push({ message: friendlyScriptError(r.reason, await tabInWords(req.tabIds[i])) });
+  }
   for (const n of notes) {
-    post(panel, { type: "event", id: req.id, event: { type: "note", text: `Skipped: ${n.message}`, tab_id: String(n.tabId) } });
+    post(panel, { type: "event", id: req.id, event: { type: "note", text: `Skipped: ${n.message}` } });
   }
   if (!tabs.length) {
     post(panel, { type: "error", id: req.id, code: "no_readable_tabs", message: "None of the chosen tabs can be read." });
@@ -477,6 +503,7 @@ async function startAsk(panel, req) {
   const msg = { type: "ask", id: req.id, question: req.question, tabs };
   if (req.model) msg.model = req.model;
   if (req.noCache) msg.noCache = true;
+  if (req.conversation) msg.conversation = req.conversation;
   asks.set(req.id, { panel });
   try {
     sendToHost(msg);
@@ -512,6 +539,14 @@ chrome.runtime.onConnect.addListener((panel) => {
       );
     } else if (msg.type === "cancel") {
       if (asks.has(msg.id) && port) port.postMessage({ type: "cancel", id: msg.id });
+    } else if (msg.type === "settings_get" || msg.type === "settings_set") {
+      settingsRequests.set(msg.id, panel);
+      try {
+        sendToHost(msg.type === "settings_get" ? { type: msg.type, id: msg.id } : { type: msg.type, id: msg.id, values: msg.values });
+      } catch (e) {
+        settingsRequests.delete(msg.id);
+        post(panel, { type: "error", id: msg.id, code: host.code || "host_unavailable", message: String(e.message || e) });
+      }
     } else if (msg.type === "reconnect") {
       backoffMs = BACKOFF_MIN_MS;
       if (port) port.postMessage({ type: "ping", version: PROTOCOL_VERSION });
@@ -520,6 +555,7 @@ chrome.runtime.onConnect.addListener((panel) => {
   });
   panel.onDisconnect.addListener(() => {
     panels.delete(panel);
+    for (const [id, p] of settingsRequests) if (p === panel) settingsRequests.delete(id);
     // A closed panel's questions have nobody to answer: stop them.
     for (const [id, a] of asks) {
       if (a.panel === panel) {

@@ -1,15 +1,23 @@
-// chatagent side panel. Everything from the model or a page is rendered with
-// textContent / DOM properties, never innerHTML.
+// chatagent side panel: a conversation per tab selection, answers rendered
+// as sanitised markdown (markdown.js), and the host's settings.
 //
 // Test hook: open chrome-extension://<id>/sidepanel.html?tabs=12,34 as a page
 // to fix the tab list to those Chrome tab ids (all checked); then call
 // `await window.chatagentTest.ask("question")`, or fill #question and press
-// Ask. `document.body.dataset.state` is idle | running | done | error.
+// Ask. `document.body.dataset.state` is idle | running | done | stopped | error.
+
+import { citationChip, renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
 const els = {
   hostStatus: $("host-status"),
+  modelChip: $("model-chip"),
+  newButton: $("new-button"),
+  settingsButton: $("settings-button"),
+  tabs: $("tabs"),
+  tabsTitle: $("tabs-title"),
   tabList: $("tab-list"),
+  threadBox: $("thread-box"),
   form: $("ask-form"),
   question: $("question"),
   ask: $("ask-button"),
@@ -17,13 +25,13 @@ const els = {
   error: $("error"),
   errorText: $("error-text"),
   retry: $("retry-button"),
-  status: $("status"),
-  answer: $("answer"),
-  shots: $("shots"),
-  notes: $("notes"),
-  citations: $("citations"),
-  citationList: $("citation-list"),
-  meta: $("meta"),
+  settings: $("settings"),
+  settingsForm: $("settings-form"),
+  settingsMessage: $("settings-message"),
+  settingsPath: $("settings-path"),
+  settingsCancel: $("settings-cancel"),
+  viewer: $("viewer"),
+  viewerImage: $("viewer-image"),
 };
 
 const params = new URLSearchParams(location.search);
@@ -37,9 +45,26 @@ const fixedTabIds = params.has("tabs")
 
 let port = null;
 let hostState = { state: "idle" };
-let current = null; // { id, tabs: Map<string, {title,url,index}>, events: [], resolve }
+let hostSettings = null; // the host's `settings` message
+const pendingSettings = new Map(); // request id -> {resolve, reject}
+let current = null; // the running question: { id, thread, turn, events, resolve, started, stopping }
 const checked = new Set(); // tab ids the user picked (kept across list refreshes)
 let pickedDefault = false;
+let tabsById = new Map(); // the window's tabs, as last listed
+const threads = new Map(); // selection key -> thread
+
+// What the panel tells the user to do, by error code: in the panel, not in a terminal.
+const ADVICE = {
+  model_auth: "The model service refused the API key. Open Settings (⚙) and enter a valid key.",
+  model_config: "The model is not set up yet. Open Settings (⚙) to add its key, or choose the offline model.",
+  model_not_found: "The model service does not know that model. Open Settings (⚙) and check its name.",
+  model_unavailable: "The model service could not be reached. Check that it is running, or open Settings (⚙) to check its address.",
+  rate_limited: "The model service is rate-limiting requests. Wait a moment, then ask again.",
+  model_timeout: "The model took too long to answer. Ask again, or choose a faster model in Settings (⚙).",
+  no_readable_tabs: "None of the chosen tabs can be read (browser pages, the Web Store and PDFs are off limits). Pick another tab.",
+  worker_restarted: "The extension restarted. Ask again.",
+};
+const SETTINGS_CODES = new Set(["model_auth", "model_config", "model_not_found", "model_unavailable", "model_timeout"]);
 
 // ---------------------------------------------------------------- worker port
 
@@ -66,17 +91,21 @@ function onMessage(msg) {
       showHost();
       break;
     case "host_error":
-      if (current) showError(msg.message, msg.code);
-      else setStatus(`Host: ${msg.message}`);
+      if (current) setTurnStatus(current.turn, msg.message);
       break;
     case "event":
       if (current && msg.id === current.id) onEvent(msg.event);
       break;
     case "tool_activity":
-      if (current && msg.id === current.id) setStatus(toolStatus(msg.name, String(msg.tabId), msg.args));
+      if (current && msg.id === current.id) setTurnStatus(current.turn, toolStatus(msg.name, msg.tabId, msg.args));
+      break;
+    case "settings":
+      showSettings(msg);
+      settle(msg.id, msg);
       break;
     case "error":
-      if (current && msg.id === current.id) finish({ type: "error", code: msg.code, message: msg.message });
+      if (pendingSettings.has(msg.id)) settle(msg.id, null, msg);
+      else if (current && msg.id === current.id) finish({ type: "error", code: msg.code, message: msg.message });
       break;
   }
 }
@@ -88,8 +117,140 @@ function showHost() {
     hostState.state;
   els.hostStatus.title = hostState.message || "";
   if (hostState.state === "error" && !current) showError(hostState.message, hostState.code);
-  else if (hostState.state === "ready" && els.error.dataset.code?.startsWith("host_")) hideError();
+  else if (hostState.state === "ready") {
+    if (els.error.dataset.code?.startsWith("host_")) hideError();
+    requestSettings({ type: "settings_get" }).catch(() => {});
+  }
 }
+
+// ---------------------------------------------------------------- settings
+
+function requestSettings(msg) {
+  const id = crypto.randomUUID();
+  const done = new Promise((resolve, reject) => pendingSettings.set(id, { resolve, reject }));
+  send({ ...msg, id });
+  return done;
+}
+
+function settle(id, value, error) {
+  const waiting = pendingSettings.get(id);
+  if (!waiting) return;
+  pendingSettings.delete(id);
+  if (error) waiting.reject(Object.assign(new Error(error.message), { code: error.code }));
+  else waiting.resolve(value);
+}
+
+function showSettings(msg) {
+  hostSettings = msg;
+  els.modelChip.textContent = modelInWords(msg.model);
+  els.modelChip.title = `Answers come from ${modelInWords(msg.model)}. Change it in Settings.`;
+  if (!els.settings.open) fillSettingsForm(msg);
+}
+
+function modelInWords(model) {
+  return model === "extractive" ? "Offline" : model;
+}
+
+function providerOf(model) {
+  if (model === "extractive") return "extractive";
+  if (model.startsWith("openai:")) return "openai";
+  return "gemini";
+}
+
+function fillSettingsForm(msg) {
+  const s = msg.settings;
+  const model = s.model.value || "extractive";
+  const provider = providerOf(model);
+  els.settingsForm.elements.provider.value = provider;
+  $("gemini-model").value = provider === "gemini" ? model : "";
+  $("openai-model").value = provider === "openai" ? model.slice("openai:".length) : "";
+  $("gemini-base-url").value = s.geminiBaseUrl.value || "";
+  $("openai-base-url").value = s.openaiBaseUrl.value || "";
+  for (const [field, key] of [["google-api-key", "googleApiKey"], ["openai-api-key", "openaiApiKey"]]) {
+    const input = $(field);
+    input.value = "";
+    input.placeholder = s[key].value ? `saved (${s[key].value.replace(" (set)", "")}) — type to replace` : "not set";
+  }
+  for (const [hint, key] of [
+    ["google-api-key-hint", "googleApiKey"],
+    ["gemini-base-url-hint", "geminiBaseUrl"],
+    ["openai-base-url-hint", "openaiBaseUrl"],
+    ["openai-api-key-hint", "openaiApiKey"],
+  ]) {
+    $(hint).textContent =
+      s[key].source === "env" ? `Set by the ${s[key].origin}, which takes precedence over what you save here.` : "";
+  }
+  els.settingsPath.textContent = msg.path ? ` (${msg.path})` : "";
+  showProviderGroup();
+}
+
+function showProviderGroup() {
+  const provider = els.settingsForm.elements.provider.value;
+  for (const group of els.settingsForm.querySelectorAll(".group")) group.hidden = group.dataset.provider !== provider;
+}
+
+function settingsValues() {
+  const provider = els.settingsForm.elements.provider.value;
+  const values = {};
+  if (provider === "extractive") values.model = "extractive";
+  if (provider === "gemini") {
+    values.model = $("gemini-model").value.trim() || "gemini-2.5-flash";
+    values.geminiBaseUrl = $("gemini-base-url").value.trim() || null;
+    if ($("google-api-key").value.trim()) values.googleApiKey = $("google-api-key").value.trim();
+  }
+  if (provider === "openai") {
+    const name = $("openai-model").value.trim();
+    if (!name) throw new Error("Type the model's name as the server knows it (e.g. llama3.1).");
+    values.model = `openai:${name}`;
+    values.openaiBaseUrl = $("openai-base-url").value.trim() || null;
+    if ($("openai-api-key").value.trim()) values.openaiApiKey = $("openai-api-key").value.trim();
+  }
+  return values;
+}
+
+async function saveSettings(values) {
+  els.settingsMessage.dataset.kind = "";
+  els.settingsMessage.textContent = "Saving…";
+  try {
+    const msg = await requestSettings({ type: "settings_set", values });
+    fillSettingsForm(msg);
+    els.settingsMessage.dataset.kind = "ok";
+    els.settingsMessage.textContent = `Saved. ${modelInWords(msg.model)} answers the next question.`;
+    return msg;
+  } catch (e) {
+    els.settingsMessage.dataset.kind = "error";
+    els.settingsMessage.textContent =
+      hostState.state === "error" ? `The host is not available: ${hostState.message}` : e.message;
+    throw e;
+  }
+}
+
+function openSettings() {
+  els.settingsMessage.textContent = "";
+  if (hostSettings) fillSettingsForm(hostSettings);
+  else els.settingsMessage.textContent = hostState.state === "error" ? hostState.message : "Loading the settings…";
+  if (!els.settings.open) els.settings.showModal();
+  if (!hostSettings && hostState.state !== "error") requestSettings({ type: "settings_get" }).then(fillSettingsForm, () => {});
+}
+
+els.settingsForm.addEventListener("change", (e) => {
+  if (e.target.name === "provider") showProviderGroup();
+});
+els.settingsForm.addEventListener("submit", (e) => {
+  e.preventDefault(); // stay open until the host has saved
+  let values;
+  try {
+    values = settingsValues();
+  } catch (err) {
+    els.settingsMessage.dataset.kind = "error";
+    els.settingsMessage.textContent = err.message;
+    return;
+  }
+  saveSettings(values).catch(() => {});
+});
+els.settingsCancel.addEventListener("click", () => els.settings.close());
+els.settingsButton.addEventListener("click", openSettings);
+els.modelChip.addEventListener("click", openSettings);
 
 // ---------------------------------------------------------------- tab picker
 
@@ -103,13 +264,13 @@ async function listTabs() {
 
 async function renderTabs() {
   const tabs = await listTabs();
+  tabsById = new Map(tabs.map((t) => [t.id, t]));
   if (!pickedDefault) {
     pickedDefault = true;
     if (fixedTabIds) fixedTabIds.forEach((id) => checked.add(id));
     else tabs.filter((t) => t.active).forEach((t) => checked.add(t.id));
   }
-  const open = new Set(tabs.map((t) => t.id));
-  for (const id of [...checked]) if (!open.has(id)) checked.delete(id);
+  for (const id of [...checked]) if (!tabsById.has(id)) checked.delete(id);
   els.tabList.replaceChildren(
     ...tabs.map((t) => {
       const li = document.createElement("li");
@@ -118,12 +279,16 @@ async function renderTabs() {
       box.type = "checkbox";
       box.value = String(t.id);
       box.checked = checked.has(t.id);
-      box.addEventListener("change", () => (box.checked ? checked.add(t.id) : checked.delete(t.id)));
+      box.addEventListener("change", () => {
+        if (box.checked) checked.add(t.id);
+        else checked.delete(t.id);
+        selectionChanged();
+      });
       const text = document.createElement("span");
       text.className = "tab-text";
       const title = document.createElement("span");
       title.className = "tab-title";
-      title.textContent = t.title || t.url || `Tab ${t.id}`;
+      title.textContent = t.title || t.url || "Untitled tab";
       title.title = t.title || "";
       const hostName = document.createElement("span");
       hostName.className = "tab-host";
@@ -134,6 +299,7 @@ async function renderTabs() {
       return li;
     }),
   );
+  selectionChanged();
   return tabs;
 }
 
@@ -157,6 +323,68 @@ chrome.tabs.onCreated.addListener(scheduleRender);
 chrome.tabs.onRemoved.addListener(scheduleRender);
 chrome.tabs.onActivated.addListener(scheduleRender);
 
+// ---------------------------------------------------------------- threads
+
+// One conversation per selection of tabs: follow-ups carry its history, and a
+// different selection is a different conversation (read afresh, no "now at" notes).
+function selectionKey() {
+  return [...checked].sort((a, b) => a - b).join(",");
+}
+
+function threadFor(key) {
+  let thread = threads.get(key);
+  if (!thread) {
+    const el = document.createElement("section");
+    el.className = "thread";
+    thread = { key, conversation: crypto.randomUUID(), tabIds: null, el, turns: 0 };
+    threads.set(key, thread);
+  }
+  return thread;
+}
+
+function selectionChanged() {
+  const n = checked.size;
+  els.tabsTitle.textContent = n ? `Tabs to ask about (${n} selected)` : "Tabs to ask about (none selected)";
+  if (current) return; // the running answer stays in view; the next question uses the new selection
+  showThread(threadFor(selectionKey()));
+}
+
+function showThread(thread) {
+  if (els.threadBox.firstChild !== thread.el) els.threadBox.replaceChildren(thread.el);
+  els.newButton.disabled = thread.turns === 0;
+  if (!thread.turns && !thread.el.firstChild) thread.el.append(emptyHint());
+}
+
+function emptyHint() {
+  const p = document.createElement("p");
+  p.className = "empty";
+  p.textContent = checked.size
+    ? "Ask a question about the selected tabs. Follow-up questions keep the conversation."
+    : "Tick the tabs to ask about.";
+  return p;
+}
+
+function newConversation() {
+  if (current) return;
+  threads.delete(selectionKey());
+  showThread(threadFor(selectionKey()));
+  els.question.focus();
+}
+els.newButton.addEventListener("click", newConversation);
+
+function tabInfo(thread, tabId) {
+  const t = tabsById.get(Number(tabId));
+  const index = thread.tabIds ? thread.tabIds.indexOf(Number(tabId)) + 1 : 0;
+  return { tabId: Number(tabId), title: t?.title || t?.url || "", url: t?.url || "", index };
+}
+
+function tabInWords(thread, tabId) {
+  const t = tabInfo(thread, tabId);
+  if (!t.title) return "the tab";
+  const title = t.title.length > 40 ? `${t.title.slice(0, 39)}…` : t.title;
+  return `the “${title}” tab`;
+}
+
 // ---------------------------------------------------------------- asking
 
 async function ask(question, opts = {}) {
@@ -168,207 +396,302 @@ async function ask(question, opts = {}) {
   if (current) throw new Error("A question is already running; press Stop first.");
   const tabIds = opts.tabIds ?? [...checked];
   if (!tabIds.length) {
-    showError("Pick at least one tab to ask about.", "no_tabs");
+    showError("Tick at least one tab to ask about.", "no_tabs");
     throw new Error("no tabs selected");
   }
-  const all = await listTabs().catch(() => []);
-  const byId = new Map(all.map((t) => [t.id, t]));
-  const tabs = new Map();
-  tabIds.forEach((id, i) => {
-    const t = byId.get(id);
-    tabs.set(String(id), { title: t?.title || `Tab ${id}`, url: t?.url || "", index: i + 1 });
-  });
-
-  resetOutput();
+  hideError();
+  const thread = threadFor(opts.tabIds ? [...tabIds].sort((a, b) => a - b).join(",") : selectionKey());
+  showThread(thread);
+  // Keep the thread's first tab order: the host numbers tabs in it ([Tab 1]).
+  thread.tabIds = thread.tabIds ?? [...tabIds];
+  const ordered = [...thread.tabIds.filter((id) => tabIds.includes(id)), ...tabIds.filter((id) => !thread.tabIds.includes(id))];
+  const turn = addTurn(thread, question);
   const id = crypto.randomUUID();
   const done = new Promise((resolve) => {
-    current = { id, tabs, events: [], resolve, started: performance.now() };
+    current = { id, thread, turn, events: [], resolve, started: performance.now(), text: "", stopping: false };
   });
   setRunning(true);
-  setStatus(tabIds.length > 1 ? `Reading ${tabIds.length} tabs…` : "Reading the tab…");
-  const msg = { type: "ask", id, question, tabIds };
+  setTurnStatus(turn, ordered.length > 1 ? `Reading ${ordered.length} tabs…` : `Reading ${tabInWords(thread, ordered[0])}…`);
+  const msg = { type: "ask", id, question, tabIds: ordered, conversation: thread.conversation };
   if (opts.model) msg.model = opts.model;
   if (opts.noCache) msg.noCache = true;
   send(msg);
   return done;
 }
 
-function stop() {
-  if (!current) return;
-  send({ type: "cancel", id: current.id });
-  setStatus("Stopping…");
+function addTurn(thread, question) {
+  thread.el.querySelector(".empty")?.remove();
+  thread.turns += 1;
+  els.newButton.disabled = false;
+  const turn = document.createElement("article");
+  turn.className = "turn";
+  turn.dataset.state = "running";
+  const q = document.createElement("p");
+  q.className = "question";
+  q.textContent = question;
+  const answer = document.createElement("div");
+  answer.className = "answer markdown";
+  const status = document.createElement("p");
+  status.className = "turn-status";
+  status.setAttribute("role", "status");
+  const shots = document.createElement("div");
+  shots.className = "shots";
+  const notes = document.createElement("ul");
+  notes.className = "notes";
+  const sources = document.createElement("div");
+  sources.className = "sources";
+  sources.hidden = true;
+  const meta = document.createElement("footer");
+  meta.className = "meta";
+  turn.append(q, answer, status, shots, notes, sources, meta);
+  thread.el.append(turn);
+  turn.scrollIntoView({ block: "end" });
+  return turn;
 }
 
-function tabLabel(tabId) {
-  const t = current?.tabs.get(String(tabId));
-  if (!t) return tabId ? `tab ${tabId}` : "the tab";
-  const title = t.title.length > 40 ? `${t.title.slice(0, 39)}…` : t.title;
-  return current.tabs.size > 1 ? `tab ${t.index} (“${title}”)` : `“${title}”`;
+function stop() {
+  if (!current) return;
+  current.stopping = true;
+  send({ type: "cancel", id: current.id });
+  setTurnStatus(current.turn, "Stopping…");
 }
 
 function toolStatus(name, tabId, args = {}) {
-  const where = tabLabel(tabId ?? args.tab_id ?? args.tabId ?? args.tab);
-  if (name === "scroll") {
-    if (args.toText || args.to_text) return `Scrolling ${where} to “${args.toText || args.to_text}”…`;
-    return `Scrolling ${where}…`;
+  const where = tabInWords(current.thread, tabId ?? args.tab_id ?? args.tabId);
+  const tool = String(name).replace(/_tool$/, "");
+  if (tool === "scroll") {
+    const to = args.toText || args.to_text;
+    if (to) return `Scrolling ${where} to “${String(to).slice(0, 40)}”…`;
+    return { up: `Scrolling up ${where}…`, top: `Going to the top of ${where}…`, bottom: `Going to the end of ${where}…` }[args.direction] ?? `Scrolling down ${where}…`;
   }
-  if (name === "screenshot") return `Taking a screenshot of ${where}…`;
-  if (name === "snapshot") return `Reading ${where} again…`;
-  return `Running ${name} on ${where}…`;
+  if (tool === "screenshot") return `Looking at ${where}…`;
+  if (tool === "snapshot" || tool === "refresh_browser_state") return `Reading ${where} again…`;
+  return `Working on ${where}…`;
+}
+
+let renderQueued = false;
+function renderStreaming() {
+  // At most once a frame: re-rendering markdown on every token would be quadratic.
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => {
+    renderQueued = false;
+    if (current) renderAnswer(current.turn, current.text, current.thread, null);
+  });
+}
+
+function renderAnswer(turn, text, thread, citations) {
+  const byLabel = new Map((citations || []).map((c) => [String(c.label), c]));
+  const tabFor = (label) => {
+    const cited = byLabel.get(label);
+    if (cited) return { tabId: Number(cited.tab_id), title: cited.title || tabInfo(thread, cited.tab_id).title, url: cited.url };
+    const id = thread.tabIds?.[Number(label) - 1];
+    return id == null ? null : tabInfo(thread, id);
+  };
+  turn.querySelector(".answer").replaceChildren(renderMarkdown(text, tabFor));
 }
 
 function onEvent(ev) {
+  const { turn } = current;
   current.events.push(ev);
   switch (ev.type) {
     case "pass_start":
       if (ev.pass > 1) {
-        els.answer.textContent = "";
-        setStatus(`Looking closer (pass ${ev.pass})${ev.reason ? `: ${ev.reason}` : ""}…`);
+        current.text = "";
+        renderAnswer(turn, "", current.thread, null);
+        setTurnStatus(turn, "The page text was not enough; looking at the page itself…");
       } else {
-        setStatus("Thinking…");
+        setTurnStatus(turn, "Thinking…");
       }
       break;
     case "token":
-      if (!els.answer.textContent) setStatus("");
-      els.answer.append(document.createTextNode(ev.text));
+      if (!current.text) setTurnStatus(turn, "");
+      current.text += ev.text;
+      renderStreaming();
       break;
     case "tool_call":
-      setStatus(toolStatus(ev.name, null, ev.args || {}));
+      setTurnStatus(turn, toolStatus(ev.name, null, ev.args || {}));
       break;
     case "tool_result":
-      setStatus(ev.ok === false ? `${ev.name} failed: ${ev.text}` : "");
+      if (ev.ok === false) setTurnStatus(turn, `That did not work (${ev.text}); trying another way…`);
       break;
     case "screenshot":
-      addScreenshot(ev);
+      addScreenshot(turn, ev);
       break;
     case "note":
-      addNote(ev.tab_id ? `${tabLabel(ev.tab_id)}: ${ev.text}` : ev.text);
+      addNote(turn, ev.tab_id ? `${tabInWords(current.thread, ev.tab_id)}: ${ev.text}` : ev.text);
       break;
     case "done":
-      finish(ev);
-      break;
     case "error":
       finish(ev);
       break;
   }
 }
 
-function addScreenshot(ev) {
-  const fig = document.createElement("figure");
+function addScreenshot(turn, ev) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "shot";
   const img = document.createElement("img");
   img.src = `data:image/png;base64,${ev.png_base64}`;
-  img.alt = `Screenshot of ${tabLabel(ev.tab_id)}`;
-  const cap = document.createElement("figcaption");
-  cap.textContent = `Screenshot of ${tabLabel(ev.tab_id)}`;
-  fig.append(img, cap);
-  els.shots.append(fig);
+  img.alt = `What chatagent saw of ${tabInWords(current.thread, ev.tab_id)}`;
+  button.title = `${img.alt} (open full size)`;
+  button.append(img);
+  button.addEventListener("click", () => {
+    els.viewerImage.src = img.src;
+    els.viewerImage.alt = img.alt;
+    els.viewer.showModal();
+  });
+  turn.querySelector(".shots").append(button);
 }
 
-function addNote(text) {
+function addNote(turn, text) {
   const li = document.createElement("li");
   li.textContent = text;
-  els.notes.append(li);
+  turn.querySelector(".notes").append(li);
 }
 
 function finish(ev) {
   const run = current;
   if (!run) return;
   current = null;
+  const { turn, thread } = run;
   setRunning(false);
-  setStatus("");
+  setTurnStatus(turn, "");
+  let state;
   if (ev.type === "done") {
-    els.answer.textContent = ev.answer; // authoritative: replaces the streamed text
-    renderCitations(ev.citations || [], run);
-    renderMeta(ev, run);
-    document.body.dataset.state = "done";
+    renderAnswer(turn, ev.answer, thread, ev.citations); // authoritative: replaces the streamed text
+    renderSources(turn, ev.citations || [], thread);
+    renderMeta(turn, ev, run);
+    addCopy(turn, ev.answer);
+    state = "done";
+  } else if (ev.code === "aborted" && run.stopping) {
+    if (run.text) renderAnswer(turn, run.text, thread, null);
+    setTurnStatus(turn, "Stopped.");
+    state = "stopped";
   } else {
-    showError(ev.message || "Something went wrong.", ev.code);
-    document.body.dataset.state = "error";
+    if (run.text) renderAnswer(turn, run.text, thread, null);
+    showTurnError(turn, ev);
+    state = "error";
   }
+  turn.dataset.state = state;
+  document.body.dataset.state = state;
+  if (checked.size && selectionKey() !== thread.key) showThread(threadFor(selectionKey()));
   run.resolve({
     ok: ev.type === "done",
     answer: ev.type === "done" ? ev.answer : null,
     done: ev.type === "done" ? ev : null,
     error: ev.type === "done" ? null : { code: ev.code, message: ev.message },
+    stopped: state === "stopped",
     events: run.events,
-    text: els.answer.textContent,
+    text: turn.querySelector(".answer").innerText,
   });
 }
 
-function renderCitations(citations, run) {
-  if (!citations.length) {
-    els.citations.hidden = true;
-    return;
+function showTurnError(turn, ev) {
+  const box = document.createElement("div");
+  box.className = "turn-error";
+  box.setAttribute("role", "alert");
+  const p = document.createElement("p");
+  p.textContent = ADVICE[ev.code] || ev.message || "Something went wrong.";
+  box.append(p);
+  if (SETTINGS_CODES.has(ev.code)) {
+    const open = document.createElement("button");
+    open.type = "button";
+    open.textContent = "Open Settings";
+    open.addEventListener("click", openSettings);
+    box.append(open);
   }
-  els.citationList.replaceChildren(
-    ...citations.map((c) => {
-      const li = document.createElement("li");
-      const url = c.url || run.tabs.get(String(c.tab_id))?.url || "";
-      const title = c.title || run.tabs.get(String(c.tab_id))?.title || url;
-      let safe = false;
-      try {
-        safe = ["http:", "https:", "file:"].includes(new URL(url).protocol);
-      } catch {}
-      if (safe) {
-        const a = document.createElement("a");
-        a.href = url;
-        a.textContent = title;
-        a.title = url;
-        a.addEventListener("click", (e) => {
-          // Prefer switching to the tab that was read over opening a copy.
-          const tabId = Number.parseInt(c.tab_id, 10);
-          if (!Number.isInteger(tabId)) return;
-          e.preventDefault();
-          chrome.tabs.update(tabId, { active: true }).catch(() => chrome.tabs.create({ url }));
-        });
-        li.append(a);
-      } else {
-        li.textContent = title;
-      }
-      return li;
-    }),
-  );
-  els.citations.hidden = false;
+  if (ADVICE[ev.code] && ev.message) {
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.textContent = "Details";
+    const text = document.createElement("p");
+    text.textContent = ev.message;
+    details.append(summary, text);
+    box.append(details);
+  }
+  turn.querySelector(".meta").before(box);
 }
 
-function renderMeta(ev, run) {
+function renderSources(turn, citations, thread) {
+  const box = turn.querySelector(".sources");
+  if (!citations.length) return;
+  const label = document.createElement("span");
+  label.className = "sources-label";
+  label.textContent = "Sources";
+  box.replaceChildren(
+    label,
+    ...citations.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(thread, c.tab_id).title, url: c.url })),
+  );
+  box.hidden = false;
+}
+
+function renderMeta(turn, ev, run) {
   const parts = [];
-  if (ev.pass > 1) parts.push(`pass ${ev.pass}`);
+  if (ev.model) parts.push(modelInWords(ev.model));
   if (ev.usage && (ev.usage.input_tokens || ev.usage.output_tokens)) {
-    parts.push(`${ev.usage.input_tokens} in / ${ev.usage.output_tokens} out tokens`);
+    parts.push(`${ev.usage.input_tokens.toLocaleString()} in / ${ev.usage.output_tokens.toLocaleString()} out tokens`);
   }
   const ms = ev.timings?.total_ms || performance.now() - run.started;
-  parts.push(`${(ms / 1000).toFixed(1)} s`);
-  if (ev.tool_calls) parts.push(`${ev.tool_calls} tool call${ev.tool_calls > 1 ? "s" : ""}`);
-  if (ev.cached) parts.push("cached");
-  if (ev.stop_reason && ev.stop_reason !== "answered") parts.push(`stopped: ${ev.stop_reason}`);
-  els.meta.textContent = parts.join(" · ");
+  parts.push(ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
+  if (ev.tool_calls) parts.push(`looked at the page ${ev.tool_calls} time${ev.tool_calls > 1 ? "s" : ""}`);
+  if (ev.cached) parts.push("from memory");
+  if (ev.stop_reason === "max_turns") parts.push("gave up after the most steps allowed");
+  if (ev.stop_reason === "input_budget") parts.push("stopped at its token budget");
+  const text = document.createElement("span");
+  text.className = "meta-text";
+  text.textContent = parts.join(" · ");
+  turn.querySelector(".meta").replaceChildren(text);
 }
+
+function addCopy(turn, answer) {
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "copy";
+  button.textContent = "Copy";
+  button.title = "Copy the answer (markdown)";
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(answer);
+      button.textContent = "Copied";
+    } catch {
+      button.textContent = "Could not copy";
+    }
+    setTimeout(() => (button.textContent = "Copy"), 1500);
+  });
+  turn.querySelector(".meta").append(button);
+}
+
+// Chips (in answers and sources) focus the tab they cite.
+els.threadBox.addEventListener("click", (e) => {
+  const chip = e.target.closest?.(".chip");
+  if (!chip) return;
+  const tabId = Number(chip.dataset.tabId);
+  chrome.tabs
+    .update(tabId, { active: true })
+    .then((tab) => chrome.windows.update(tab.windowId, { focused: true }))
+    .catch(() => (chip.title = "That tab is closed."));
+});
 
 // ---------------------------------------------------------------- UI state
-
-function resetOutput() {
-  hideError();
-  els.answer.textContent = "";
-  els.shots.replaceChildren();
-  els.notes.replaceChildren();
-  els.citationList.replaceChildren();
-  els.citations.hidden = true;
-  els.meta.textContent = "";
-}
 
 function setRunning(running) {
   els.ask.disabled = running;
   els.stop.hidden = !running;
-  document.body.dataset.state = running ? "running" : "idle";
+  els.newButton.disabled = running;
+  if (running) {
+    document.body.dataset.state = "running";
+    els.question.value = "";
+  }
 }
 
-function setStatus(text) {
-  els.status.textContent = text;
+function setTurnStatus(turn, text) {
+  turn.querySelector(".turn-status").textContent = text;
 }
 
 function showError(message, code) {
-  els.errorText.textContent = message;
+  els.errorText.textContent = ADVICE[code] || message;
   els.error.dataset.code = code || "";
   els.retry.hidden = !(code || "").startsWith("host_");
   els.error.hidden = false;
@@ -382,7 +705,8 @@ function hideError() {
 
 els.form.addEventListener("submit", (e) => {
   e.preventDefault();
-  ask(els.question.value).catch((err) => {
+  const question = els.question.value;
+  ask(question).catch((err) => {
     if (err.message !== "no tabs selected") showError(err.message, "input");
   });
 });
@@ -402,6 +726,10 @@ els.retry.addEventListener("click", () => {
 window.chatagentTest = {
   ask: (question, opts) => ask(question, opts),
   stop,
+  newConversation,
+  openSettings,
+  saveSettings: (values) => saveSettings(values),
+  settings: () => hostSettings,
   selectedTabIds: () => [...checked],
   hostState: () => ({ ...hostState }),
   refreshTabs: () => renderTabs(),
