@@ -73,3 +73,37 @@ async def test_the_model_connection_is_open_before_the_first_question(gemini: Ge
         await peer.send(ask("a", "How much is it?"))
         assert (await peer.events_until_end("a"))[-1]["type"] == "done"
     assert len(gemini.generate_requests) == 1
+
+
+async def test_panel_settings_are_saved_in_the_settings_file_and_bad_ones_change_nothing(
+    gemini: GeminiServer, private_settings: Any,
+) -> None:
+    """The panel's settings view over the real host: what it shows, a bad value
+    refused with the panel's name for the field, a save the next ask uses, and
+    threads (`conversation`) that keep their own history."""
+    gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."), TextReply(text="Other thread [Tab 1]."))
+    async with spawn_host({"GOOGLE_API_KEY": "", "GEMINI_API_KEY": "", "CHATAGENT_MODEL": ""}) as proc:
+        peer = Peer(proc)
+        await peer.send({"type": "settings_get", "id": "s1"})
+        shown = await peer.recv()
+        assert shown["type"] == "settings" and shown["model"] == "extractive"
+        assert shown["settings"]["googleApiKey"] == {"value": None, "source": "default", "origin": "default"}
+        assert shown["path"] == str(private_settings)
+        await peer.send({"type": "settings_set", "id": "s2", "values": {"model": "gpt-nonsense", "googleApiKey": "k"}})
+        refused = await peer.recv()
+        assert refused["type"] == "error" and refused["id"] == "s2" and refused["code"] == "bad_setting"
+        assert refused["message"].startswith("Model: Unknown model 'gpt-nonsense'")
+        assert not private_settings.exists(), "a bad value saves nothing"
+        await peer.send({"type": "settings_set", "id": "s3", "values": {
+            "model": "gemini-2.5-flash", "googleApiKey": "test", "geminiBaseUrl": gemini.url, "cdp": "http://evil:9222"}})
+        saved = await peer.recv()
+        assert saved["model"] == "gemini-2.5-flash"
+        assert saved["settings"]["googleApiKey"]["value"] == "(set)" and saved["settings"]["googleApiKey"]["source"] == "file"
+        assert "cdp" not in private_settings.read_text(), "only the panel's settings can be set from the panel"
+        await peer.send({**ask("a", "How much is it?", conversation="t1"), "model": None})
+        first = (await peer.events_until_end("a"))[-1]
+        await peer.send({**ask("b", "And in another thread?", conversation="t2"), "model": None})
+        assert (await peer.events_until_end("b"))[-1]["type"] == "done"
+    assert first["type"] == "done" and first["model"] == "gemini-2.5-flash"
+    other = gemini.generate_requests[1].text()
+    assert "How much is it?" not in other, "another thread starts without the first one's history"

@@ -21,9 +21,6 @@ from extension_bridge.harness import chromium_with_extension, open_panel
 
 from conftest import Site
 
-# Set to a path to refresh the README's screenshot of the side panel.
-SCREENSHOT_ENV = "CHATAGENT_PANEL_SCREENSHOT"
-
 DEBIAN_WRAPPER = Path("/usr/bin/chromium")  # a shell script exporting Chromium's own GOOGLE_API_KEY
 
 
@@ -106,8 +103,6 @@ async def test_question_through_the_extension_and_real_host(browser_with_host: A
     assert "ZX-4471" in await turn.locator(".answer").inner_text()
     assert await turn.locator(".sources .chip").count() == 1
     assert await panel.inner_text("#model-chip") == "Offline"
-    if os.environ.get(SCREENSHOT_ENV):
-        await panel.screenshot(path=os.environ[SCREENSHOT_ENV], full_page=True)
 
 
 # --- with a model that writes markdown: the local Gemini-compatible server ------------------
@@ -200,8 +195,6 @@ async def test_settings_saved_by_the_host_are_used_by_the_next_answer_and_markdo
         assert "**" not in text and "##" not in text and "|---|" not in text
         [chip] = await answer.locator(".chip").all()
         assert (await chip.inner_text()).startswith("Aurora X14 Pro")
-        if shots := os.environ.get("CHATAGENT_DOCS_SHOTS"):
-            await panel.screenshot(path=f"{shots}/panel-answer.png")
 
 
 async def test_a_hostile_answer_renders_inert_and_fetches_nothing(
@@ -231,8 +224,8 @@ async def test_a_thread_with_a_follow_up_then_stop_then_another_selection(panel_
             return TextReply(text=" ".join(f"word{i}" for i in range(2000)), tokens_per_s=20, tokens_per_chunk=1)
         if "sleeve" in question:
             return TextReply(text="The Volta Sleeve costs $39.00 [Tab 1].")
-        if "Which laptop" in question:
-            return TextReply(text="The Orion 14 [Tab 1].")
+        if "Which town" in question:
+            return TextReply(text="Port Averly [Tab 1].")
         return TextReply(text="It costs $1,349.00 [Tab 1].")
 
     with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=respond) as gemini:
@@ -248,8 +241,6 @@ async def test_a_thread_with_a_follow_up_then_stop_then_another_selection(panel_
         follow_up = gemini.generate_requests[-1].text()
         assert "How much is the laptop?" in follow_up and "$1,349.00" in follow_up, "the follow-up carries the thread"
         assert await panel.locator(".thread .turn").count() == 2
-        if shots := os.environ.get("CHATAGENT_DOCS_SHOTS"):
-            await panel.screenshot(path=f"{shots}/panel-thread.png")
 
         # Stop: shown as stopped, not as an error.
         running = asyncio.create_task(ask(panel, "Please stop me"))
@@ -265,7 +256,7 @@ async def test_a_thread_with_a_follow_up_then_stop_then_another_selection(panel_
         # Another selection: a conversation of its own, read afresh, no "now at" note.
         await _select(panel, [second])
         assert await panel.locator(".thread .turn").count() == 0
-        other = await ask(panel, "Which laptop is this?")
+        other = await ask(panel, "Which town is this?")
         assert other["ok"], other["error"]
         notes = [e["text"] for e in other["events"] if e["type"] == "note"]
         assert not any("now at" in n for n in notes), notes

@@ -258,3 +258,26 @@ async def test_tools_on_one_tab_run_one_at_a_time_in_the_extension(tmp_path: Pat
         # One after the other, the second scroll starts where the first ended;
         # run together, both would report the page after both had scrolled.
         assert 0 < first < second, (first, second)
+
+
+def test_the_panel_loads_nothing_remote_and_its_libraries_are_the_pinned_ones() -> None:
+    """The CSP is what stops an answer that slips past the sanitiser from
+    fetching a URL; the vendored files are byte-identical to the versions the
+    vendor README names."""
+    import hashlib
+    import re
+
+    manifest = json.loads((EXTENSION_DIR / "manifest.json").read_text())
+    csp = dict(
+        (d.split()[0], d.split()[1:]) for d in manifest["content_security_policy"]["extension_pages"].split(";") if d.strip()
+    )
+    assert csp["default-src"] == ["'none'"] and csp["script-src"] == ["'self'"]
+    assert csp["img-src"] == ["'self'", "data:"] and "connect-src" not in csp  # falls back to 'none'
+    vendor = EXTENSION_DIR / "vendor"
+    rows = re.findall(r"^\| `([^`]+)` \|.*\| ([\d.]+) \|.*\| `([0-9a-f]{64})` \|$", (vendor / "README.md").read_text(), re.M)
+    assert {name for name, _, _ in rows} == {"marked.esm.js", "purify.es.mjs"}
+    for name, version, digest in rows:
+        body = (vendor / name).read_bytes()
+        assert hashlib.sha256(body).hexdigest() == digest, name
+        assert version.encode() in body[:400], f"{name} is not version {version}"
+    assert (vendor / "marked.LICENSE").exists() and (vendor / "dompurify.LICENSE").exists()

@@ -76,13 +76,21 @@ function chipCitations(root, tabFor) {
   }
 }
 
+// "Port Averly — City guide — Coastal Towns Atlas" → "Port Averly": titles lead
+// with what the page is about and trail with the site's name.
+function shortTitle(title) {
+  const [first] = title.split(/\s+[—–|·]\s+|\s+-\s+/);
+  return first.trim().length >= 3 ? first.trim() : title;
+}
+
 export function citationChip(tab, cited = "") {
   const chip = document.createElement("button");
   chip.type = "button";
   chip.className = "chip";
   chip.dataset.tabId = String(tab.tabId);
   const title = tab.title || tab.url || `Tab ${tab.tabId}`;
-  chip.textContent = title.length > 28 ? `${title.slice(0, 27)}…` : title;
+  const short = shortTitle(title);
+  chip.textContent = short.length > 28 ? `${short.slice(0, 27)}…` : short;
   chip.title = `${cited ? `${cited}: ` : ""}${title} (go to the tab)`;
   return chip;
 }

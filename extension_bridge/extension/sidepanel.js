@@ -488,7 +488,10 @@ function renderAnswer(turn, text, thread, citations) {
     const id = thread.tabIds?.[Number(label) - 1];
     return id == null ? null : tabInfo(thread, id);
   };
+  const box = els.threadBox;
+  const following = box.scrollHeight - box.scrollTop - box.clientHeight < 40; // the reader is at the end
   turn.querySelector(".answer").replaceChildren(renderMarkdown(text, tabFor));
+  if (following) box.scrollTop = box.scrollHeight;
 }
 
 function onEvent(ev) {
@@ -576,6 +579,7 @@ function finish(ev) {
   }
   turn.dataset.state = state;
   document.body.dataset.state = state;
+  turn.scrollIntoView({ block: "nearest" });
   if (checked.size && selectionKey() !== thread.key) showThread(threadFor(selectionKey()));
   run.resolve({
     ok: ev.type === "done",

@@ -1,0 +1,102 @@
+"""Draw the side panel's screenshots in docs/: an answer with a table, a
+thread with a follow-up, the settings, an error. Real Chromium with the
+extension and the real host; the model is the Gemini client against the
+project's local Gemini-compatible server, with scripted replies (no network
+here), so the pictures show the panel, not a model's skill.
+
+    .venv/bin/python scripts/panel_screenshots.py [--out docs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from chatagent.bench.server import PageServer  # noqa: E402
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply  # noqa: E402
+from extension_bridge.harness import chromium_with_extension, open_panel  # noqa: E402
+
+PAGES = ROOT / "fixtures" / "pages"
+
+COMPARISON = """Port Averly is the bigger and older of the two [Tab 1]; Lindqvist Harbor is wetter and has no trams [Tab 2].
+
+| | Port Averly | Lindqvist Harbor |
+|---|---|---|
+| Population (2024) | 182,400 | 96,750 |
+| Founded | 1648 | 1791 |
+| Tram lines | 6 | none (buses and ferries) |
+| Annual rainfall | 640 mm | 1,120 mm |
+"""
+
+FOLLOW_UP = """A 24-hour ticket costs:
+
+- **€7.50** in Port Averly (trams and buses) [Tab 1]
+- **€6.20** in Lindqvist Harbor, covering buses *and* ferries [Tab 2]
+"""
+
+
+def reply(request: RecordedRequest) -> Reply:
+    question = request.last_user_text()
+    if "ticket" in question:
+        return TextReply(text=FOLLOW_UP)
+    return TextReply(text=COMPARISON)
+
+
+async def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as work, PageServer() as pages, \
+            GeminiServer(responder=reply, ttft_s=0.2, tokens_per_s=400, api_key="docs-key") as gemini:
+        os.environ["CHATAGENT_CONFIG"] = str(Path(work) / "config.toml")  # not the user's own settings
+        env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "CHATAGENT_MODEL")}
+        urls = [pages.file_url(PAGES / "two_a.html"), pages.file_url(PAGES / "two_b.html")]
+        async with chromium_with_extension(Path(work), env=env) as ctx:
+            for url in urls:
+                await (await ctx.new_page()).goto(url)
+            panel = await open_panel(ctx, urls, width=400, height=760)
+
+            # Settings: Gemini with a key and the local endpoint.
+            await panel.click("#settings-button")
+            await panel.check("input[name=provider][value=gemini]")
+            await panel.fill("#gemini-model", "gemini-2.5-flash")
+            await panel.fill("#google-api-key", "wrong-key")
+            await panel.fill("#gemini-base-url", gemini.url)
+            await panel.click("#settings-save")
+            await panel.wait_for_selector("#settings-message[data-kind=ok]")
+            await panel.screenshot(path=str(out / "panel-settings.png"))
+            await panel.click("#settings-cancel")
+
+            # An error: the key is refused; the panel says what to do, in the panel.
+            await panel.evaluate("window.chatagentTest.ask('Compare the two towns.')")
+            await panel.screenshot(path=str(out / "panel-error.png"))
+
+            await panel.click("#settings-button")
+            await panel.fill("#google-api-key", "docs-key")
+            await panel.click("#settings-save")
+            await panel.wait_for_selector("#settings-message[data-kind=ok]")
+            await panel.click("#settings-cancel")
+            await panel.click("#new-button")
+
+            await panel.fill("#question", "Compare the two towns.")
+            await panel.press("#question", "Enter")
+            await panel.wait_for_selector("body[data-state=done]")
+            await panel.screenshot(path=str(out / "panel-answer.png"))
+
+            await panel.fill("#question", "What does a day ticket cost in each?")
+            await panel.press("#question", "Enter")
+            await panel.wait_for_selector(".turn:nth-child(2)[data-state=done]")
+            await panel.screenshot(path=str(out / "panel-thread.png"))
+    for name in ("panel-answer", "panel-thread", "panel-settings", "panel-error"):
+        print(out / f"{name}.png")
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "docs")
+    asyncio.run(main(parser.parse_args().out))
