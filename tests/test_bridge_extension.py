@@ -242,7 +242,10 @@ async def test_host_not_installed_is_explained(tmp_path: Path, site: str) -> Non
         assert "chatagent bridge install" in text and "not installed" in text
         assert await panel.is_visible("#retry-button")
         res = await panel.evaluate("window.chatagentTest.ask('hello').catch(e => ({ok: false, thrown: e.message}))")
-        assert res["ok"] is False and res["error"]["code"] == "host_not_found"
+        assert res == {"ok": False, "thrown": "no host"}
+        # No turn with notes about tabs for an answer that cannot come: the banner says why.
+        assert await panel.locator(".turn").count() == 0
+        assert "chatagent bridge install" in await panel.inner_text("#error-text")
     finally:
         await ctx.close()
         await pw.stop()

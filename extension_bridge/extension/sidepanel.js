@@ -143,6 +143,7 @@ function settle(id, value, error) {
 function showSettings(msg) {
   hostSettings = msg;
   els.modelChip.textContent = modelInWords(msg.model);
+  els.modelChip.hidden = false;
   els.modelChip.title = `Answers come from ${modelInWords(msg.model)}. Change it in Settings.`;
   if (!els.settings.open) fillSettingsForm(msg);
 }
@@ -227,8 +228,14 @@ async function saveSettings(values) {
 
 function openSettings() {
   els.settingsMessage.textContent = "";
+  els.settingsMessage.dataset.kind = "";
   if (hostSettings) fillSettingsForm(hostSettings);
-  else els.settingsMessage.textContent = hostState.state === "error" ? hostState.message : "Loading the settings…";
+  else if (hostState.state === "error") {
+    els.settingsMessage.dataset.kind = "error";
+    els.settingsMessage.textContent = `Settings are kept by the chatagent host, which is not available. ${hostState.message}`;
+  } else els.settingsMessage.textContent = "Loading the settings…";
+  $("settings-save").disabled = hostState.state === "error";
+  showProviderGroup();
   if (!els.settings.open) els.settings.showModal();
   if (!hostSettings && hostState.state !== "error") requestSettings({ type: "settings_get" }).then(fillSettingsForm, () => {});
 }
@@ -259,7 +266,9 @@ async function listTabs() {
     const tabs = await Promise.all(fixedTabIds.map((id) => chrome.tabs.get(id).catch(() => null)));
     return tabs.filter(Boolean);
   }
-  return chrome.tabs.query({ currentWindow: true });
+  // Only pages the extension may read: not the browser's own pages, nor other extensions'.
+  const tabs = await chrome.tabs.query({ currentWindow: true });
+  return tabs.filter((t) => /^(https?|file):/.test(t.url || t.pendingUrl || ""));
 }
 
 async function renderTabs() {
@@ -394,6 +403,10 @@ async function ask(question, opts = {}) {
     throw new Error("Type a question first.");
   }
   if (current) throw new Error("A question is already running; press Stop first.");
+  if (hostState.state === "error") {
+    showError(hostState.message, hostState.code); // no answer can come: no turn for it
+    throw new Error("no host");
+  }
   const tabIds = opts.tabIds ?? [...checked];
   if (!tabIds.length) {
     showError("Tick at least one tab to ask about.", "no_tabs");
@@ -711,7 +724,7 @@ els.form.addEventListener("submit", (e) => {
   e.preventDefault();
   const question = els.question.value;
   ask(question).catch((err) => {
-    if (err.message !== "no tabs selected") showError(err.message, "input");
+    if (err.message !== "no tabs selected" && err.message !== "no host") showError(err.message, "input");
   });
 });
 els.question.addEventListener("keydown", (e) => {
