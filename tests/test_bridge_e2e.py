@@ -143,7 +143,8 @@ def attacker() -> Iterator[_Attacker]:
 
 MARKDOWN_ANSWER = (
     "## Prices\n\nThe **Aurora X14 Pro** costs $1,349.00 [Tab 1].\n\n"
-    "- 32 GB memory\n- 1 TB storage\n\n| Part | Price |\n|---|---|\n| Laptop | $1,349.00 |\n| Sleeve | $39.00 |\n"
+    "- 32 GB memory\n- 1 TB storage\n\n| Part | Price |\n|---|---|\n| Laptop | $1,349.00 |\n| Sleeve | $39.00 |\n\n"
+    "Spec sheet: https://volta.example/products/aurora-x14-pro/" + "specificationsanddownloads" * 8 + "\n"
 )
 
 
@@ -193,6 +194,8 @@ async def test_settings_saved_by_the_host_are_used_by_the_next_answer_and_markdo
         assert await answer.locator("table td").count() == 4
         text = await answer.inner_text()
         assert "**" not in text and "##" not in text and "|---|" not in text
+        overflow = await panel.eval_on_selector("#thread-box", "b => b.scrollWidth - b.clientWidth")
+        assert overflow <= 0, "a long URL wraps instead of widening the panel"
         [chip] = await answer.locator(".chip").all()
         assert (await chip.inner_text()).startswith("Aurora X14 Pro")
 

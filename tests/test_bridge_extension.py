@@ -203,6 +203,13 @@ async def test_ask_two_tabs_with_tools_and_safe_rendering(ext_ctx: Any, site: st
     assert "[scroll:True:True:True]" in tokens
     assert "not found" in tokens
     assert await panel.locator(".turn .shots img").count() == 2
+    # A thumbnail opens the screenshot full size.
+    await panel.locator(".turn .shot").first.click()
+    await panel.wait_for_selector("#viewer[open]")
+    shown = await panel.eval_on_selector("#viewer-image", "i => [i.naturalWidth, i.getBoundingClientRect().width]")
+    thumb = await panel.eval_on_selector(".turn .shot img", "i => i.getBoundingClientRect().width")
+    assert shown[0] > 300 and shown[1] > thumb
+    await panel.click("#viewer .close")
     # Model text is rendered as sanitised markdown (tests/test_bridge_e2e.py tries hostile answers).
     assert await panel.inner_text(".turn .answer") == "final tools"
     chips = panel.locator(".turn .sources .chip")
