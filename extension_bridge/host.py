@@ -20,7 +20,7 @@ from chatagent.errors import ChatAgentError
 from chatagent.events import ErrorEvent, Event
 
 from .errors import BadToolResultError, BridgeClosedError, MessageError, ProtocolError
-from .install import EXTENSION_ORIGIN, FIREFOX_EXTENSION_ID
+from .install import EXTENSION_ORIGIN
 from .messages import (
     PROTOCOL_VERSION,
     AskMessage,
@@ -45,7 +45,7 @@ AnswerFn = Callable[[AskMessage, list[BridgeTab]], AsyncIterator["Event | dict[s
 WarmFn = Callable[[], Awaitable[None]]
 SettingsFn = Callable[[SettingsGetMessage | SettingsSetMessage], Awaitable[SettingsMessage]]
 
-DEFAULT_ALLOWED_ORIGINS = frozenset({EXTENSION_ORIGIN, FIREFOX_EXTENSION_ID})
+DEFAULT_ALLOWED_ORIGINS = frozenset({EXTENSION_ORIGIN})
 MAX_CONCURRENT_ASKS = 8
 
 

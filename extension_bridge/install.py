@@ -2,10 +2,14 @@
 
 For each browser we write, into its native-messaging-hosts directory:
 
-* `com.chatagent.bridge.json`, the host manifest the browser reads, and
+* `com.chatagent.bridge.json`, the host manifest the browser reads,
 * `com.chatagent.bridge.sh`, the launcher it points at: a `/bin/sh` script that
   execs *this* Python interpreter with `-m extension_bridge`, so the host runs
-  in the same environment that ran `chatagent bridge install`.
+  in the same environment that ran `chatagent bridge install`, and
+* `com.chatagent.bridge.created-folders.json`, only when the install had to
+  create that directory (or its parents): the list of folders it created, so
+  uninstall removes those (once empty) and never a folder the browser or the
+  user made.
 
 Keeping the launcher next to its manifest makes each registration
 self-contained: uninstalling one browser never breaks another.
@@ -16,13 +20,14 @@ The extension ID allowed to connect is derived from the public key committed in
 
 from __future__ import annotations
 
-import argparse
 import base64
 import hashlib
 import json
 import os
 import shlex
+import shutil
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -30,20 +35,39 @@ from pydantic import BaseModel
 
 from .errors import InstallError
 
+#: The command shown wherever a user is told how to install the host: CLI help,
+#: errors, status, both READMEs and the side panel (a test checks they agree).
+INSTALL_COMMAND = "chatagent bridge install"
+
 HOST_NAME = "com.chatagent.bridge"
 HOST_DESCRIPTION = "chatagent: answers questions about browser tabs"
 LAUNCHER_NAME = f"{HOST_NAME}.sh"
 MANIFEST_NAME = f"{HOST_NAME}.json"
-#: Gecko add-on id the extension must declare (browser_specific_settings) if
-#: packaged for Firefox; Firefox identifies extensions by this, not by a key.
-FIREFOX_EXTENSION_ID = "chatagent-bridge@chatagent.dev"
-
+CREATED_NAME = f"{HOST_NAME}.created-folders.json"
 EXTENSION_DIR = Path(__file__).resolve().parent / "extension"
 
-Browser = Literal["chrome", "chromium", "edge", "brave", "firefox"]
+Browser = Literal["chrome", "chromium", "edge", "brave"]
+#: Browsers whose host folders we know: the supported ones, and Firefox, for
+#: which an earlier version installed a manifest (uninstall and status find it).
+KnownBrowser = Literal["chrome", "chromium", "edge", "brave", "firefox"]
 Scope = Literal["user", "system"]
-BROWSERS: tuple[Browser, ...] = ("chrome", "chromium", "edge", "brave", "firefox")
+BROWSERS: tuple[Browser, ...] = ("chrome", "chromium", "edge", "brave")
+KNOWN_BROWSERS: tuple[KnownBrowser, ...] = (*BROWSERS, "firefox")
 SCOPES: tuple[Scope, ...] = ("user", "system")
+
+SUPPORTED_NAMES = f"{', '.join(BROWSERS[:-1])} or {BROWSERS[-1]}"
+FIREFOX_UNSUPPORTED = (
+    "Firefox is not supported yet: the extension uses Chrome's side panel API (sidePanel), which Firefox "
+    f"does not have, and it has no Gecko add-on id, which Firefox requires. Use {SUPPORTED_NAMES}."
+)
+
+#: Where each browser lists its extensions (the next step after installing).
+EXTENSIONS_PAGE: dict[Browser, str] = {
+    "chrome": "chrome://extensions",
+    "chromium": "chrome://extensions",
+    "edge": "edge://extensions",
+    "brave": "brave://extensions",
+}
 
 
 def extension_id_from_key(key_b64: str) -> str:
@@ -64,27 +88,28 @@ EXTENSION_ORIGIN = f"chrome-extension://{EXTENSION_ID}/"
 
 # ---------------------------------------------------------------- locations
 
-# Relative to $XDG_CONFIG_HOME (Linux) or ~/Library/Application Support (macOS).
-_LINUX_USER = {
+# Relative to $XDG_CONFIG_HOME (Linux) or ~/Library/Application Support (macOS):
+# each browser's settings folder, whose NativeMessagingHosts it reads.
+_LINUX_USER: dict[Browser, str] = {
     "chrome": "google-chrome",
     "chromium": "chromium",
     "edge": "microsoft-edge",
     "brave": "BraveSoftware/Brave-Browser",
 }
-_LINUX_SYSTEM = {
+_LINUX_SYSTEM: dict[KnownBrowser, str] = {
     "chrome": "/etc/opt/chrome/native-messaging-hosts",
     "chromium": "/etc/chromium/native-messaging-hosts",
     "edge": "/etc/opt/edge/native-messaging-hosts",
     "brave": "/etc/opt/brave.com/brave/native-messaging-hosts",
     "firefox": "/usr/lib/mozilla/native-messaging-hosts",
 }
-_MAC_USER = {
+_MAC_USER: dict[Browser, str] = {
     "chrome": "Google/Chrome",
     "chromium": "Chromium",
     "edge": "Microsoft Edge",
     "brave": "BraveSoftware/Brave-Browser",
 }
-_MAC_SYSTEM = {
+_MAC_SYSTEM: dict[KnownBrowser, str] = {
     "chrome": "/Library/Google/Chrome/NativeMessagingHosts",
     "chromium": "/Library/Application Support/Chromium/NativeMessagingHosts",
     "edge": "/Library/Microsoft/Edge/NativeMessagingHosts",
@@ -92,20 +117,58 @@ _MAC_SYSTEM = {
     "firefox": "/Library/Application Support/Mozilla/NativeMessagingHosts",
 }
 
+# How `chatagent bridge install` with no names finds browsers: a browser counts
+# as installed if one of its programs is on PATH (Linux), its app is in
+# /Applications or ~/Applications (macOS), or its settings folder for this user
+# holds the browser's own files (both: a browser that has been run, wherever it
+# was installed; a folder holding only NativeMessagingHosts may be our own
+# doing). Only the stable channels: beta and dev builds keep their settings,
+# and read manifests, elsewhere.
+_LINUX_PROGRAMS: dict[Browser, tuple[str, ...]] = {
+    "chrome": ("google-chrome", "google-chrome-stable"),
+    "chromium": ("chromium", "chromium-browser"),
+    "edge": ("microsoft-edge", "microsoft-edge-stable"),
+    "brave": ("brave-browser", "brave-browser-stable"),
+}
+_MAC_APPS: dict[Browser, str] = {
+    "chrome": "Google Chrome.app",
+    "chromium": "Chromium.app",
+    "edge": "Microsoft Edge.app",
+    "brave": "Brave Browser.app",
+}
 
-def _check(browser: str, scope: str) -> None:
-    if browser not in BROWSERS:
-        raise InstallError(f"Unknown browser {browser!r}; choose one of {', '.join(BROWSERS)}.")
+
+def _check_browser(browser: str, *, known: bool = False) -> None:
+    """Supported browsers pass; with `known`, also Firefox (to clean up after
+    an earlier version)."""
+    if browser in BROWSERS or (known and browser == "firefox"):
+        return
+    if browser == "firefox":
+        raise InstallError(FIREFOX_UNSUPPORTED)
+    raise InstallError(f"Unknown browser {browser!r}; choose one of {', '.join(BROWSERS)}.")
+
+
+def _check_scope(scope: str) -> None:
     if scope not in SCOPES:
         raise InstallError(f"Unknown scope {scope!r}; choose 'user' or 'system'.")
 
 
+def _check_platform(platform: str) -> None:
+    if not (platform.startswith("linux") or platform == "darwin"):
+        raise InstallError(
+            f"Installing the host on {platform!r} is not supported (Windows needs a registry key); "
+            "only Linux and macOS are."
+        )
+
+
 def hosts_dir(
-    browser: Browser, scope: Scope = "user", *, platform: str | None = None, home: Path | None = None
+    browser: KnownBrowser, scope: Scope = "user", *, platform: str | None = None, home: Path | None = None
 ) -> Path:
     """The directory where `browser` looks for native-messaging host manifests."""
-    _check(browser, scope)
+    _check_browser(browser, known=True)
+    _check_scope(scope)
     platform = platform or sys.platform
+    _check_platform(platform)
     home = home or Path.home()
     if platform.startswith("linux"):
         if scope == "system":
@@ -116,17 +179,34 @@ def hosts_dir(
         xdg = os.environ.get("XDG_CONFIG_HOME")
         base = Path(xdg) if xdg and home == Path.home() else home / ".config"
         return base / _LINUX_USER[browser] / "NativeMessagingHosts"
-    if platform == "darwin":
-        if scope == "system":
-            return Path(_MAC_SYSTEM[browser])
-        support = home / "Library" / "Application Support"
-        if browser == "firefox":
-            return support / "Mozilla" / "NativeMessagingHosts"
-        return support / _MAC_USER[browser] / "NativeMessagingHosts"
-    raise InstallError(
-        f"Installing the host on {platform!r} is not supported (Windows needs a registry key); "
-        "only Linux and macOS are."
-    )
+    if scope == "system":
+        return Path(_MAC_SYSTEM[browser])
+    support = home / "Library" / "Application Support"
+    if browser == "firefox":
+        return support / "Mozilla" / "NativeMessagingHosts"
+    return support / _MAC_USER[browser] / "NativeMessagingHosts"
+
+
+def find_browsers(*, platform: str | None = None, home: Path | None = None) -> dict[Browser, Path]:
+    """The supported browsers on this machine, each with the first path that
+    shows it is there (a program, an app, or its settings folder)."""
+    platform = platform or sys.platform
+    _check_platform(platform)
+    home = home or Path.home()
+    found: dict[Browser, Path] = {}
+    for browser in BROWSERS:
+        if platform == "darwin":
+            app = _MAC_APPS[browser]
+            candidates = [Path("/Applications") / app, home / "Applications" / app]
+        else:
+            candidates = [Path(p) for p in map(shutil.which, _LINUX_PROGRAMS[browser]) if p]
+        seen = next((c for c in candidates if c.exists()), None)
+        settings = hosts_dir(browser, platform=platform, home=home).parent
+        if seen is None and settings.is_dir() and any(e.name != "NativeMessagingHosts" for e in settings.iterdir()):
+            seen = settings
+        if seen is not None:
+            found[browser] = seen
+    return found
 
 
 # ---------------------------------------------------------------- content
@@ -134,21 +214,17 @@ def hosts_dir(
 
 def manifest_for(browser: Browser, launcher_path: str | Path) -> dict[str, Any]:
     """The host manifest for `browser`, pointing at `launcher_path` (absolute)."""
-    _check(browser, "user")
+    _check_browser(browser)
     path = Path(launcher_path)
     if not path.is_absolute():
         raise InstallError(f"The launcher path must be absolute (browsers require it), got {str(path)!r}.")
-    manifest: dict[str, Any] = {
+    return {
         "name": HOST_NAME,
         "description": HOST_DESCRIPTION,
         "path": str(path),
         "type": "stdio",
+        "allowed_origins": [EXTENSION_ORIGIN],
     }
-    if browser == "firefox":
-        manifest["allowed_extensions"] = [FIREFOX_EXTENSION_ID]
-    else:
-        manifest["allowed_origins"] = [EXTENSION_ORIGIN]
-    return manifest
 
 
 def launcher_script(python: str | None = None) -> str:
@@ -159,7 +235,7 @@ def launcher_script(python: str | None = None) -> str:
     root = str(Path(__file__).resolve().parent.parent)
     return (
         "#!/bin/sh\n"
-        "# Written by `chatagent bridge install`: starts the chatagent native-messaging host.\n"
+        f"# Written by `{INSTALL_COMMAND}`: starts the chatagent native-messaging host.\n"
         "# The browser passes the caller's origin as $1.\n"
         f"PYTHONPATH={shlex.quote(root)}${{PYTHONPATH:+:$PYTHONPATH}}\n"
         "export PYTHONPATH\n"
@@ -175,8 +251,16 @@ class InstallResult(BaseModel):
     extension_id: str
     origin: str
 
-    def describe(self) -> str:
-        return f"{self.browser} ({self.scope}): {self.manifest_path} → {self.launcher_path}"
+
+class Removal(BaseModel):
+    """What `uninstall` removed from one browser's host folder."""
+
+    browser: str
+    scope: str
+    directory: str
+    files: list[str] = []
+    #: Folders the install had created, removed now that they are empty.
+    folders: list[str] = []
 
 
 class HostStatus(BaseModel):
@@ -193,7 +277,8 @@ class HostStatus(BaseModel):
             return f"{self.browser} ({self.scope}): not installed"
         if self.ok:
             return f"{self.browser} ({self.scope}): installed, {self.manifest_path}"
-        return f"{self.browser} ({self.scope}): BROKEN, {self.manifest_path}: " + "; ".join(self.problems)
+        state = "NOT SUPPORTED" if self.browser == "firefox" else "BROKEN"
+        return f"{self.browser} ({self.scope}): {state}, {self.manifest_path}: " + "; ".join(self.problems)
 
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:
@@ -203,21 +288,39 @@ def _write_atomic(path: Path, text: str, mode: int) -> None:
     os.replace(tmp, path)
 
 
+def _missing_folders(directory: Path) -> list[Path]:
+    """`directory` and those of its parents that do not exist yet, outermost
+    first: what `mkdir(parents=True)` is about to create."""
+    missing: list[Path] = []
+    for folder in (directory, *directory.parents):
+        if folder.exists():
+            break
+        missing.append(folder)
+    return missing[::-1]
+
+
 def write_host_manifest(
     directory: str | Path, browser: Browser = "chromium", *, python: str | None = None
 ) -> InstallResult:
-    """Write launcher + manifest into `directory` (created if missing), e.g. a
-    test profile's `<user-data-dir>/NativeMessagingHosts`."""
+    """Write launcher + manifest into `directory` (created if missing, and
+    then recorded for uninstall), e.g. a test profile's
+    `<user-data-dir>/NativeMessagingHosts`."""
+    _check_browser(browser)
     directory = Path(directory).resolve()
     try:
+        created = _missing_folders(directory)
         directory.mkdir(parents=True, exist_ok=True)
+        if created:  # a folder that already existed is never recorded: it is not ours
+            record = {"created_folders": [str(f) for f in created]}
+            _write_atomic(directory / CREATED_NAME, json.dumps(record, indent=2) + "\n", 0o644)
         launcher = directory / LAUNCHER_NAME
         _write_atomic(launcher, launcher_script(python), 0o755)
         manifest = manifest_for(browser, launcher)
         _write_atomic(directory / MANIFEST_NAME, json.dumps(manifest, indent=2) + "\n", 0o644)
     except PermissionError as exc:
         raise InstallError(
-            f"No permission to write {exc.filename}: use --user, or run the --system install as root."
+            f"No permission to write {exc.filename}: install for your user (without --system), "
+            "or run the --system install as root."
         ) from exc
     except OSError as exc:
         raise InstallError(f"Could not write the host manifest in {directory}: {exc}") from exc
@@ -226,8 +329,8 @@ def write_host_manifest(
         scope="custom",
         manifest_path=str(directory / MANIFEST_NAME),
         launcher_path=str(launcher),
-        extension_id=EXTENSION_ID if browser != "firefox" else FIREFOX_EXTENSION_ID,
-        origin=EXTENSION_ORIGIN if browser != "firefox" else FIREFOX_EXTENSION_ID,
+        extension_id=EXTENSION_ID,
+        origin=EXTENSION_ORIGIN,
     )
 
 
@@ -236,35 +339,68 @@ def install(
 ) -> InstallResult:
     """Register the host for `browser`. `target_dir` overrides the browser's
     directory (tests, unusual profiles)."""
-    _check(browser, scope)
+    _check_browser(browser)
+    _check_scope(scope)
     directory = Path(target_dir) if target_dir is not None else hosts_dir(browser, scope)
     result = write_host_manifest(directory, browser, python=python)
     return result.model_copy(update={"scope": scope if target_dir is None else "custom"})
 
 
-def uninstall(browser: Browser, scope: Scope = "user", target_dir: str | Path | None = None) -> list[str]:
-    """Remove the manifest and launcher; returns the paths removed (none if
-    nothing was installed)."""
-    _check(browser, scope)
-    directory = Path(target_dir) if target_dir is not None else hosts_dir(browser, scope)
-    removed: list[str] = []
-    for name in (MANIFEST_NAME, LAUNCHER_NAME):
-        path = directory / name
+def _created_folders(directory: Path) -> list[Path]:
+    """The folders the install recorded as its own: `directory` or its parents
+    only, whatever the record says."""
+    try:
+        data = json.loads((directory / CREATED_NAME).read_text("utf-8"))
+        recorded = [Path(str(p)) for p in data["created_folders"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return [f for f in recorded if f == directory or f in directory.parents]
+
+
+def uninstall(
+    browsers: Sequence[KnownBrowser], scope: Scope = "user", target_dir: str | Path | None = None
+) -> list[Removal]:
+    """For each browser, remove the manifest, the launcher, and the folders
+    the install created that are now empty. Folders go after every browser's
+    files, so one that two installs share (`~/.config`, made by the first)
+    goes too. Firefox is accepted, to remove what an earlier version wrote."""
+    _check_scope(scope)
+    removals: list[Removal] = []
+    owner: dict[Path, Removal] = {}
+    for browser in browsers:
+        _check_browser(browser, known=True)
+        directory = (Path(target_dir) if target_dir is not None else hosts_dir(browser, scope)).resolve()
+        removal = Removal(browser=browser, scope=scope if target_dir is None else "custom", directory=str(directory))
+        removals.append(removal)
+        for folder in _created_folders(directory):
+            owner.setdefault(folder, removal)
+        for name in (MANIFEST_NAME, LAUNCHER_NAME, CREATED_NAME):
+            path = directory / name
+            try:
+                path.unlink()
+                removal.files.append(str(path))
+            except FileNotFoundError:
+                pass
+            except PermissionError as exc:
+                raise InstallError(f"No permission to remove {path}: run as root for a --system install.") from exc
+    for folder in sorted(owner, key=lambda f: len(f.parts), reverse=True):
         try:
-            path.unlink()
-            removed.append(str(path))
-        except FileNotFoundError:
+            folder.rmdir()
+            owner[folder].folders.append(str(folder))
+        except OSError:  # gone already, or not empty: the browser or the user keeps files there now
             pass
-        except PermissionError as exc:
-            raise InstallError(f"No permission to remove {path}: run as root for a --system install.") from exc
-    return removed
+    return removals
 
 
-def check_dir(browser: Browser, scope: str, directory: Path) -> HostStatus:
+def check_dir(browser: KnownBrowser, scope: str, directory: Path) -> HostStatus:
     """Inspect one registration: present, and if so, will it actually work?"""
     manifest_path = directory / MANIFEST_NAME
     st = HostStatus(browser=browser, scope=scope, manifest_path=str(manifest_path), installed=manifest_path.exists())
     if not st.installed:
+        return st
+    if browser == "firefox":
+        st.problems = ["left by an earlier version: Firefox is not supported; "
+                       "`chatagent bridge uninstall firefox` removes it"]
         return st
     problems: list[str] = []
     try:
@@ -278,10 +414,7 @@ def check_dir(browser: Browser, scope: str, directory: Path) -> HostStatus:
         problems.append(f"manifest name is {data.get('name')!r}, not {HOST_NAME!r}")
     if data.get("type") != "stdio":
         problems.append("manifest type is not 'stdio'")
-    if browser == "firefox":
-        if FIREFOX_EXTENSION_ID not in (data.get("allowed_extensions") or []):
-            problems.append(f"allowed_extensions lacks {FIREFOX_EXTENSION_ID}")
-    elif data.get("allowed_origins") != [EXTENSION_ORIGIN]:
+    if data.get("allowed_origins") != [EXTENSION_ORIGIN]:
         problems.append(f"allowed_origins is {data.get('allowed_origins')!r}, expected [{EXTENSION_ORIGIN!r}]")
     if not launcher.is_absolute() or not launcher.is_file():
         problems.append(f"launcher {launcher} is missing")
@@ -292,61 +425,21 @@ def check_dir(browser: Browser, scope: str, directory: Path) -> HostStatus:
             if line.startswith("exec "):
                 parts = shlex.split(line)
                 if len(parts) > 1 and not os.access(parts[1], os.X_OK):
-                    problems.append(f"the launcher's Python {parts[1]} no longer exists; reinstall")
+                    problems.append(f"the launcher's Python {parts[1]} no longer exists")
+    if problems:
+        problems.append(f"run `{INSTALL_COMMAND} {browser}` again")
     st.problems = problems
     st.ok = not problems
     return st
 
 
-def status(*, browsers: tuple[Browser, ...] = BROWSERS, scopes: tuple[Scope, ...] = SCOPES) -> list[HostStatus]:
-    """One entry per browser and scope on this platform."""
+def status(*, scopes: tuple[Scope, ...] = SCOPES) -> list[HostStatus]:
+    """One entry per supported browser and scope on this platform, plus any
+    Firefox manifest an earlier version left."""
     out: list[HostStatus] = []
-    for browser in browsers:
-        for scope in scopes:
-            out.append(check_dir(browser, scope, hosts_dir(browser, scope)))
+    for scope in scopes:
+        for browser in KNOWN_BROWSERS:
+            st = check_dir(browser, scope, hosts_dir(browser, scope))
+            if browser != "firefox" or st.installed:
+                out.append(st)
     return out
-
-
-# ---------------------------------------------------------------- CLI
-
-
-def main(argv: list[str] | None = None) -> int:
-    """`python -m extension_bridge.install install|uninstall|status` (the
-    `chatagent bridge` CLI calls the same functions)."""
-    p = argparse.ArgumentParser(prog="chatagent bridge", description="Manage the native-messaging host.")
-    sub = p.add_subparsers(dest="cmd", required=True)
-    for cmd in ("install", "uninstall"):
-        sp = sub.add_parser(cmd)
-        sp.add_argument(
-            "browsers",
-            nargs="*",
-            metavar="BROWSER",
-            help=f"one or more of {', '.join(BROWSERS)} (default: chrome chromium)",
-        )
-        g = sp.add_mutually_exclusive_group()
-        g.add_argument("--user", dest="scope", action="store_const", const="user", default="user")
-        g.add_argument("--system", dest="scope", action="store_const", const="system")
-        sp.add_argument("--dir", help="write into this directory instead of the browser's")
-    sub.add_parser("status")
-    args = p.parse_args(argv)
-    try:
-        if args.cmd == "status":
-            print(f"extension id: {EXTENSION_ID}")
-            for st in status():
-                print(st.describe())
-            return 0
-        browsers = args.browsers or ["chrome", "chromium"]
-        for b in browsers:
-            if args.cmd == "install":
-                print("installed", install(b, args.scope, args.dir).describe())
-            else:
-                removed = uninstall(b, args.scope, args.dir)
-                print(f"{b}: " + (", ".join(removed) if removed else "nothing to remove"))
-    except InstallError as exc:
-        print(f"error: {exc.message}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

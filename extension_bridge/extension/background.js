@@ -40,8 +40,8 @@ function explainHostError(raw) {
     return {
       code: "host_not_found",
       message:
-        "The chatagent host is not installed for this browser. In a terminal run `chatagent bridge install` " +
-        "(add the browser name, e.g. `chatagent bridge install chrome`), then press Retry.",
+        "The chatagent host is not installed for this browser. In a terminal, run `chatagent bridge install`, " +
+        "then press Retry. If it finds no browser, name yours: `chatagent bridge install chrome` (or chromium, edge, brave).",
     };
   }
   if (/forbidden/i.test(msg)) {
