@@ -8,7 +8,7 @@ Exit status: 0 success, 1 failure (a clear message on stderr), 2 usage error,
 3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
 stopped at its turn limit or input-token budget; the ending is still printed),
 130 interrupted.
-`chat` exits 1 if any question failed, else 3 if any ended without an answer.
+`chat` exits 1 if any question or command failed, else 3 if any ended without an answer.
 
 Everything printed for a person goes through `terminal.sanitize` and rich
 `Text` objects (never markup strings): page, URL and model text cannot drive
@@ -20,15 +20,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
-import io
 import json
 import logging
-import signal
 import sys
-import threading
 import traceback
 from collections.abc import Sequence
-from contextlib import suppress
 from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +37,7 @@ from . import __version__
 from .context import PageContext, TabContext
 from .errors import ChatAgentError
 from .settings import MIN_INPUT_BUDGET, MIN_TAB_BUDGET, Settings
-from .terminal import SanitizingFormatter, json_safe, safe_text, sanitize
+from .terminal import SanitizingFormatter, json_safe, no_echo, safe_text, sanitize
 
 if TYPE_CHECKING:
     from .runtime import Conversation, Runtime
@@ -233,7 +229,7 @@ ASK_EXIT_STATUS = (
     "why is on stderr); 130 interrupted."
 )
 CHAT_EXIT_STATUS = (
-    "Exit status: 0 every question answered (or stopped with Ctrl-C); 1 a question failed; "
+    "Exit status: 0 every question answered (or stopped with Ctrl-C); 1 a question or command failed; "
     "3 none failed but one ended without an answer; 2 usage error; 130 interrupted."
 )
 
@@ -248,9 +244,11 @@ def _add_ask(sub: Any) -> None:
 
 
 def _add_chat(sub: Any) -> None:
-    p = sub.add_parser("chat", help="answer one question per line of standard input, with follow-ups",
-                       description="Keep the pages open and answer each line of standard input until EOF; "
-                       "the conversation is kept, so follow-up questions work.",
+    p = sub.add_parser("chat", help="a conversation about pages: questions and /commands, with follow-ups",
+                       description="Keep the pages open and answer questions until Ctrl-D (EOF): at a prompt "
+                       "on a terminal, else one line of standard input at a time. The conversation is kept, so "
+                       "follow-up questions work. Lines starting with / are commands: /open URL, /tabs, /close N, "
+                       "/model NAME, /new, /help, /quit.",
                        epilog=CHAT_EXIT_STATUS)
     _add_agent_args(p)
     p.add_argument("--no-cache", dest="cache", action="store_false", default=None,
@@ -260,75 +258,40 @@ def _add_chat(sub: Any) -> None:
 
 async def _answer(conversation: "Conversation", question: str, json_mode: bool) -> int:
     """Answer one question; its exit status: EXIT_FAIL, EXIT_NO_ANSWER or EXIT_OK."""
-    from .render import EventPrinter
+    from .render import show
 
-    printer = EventPrinter(json_mode=json_mode)
-    async for event in conversation.ask(question):
-        printer(event)
+    printer = await show(conversation.ask(question), json_mode=json_mode)
     return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
 
 
 async def cmd_ask(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise CLIError("The question is empty.")
-    async with _runtime(args) as runtime:
-        with _stderr().status("Opening pages…"):
-            conversation = await runtime.open(args.targets)
-        return await _answer(conversation, args.question, args.json)
+    with no_echo():  # see cmd_chat
+        async with _runtime(args) as runtime:
+            with _stderr().status("Opening pages…"):
+                conversation = await runtime.open(args.targets)
+            return await _answer(conversation, args.question, args.json)
 
 
 async def cmd_chat(args: argparse.Namespace) -> int:
-    async with _runtime(args) as runtime:
-        # The pages are read while the user types the first question: it then
-        # starts as fast as a follow-up. `ask` has its question already.
-        with _stderr().status("Opening pages…"):
-            conversation = await runtime.open(args.targets, prefetch=True)
-        return await _chat(conversation, args.json)
+    from .chat import ChatSession
 
-
-async def _chat(conversation: "Conversation", json_mode: bool) -> int:
-    err = _stderr()
-    if sys.stdin.isatty() and not json_mode:
-        err.print(Text("Ask a question and press Enter; Ctrl-C stops an answer, Ctrl-D quits.", style="dim"))
-    failed = unanswered = False
-    loop = asyncio.get_running_loop()
-    lines = _stdin_lines(loop)
-    while (line := await lines.get()) is not None:
-        question = line.strip()
-        if not question:
-            continue
-        # Ctrl-C while answering stops that answer only; the conversation goes on.
-        with suppress(NotImplementedError, RuntimeError):  # no signal handlers off the main thread
-            loop.add_signal_handler(signal.SIGINT, conversation.cancel)
-        try:
-            status = await _answer(conversation, question, json_mode)
-            failed |= status == EXIT_FAIL
-            unanswered |= status == EXIT_NO_ANSWER
-        finally:
-            with suppress(NotImplementedError, RuntimeError):
-                loop.remove_signal_handler(signal.SIGINT)
-    return EXIT_FAIL if failed else EXIT_NO_ANSWER if unanswered else EXIT_OK
-
-
-def _stdin_lines(loop: asyncio.AbstractEventLoop) -> asyncio.Queue[str | None]:
-    """Lines of standard input, then None at EOF. Read on a daemon thread: a
-    thread of the default executor blocked in readline() would keep the
-    process alive after Ctrl-C until the user pressed Enter."""
-    queue: asyncio.Queue[str | None] = asyncio.Queue()
-    # Undecodable bytes (a binary file piped in) become U+FFFD instead of an error.
-    if isinstance(sys.stdin, io.TextIOWrapper):
-        sys.stdin.reconfigure(errors="replace")
-
-    def pump() -> None:
-        try:
-            for line in iter(sys.stdin.readline, ""):
-                loop.call_soon_threadsafe(queue.put_nowait, line)
-            loop.call_soon_threadsafe(queue.put_nowait, None)
-        except (RuntimeError, ValueError, OSError):
-            pass  # the loop is gone (we are exiting) or stdin was closed
-
-    threading.Thread(target=pump, name="stdin", daemon=True).start()
-    return queue
+    interactive = sys.stdin.isatty()
+    # Keys typed while pages open or an answer streams would land on the
+    # spinner or in the answer: they wait for the prompt instead. Around the
+    # runtime's whole life: the browser's driver (Node.js) puts back, as it
+    # exits, the terminal modes it found when it started.
+    with no_echo():
+        async with _runtime(args) as runtime:
+            # The pages are read while the user types the first question: it then
+            # starts as fast as a follow-up. `ask` has its question already.
+            with _stderr().status("Opening pages…"):
+                conversation = await runtime.open(args.targets, prefetch=True)
+            session = ChatSession(runtime, conversation, json_mode=args.json,
+                                  live_tabs=bool(runtime.settings.cdp) and not args.targets)
+            await session.run(interactive=interactive)
+    return EXIT_FAIL if session.failed else EXIT_NO_ANSWER if session.unanswered else EXIT_OK
 
 
 # --- mcp ----------------------------------------------------------------------------
@@ -461,13 +424,28 @@ async def cmd_bench(args: argparse.Namespace) -> int:
 # --- entry point ------------------------------------------------------------------
 
 
+VERBOSE_HELP = "more logging on stderr (-vv: debug)"
+
+
+class _Parser(argparse.ArgumentParser):
+    """Every command's parser, those other packages add included (subparsers
+    are made of their parent's class), takes -v after the command name too:
+    `chatagent ask URL -q Q -v`. Counted apart from a -v before it, which a
+    subcommand's value would otherwise overwrite; `main` adds the two."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.add_argument("-v", "--verbose", dest="verbose_after", action="count", default=argparse.SUPPRESS,
+                          help=VERBOSE_HELP)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="chatagent", description="Ask questions about web pages, one tab or several compared."
     )
     parser.add_argument("--version", action="version", version=f"chatagent {__version__}")
-    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: debug)")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.add_argument("-v", "--verbose", action="count", default=0, help=VERBOSE_HELP)
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, parser_class=_Parser)
     _add_context(sub)
     _add_ask(sub)
     _add_chat(sub)
@@ -496,6 +474,7 @@ def _setup_logging(verbosity: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad input
+    args.verbose += getattr(args, "verbose_after", 0)
     _setup_logging(args.verbose)
     err = _stderr()
     try:

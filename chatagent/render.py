@@ -2,19 +2,24 @@
 
 Everything shown comes from pages, URLs or models, so it is untrusted: text
 mode sanitizes it and builds rich `Text` objects (never markup strings);
-JSON mode keeps the content exact, escaped.
+JSON mode keeps the content exact, escaped. On a terminal the answer is shown
+as Markdown (`terminal.SafeMarkdown`) while it streams; piped, it is the plain
+text the model sent.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import AsyncIterator
 from typing import TextIO
 
-from rich.console import Console
-from rich.text import Text
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.live import Live
+from rich.segment import Segment
+from rich.spinner import Spinner
 
 from .events import Done, ErrorEvent, Event, Note, PassStart, Screenshot, Token, ToolCall, ToolResult
-from .terminal import json_safe, link, safe_text, sanitize
+from .terminal import SafeMarkdown, json_safe, link, safe_text, sanitize
 
 # Why pass 2 stopped without an answer, for the stop reasons known today;
 # any other reason is shown by its name.
@@ -24,18 +29,44 @@ _STOP_WHY = {
 }
 
 
+def _is_terminal(stream: TextIO) -> bool:
+    """Whether `stream` is a terminal that can redraw lines (not TERM=dumb)."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+    return tty and not Console(file=stream, force_terminal=True).is_dumb_terminal
+
+
+async def show(events: AsyncIterator[Event], *, json_mode: bool) -> "EventPrinter":
+    """Print one question's events as they come; the printer says how it ended."""
+    printer = EventPrinter(json_mode=json_mode)
+    printer.start()
+    try:
+        async for event in events:
+            printer(event)
+    finally:
+        printer.close()  # also when stopped midway: the cursor comes back, the partial answer stays
+    return printer
+
+
 class EventPrinter:
     """Streams the answer to stdout; everything about the answer goes to stderr.
 
     With `json_mode`, stdout carries exactly one JSON event per line instead.
-    After a question, `failed` says it ended in an error (other than the user
-    stopping it) and `unanswered` that it ended without an answer.
+    With `markdown` (default: when stdout is a terminal) the answer is rendered
+    as it streams. After a question, `failed` says it ended in an error (other
+    than the user stopping it) and `unanswered` that it ended without an answer.
     """
 
-    def __init__(self, *, json_mode: bool = False, out: TextIO | None = None, err: TextIO | None = None) -> None:
+    def __init__(self, *, json_mode: bool = False, out: TextIO | None = None, err: TextIO | None = None,
+                 markdown: bool | None = None) -> None:
         self.json_mode = json_mode
         self.out = out or sys.stdout
         self.console = Console(file=err or sys.stderr, highlight=False, soft_wrap=True)
+        if markdown is None:
+            markdown = not json_mode and _is_terminal(self.out)
+        self._live = _LiveAnswer(Console(file=self.out, highlight=False)) if markdown else None
         self._mid_line = False
         self._streamed: list[str] = []  # this question's tokens, as the model sent them
         self.failed = False
@@ -52,7 +83,10 @@ class EventPrinter:
             return
         if isinstance(event, Token):
             self._streamed.append(event.text)
-            self._write(sanitize(event.text))
+            if self._live is not None:
+                self._live.add(event.text)
+            else:
+                self._write(sanitize(event.text))
             return
         self._end_line()
         if isinstance(event, PassStart):
@@ -74,7 +108,21 @@ class EventPrinter:
             self._done(event)
         elif isinstance(event, ErrorEvent):
             self._streamed.clear()
-            self._err(("error", "bold red"), f" ({event.code}): {event.message}")
+            if event.code == "aborted":  # the user asked for it: not an error to them
+                self._err(("(stopped)", "dim"))
+            else:
+                self._err(("error", "bold red"), f" ({event.code}): {event.message}")
+        if self._live is not None and not isinstance(event, (Done, ErrorEvent)):
+            self._live.wait()  # more is coming: a spinner until it does
+
+    def start(self) -> None:
+        """The question was sent: on a terminal, a spinner until the answer starts."""
+        if self._live is not None:
+            self._live.wait()
+
+    def close(self) -> None:
+        """The question ended (or was stopped): end what is on screen."""
+        self._end_line()
 
     def _done(self, done: Done) -> None:
         streamed = "".join(self._streamed)
@@ -82,7 +130,10 @@ class EventPrinter:
         answer = done.answer.strip()
         if answer and answer not in streamed:
             # Not streamed as tokens (a stop message, say): the reader still sees the ending.
-            self._write(sanitize(answer))
+            if self._live is not None:
+                self._live.add(answer)
+            else:
+                self._write(sanitize(answer))
             self._end_line()
         if done.cached:
             self._err(("(cached: the same question about the same pages; --no-cache asks again)", "dim"))
@@ -118,7 +169,62 @@ class EventPrinter:
         self._mid_line = not text.endswith("\n")
 
     def _end_line(self) -> None:
+        if self._live is not None:
+            self._live.end()
         if self._mid_line:
             self.out.write("\n")
             self.out.flush()
             self._mid_line = False
+
+
+class _LiveAnswer:
+    """The answer as rendered Markdown while it streams, redrawn in place (the
+    last screenful of it), then printed whole once a part of it is complete.
+    Waiting for it, a spinner."""
+
+    def __init__(self, console: Console) -> None:
+        self.console = console
+        self.text = ""
+        self._live: Live | None = None
+        self._spinner = Spinner("dots", style="dim")
+
+    def wait(self) -> None:
+        """Show the live view (a spinner until there is text)."""
+        if self._live is None:
+            self._live = Live(_Tail(self), console=self.console, transient=True, refresh_per_second=12,
+                              redirect_stdout=False, redirect_stderr=False)
+            self._live.start(refresh=True)
+
+    def add(self, text: str) -> None:
+        first = not self.text
+        self.text += text
+        if self._live is None:
+            self.wait()
+        elif first:
+            self._live.refresh()  # the first token at once, not at the next tick
+
+    def end(self) -> None:
+        if self._live is not None:
+            self._live.stop()  # transient: the live view is erased...
+            self._live = None
+        if self.text.strip():
+            self.console.print(SafeMarkdown(self.text))  # ...and the whole part printed for good
+        self.text = ""
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        yield self._spinner if not self.text else SafeMarkdown(self.text)
+
+
+class _Tail:
+    """The last lines of `answer` that fit on the screen: Live cannot scroll."""
+
+    def __init__(self, answer: _LiveAnswer) -> None:
+        self.answer = answer
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        lines = console.render_lines(self.answer, options.update(height=None), pad=False)
+        room = max(1, console.size.height - 1)
+        for i, line in enumerate(lines[-room:]):
+            if i:
+                yield Segment.line()
+            yield from line

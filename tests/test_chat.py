@@ -38,10 +38,15 @@ class Chat:
     def __init__(self, proc: asyncio.subprocess.Process) -> None:
         self.proc = proc
 
-    async def ask(self, question: str) -> list[dict[str, Any]]:
-        assert self.proc.stdin and self.proc.stdout
-        self.proc.stdin.write(question.encode() + b"\n")
+    async def send(self, line: str) -> None:
+        """A line (a command) that prints no events."""
+        assert self.proc.stdin
+        self.proc.stdin.write(line.encode() + b"\n")
         await self.proc.stdin.drain()
+
+    async def ask(self, question: str) -> list[dict[str, Any]]:
+        assert self.proc.stdout
+        await self.send(question)
         events: list[dict[str, Any]] = []
         while True:
             line = await asyncio.wait_for(self.proc.stdout.readline(), timeout=60)
@@ -52,8 +57,9 @@ class Chat:
 
 
 @asynccontextmanager
-async def chat(gemini: GeminiServer, *args: str, own_group: bool = False) -> AsyncIterator[Chat]:
-    """`own_group`: in a process group of its own, as a terminal's foreground job is."""
+async def chat(gemini: GeminiServer, *args: str, own_group: bool = False, status: int = 0) -> AsyncIterator[Chat]:
+    """`own_group`: in a process group of its own, as a terminal's foreground job is;
+    `status`: the exit status expected."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "chatagent", "chat", "--json", "--model", "gemini-2.5-flash", *args,
@@ -64,7 +70,7 @@ async def chat(gemini: GeminiServer, *args: str, own_group: bool = False) -> Asy
         yield Chat(proc)
         assert proc.stdin
         proc.stdin.close()
-        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == status
     finally:
         if proc.returncode is None:
             proc.kill()
@@ -221,3 +227,57 @@ async def test_fifty_turns_stay_within_the_history_budget_with_no_orphaned_tool_
     assert "Tell me about question 49 on this page?" in last, "the newest turns are kept"
     assert "Tell me about question 2 on this page?" not in last, "the oldest are dropped"
     assert "<conversation_summary>" in last[1] and "earlier question(s)" in last[1]
+
+
+async def test_commands_on_piped_input_open_close_switch_model_and_forget(gemini: GeminiServer, site: Site) -> None:
+    gemini.enqueue(*[TextReply(text="It says a few things [Tab 1].")] * 3)
+    async with chat(gemini, site.url("product"), status=1) as c:  # 1: a command failed
+        await c.send(f"/open {site.url('two_a')}")
+        await c.send("/tabs")
+        done(await c.ask("What do these pages say?"))
+        await c.send("/close 1")
+        await c.send("/no-such-command please")
+        done(await c.ask("And now?"))
+        await c.send("/model extractive")
+        offline = done(await c.ask("When was Port Averly founded?"))
+        await c.send("/model gemini-2.5-flash")
+        await c.send("/new")
+        done(await c.ask("What is this page about?"))
+    stderr = (await c.proc.stderr.read()).decode()  # type: ignore[union-attr]
+    both, closed, fresh = gemini.generate_requests
+    assert "Aurora X14 Pro" in page_context(both) and "founded in 1648" in page_context(both), "/open adds a tab"
+    assert "Aurora X14 Pro" not in page_context(closed) and "founded in 1648" in page_context(closed), "/close"
+    assert "What do these pages say?" in str(closed.contents), "the conversation goes on"
+    assert "1648" in offline["answer"], "/model extractive answered offline: the server saw no request"
+    assert fresh.last_user_text() == "What is this page about?" and "these pages" not in str(fresh.contents), "/new"
+    assert not any("no-such-command" in str(r.contents) for r in gemini.requests), "a command never reaches the model"
+    # In --json mode stdout carries only events: what commands say is on stderr.
+    assert "[Tab 1] Aurora X14 Pro" in stderr and "[Tab 2] Port Averly" in stderr
+    assert "Unknown command /no-such-command" in stderr
+
+
+async def test_chat_over_cdp_without_urls_reads_the_tabs_opened_after_it_started(
+    gemini: GeminiServer, site: Site, running_chrome: str
+) -> None:
+    users_chrome = await PlaywrightBrowser.connect_cdp(running_chrome)
+    try:
+        (tab,) = users_chrome.existing_tabs()
+        assert isinstance(tab, PlaywrightTab)
+        await tab.page.wait_for_load_state()
+        gemini.enqueue(*[TextReply(text="Long ago [Tab 1].")] * 3)
+        async with chat(gemini, "--cdp", running_chrome) as c:
+            done(await c.ask("When was it founded?"))
+            page = await users_chrome.context.new_page()  # the user opens a tab meanwhile
+            await page.goto(site.url("two_a"))
+            second = done(await c.ask("When were they founded?"))
+            await c.send("/close 2")
+            done(await c.ask("When was the first one founded?"))
+        still_open = [p.url for p in users_chrome.context.pages]
+    finally:
+        await users_chrome.close()
+    before, after, closed = gemini.generate_requests
+    assert "founded in 1791" in page_context(before) and "founded in 1648" not in page_context(before)
+    assert "founded in 1791" in page_context(after) and "founded in 1648" in page_context(after)
+    assert not second["cached"]
+    assert "founded in 1648" not in page_context(closed) and "founded in 1791" in page_context(closed)
+    assert site.url("two_a") in still_open, "/close leaves the user's own tab open in their browser"

@@ -71,3 +71,34 @@ def test_chat_survives_bad_lines_and_answers_the_next_question(site: Site) -> No
     assert ends[1]["type"] == "error" and ends[1]["code"] == "bad_input" and "8,000" in ends[1]["message"]
     assert ends[2]["type"] == "done" and "$1,349.00" in ends[2]["answer"]
     assert proc.returncode == 1, "a failed question makes the exit status non-zero"
+
+
+def test_verbose_is_accepted_after_the_command_name_too(site: Site) -> None:
+    after = run("ask", site.url("product"), "-q", "How much is it?", "-vv")
+    assert after.returncode == 0 and "DEBUG" in clean(after), "-vv after the command"
+    both = run("-v", "ask", site.url("product"), "-q", "How much is it?", "-v")
+    assert both.returncode == 0 and "DEBUG" in clean(both), "one -v before and one after make -vv"
+    once = run("-v", "ask", site.url("product"), "-q", "How much is it?")
+    assert once.returncode == 0 and "DEBUG" not in clean(once)
+    chat = run("chat", site.url("product"), "-vv", stdin=b"How much is it?\n")
+    assert chat.returncode == 0 and "DEBUG" in clean(chat)
+    # Commands other packages register (the bridge, through an entry point) take it too.
+    assert run("bridge", "status", "-v").returncode == 0
+    assert run("config", "path", "-v").returncode == 0
+
+
+def test_chat_commands_on_piped_input_print_their_results_on_stdout(site: Site) -> None:
+    stdin = "\n".join([
+        "/tabs", f"/open {site.url('two_a')}", "/close 1", "/tabs", "/close 7", "/bogus",
+        "When was Port Averly founded?", "/quit", "How much is the laptop?",
+    ]) + "\n"
+    proc = run("chat", site.url("product"), stdin=stdin.encode())
+    out, err = proc.stdout.decode(), clean(proc)
+    first_tabs, rest = out.split("Closed tab 1.\n")
+    assert first_tabs.startswith(f"[Tab 1] Aurora X14 Pro 14\" Laptop — 32 GB / 1 TB — Volta Computers — {site.url('product')}\n")
+    assert f"[Tab 2] Port Averly — City guide — Coastal Towns Atlas — {site.url('two_a')}\n" in first_tabs
+    assert rest.startswith(f"[Tab 2] Port Averly — City guide — Coastal Towns Atlas — {site.url('two_a')}\n")
+    assert "Tab 1" not in rest and "1648" in rest, "tab 1 is gone; tab 2 answers"
+    assert "$1,349.00" not in out, "nothing after /quit"
+    assert "No tab 7: the tabs are 2." in err and "Unknown command /bogus" in err
+    assert proc.returncode == 1, "a command failed"

@@ -8,8 +8,10 @@ client against the local Gemini-compatible server."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -17,6 +19,7 @@ from collections.abc import Iterator
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from hypothesis import given
@@ -26,6 +29,7 @@ from chatagent.prompts import ESCALATION_MARKER
 from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, GeminiServer, RecordedRequest, Reply, TextReply
 
 from conftest import ROOT, Site
+from pty_terminal import Terminal
 
 MARKUP_QUERY = "?x=[/link]&y=[bold]z[/bold]"
 MARKUP_PAGE = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Ferry [bold]times[/bold]</title></head>
@@ -176,6 +180,88 @@ def test_json_safe_leaves_no_unsafe_character_and_decodes_to_the_same_text(text:
 
     line = json_safe(json.dumps({"text": text}, ensure_ascii=False))
     assert not set(line) & set(UNSAFE) and json.loads(line) == {"text": text}
+
+
+# --- answers rendered as Markdown on a terminal ----------------------------------------------
+
+# What an answer may carry to get past the sanitising once it is parsed as
+# Markdown: entities that decode to controls, links that would become OSC 8
+# hyperlinks (one with an escape sequence in its target), images that a
+# renderer might fetch, raw HTML.
+HOSTILE_MARKDOWN = """## Gate
+
+The gate is **B12**\x1b]52;c;ZXZpbA==\x07 [Tab 1].\x1b[2J
+
+Entities: &#x1b;[31mred &#x9b;31m &#x202e;gnirts&#x202c; line&#13;over &#x85;end
+
+[click here](http://evil.example/\x1b]8;;http://other\x1b\\/x) and [js](javascript:alert(1)) and <{base}/auto>
+
+![tracker]({base}/pixel.png) <img src="{base}/img.png"> <script>alert(1)</script>
+
+<div onclick="x()">raw <b>html</b> block</div>
+
+<script>
+steal()
+</script>
+"""
+MARKDOWN_BITS = st.sampled_from([
+    *"ab1 \n\t|-*_`#>[]()<>!&;:/\\~=+.", *UNSAFE, "<br>", "</kbd>", "<kbd>", "<sup>", "&#13;", "&#x202e;", "&#x85;",
+    "&#27;", "```", "| a | b |\n|---|---|\n", "<div>", "</div>", "http://x", "](", "<https://q>", "![a](b)", "1. ",
+    "- ", "&amp;", "[t](http://x/\x1b]8;;y\x1b\\)",
+])
+
+
+class _Recorder(SimpleHTTPRequestHandler):
+    paths: ClassVar[list[str]] = []  # every request made to it
+
+    def do_GET(self) -> None:
+        self.paths.append(self.path)
+        self.send_error(404)
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+
+@given(st.lists(MARKDOWN_BITS, max_size=40).map("".join))
+def test_markdown_rendering_lets_no_unsafe_character_through(text: str) -> None:
+    from rich.console import Console
+
+    from chatagent.terminal import SafeMarkdown
+
+    out = io.StringIO()
+    Console(file=out, force_terminal=True, color_system="truecolor", width=60).print(SafeMarkdown(text))
+    data = re.sub(r"\x1b\[[0-9;]*m", "", out.getvalue())  # rich's own colours; nothing else may remain
+    assert not set(data) & set(UNSAFE), repr(data)
+
+
+def test_a_hostile_markdown_answer_is_inert_on_a_terminal(site: Site) -> None:
+    fetcher = ThreadingHTTPServer(("127.0.0.1", 0), _Recorder)
+    threading.Thread(target=fetcher.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{fetcher.server_address[1]}"
+    term = None
+    try:
+        with GeminiServer(ttft_s=0.0, tokens_per_s=None, tokens_per_chunk=3) as gemini:
+            gemini.enqueue(TextReply(text=HOSTILE_MARKDOWN.format(base=base)))
+            term = Terminal("ask", site.url("product"), "-q", "Which gate?", "--model", "gemini-2.5-flash",
+                            env=gemini.env())
+            assert term.wait_exit() == 0
+    finally:
+        if term is not None:
+            term.close()
+        fetcher.shutdown()
+        fetcher.server_close()
+    raw, screen = term.raw, term.text()
+    # The one OSC sequence: the citation's own link (OSC 8), which ends where its URL does.
+    links = re.findall(rb"\x1b]8;[^;\x1b]*;([^\x1b]*)\x1b\\", raw)
+    assert set(links) == {site.url("product").encode(), b""}, links
+    assert raw.count(b"\x1b]") == len(links), "no other OSC sequence: no clipboard, no hyperlink from the answer"
+    assert b"\x1b[2J" not in raw and "\u202e".encode() not in raw and "\x9b".encode() not in raw
+    assert "\x85".encode() not in raw and not any(c in raw for c in b"\x07\x08\x00"), "no C0 or C1 controls"
+    assert "The gate is B12]52;c;ZXZpbA== [Tab 1].[2J" in screen
+    assert "click here (http://evil.example/" in screen, "a link shows where it goes"
+    assert "[js](javascript:alert(1))" in screen, "not a link"
+    assert "[image: tracker]" in screen and _Recorder.paths == [], "images are described, never fetched"
+    assert "raw html block" in screen and "<script>" not in screen and "<div" not in screen and "steal" not in screen
 
 
 # --- endings that say nothing ------------------------------------------------------------------

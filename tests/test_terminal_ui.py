@@ -1,0 +1,166 @@
+"""The CLI in a real terminal, as a person uses it: `python -m chatagent` on a
+pseudo-terminal, read through a terminal emulator (tests/pty_terminal.py).
+
+Answers are rendered Markdown on a terminal and the model's plain text when
+piped; `chat` is a prompt with line editing, history and commands."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+
+from conftest import ROOT, Site
+from pty_terminal import Terminal
+
+MARKDOWN = """## Answer
+
+The **Aurora X14 Pro** costs **€79.90** [Tab 1]; the tool is screenshot\\_tool, the chord Cm<sup>M7</sup>.
+
+| item | price |
+|---|---|
+| Laptop | $1,349.00 |
+| Sleeve | $39.00 |
+
+```python
+print("hi")
+```"""
+
+
+@pytest.fixture
+def terminals() -> Iterator[list[Terminal]]:
+    """Terminals a test opens; whatever is still running at the end is stopped."""
+    opened: list[Terminal] = []
+    yield opened
+    for t in opened:
+        t.close()
+
+
+def page_context(req: RecordedRequest) -> str:
+    return "".join(p.get("text", "") for p in req.contents[0]["parts"])
+
+
+def test_an_answer_is_rendered_markdown_on_a_terminal_and_the_plain_reply_when_piped(
+    gemini: GeminiServer, site: Site, terminals: list[Terminal]
+) -> None:
+    gemini.enqueue(TextReply(text=MARKDOWN), TextReply(text=MARKDOWN))
+    args = ("ask", site.url("product"), "-q", "How much is it?", "--model", "gemini-2.5-flash")
+    term = Terminal(*args, env=gemini.env())
+    terminals.append(term)
+    assert term.wait_exit() == 0
+    screen = term.text()
+    lines = screen.splitlines()
+    assert "Answer" in lines and "##" not in screen, "a heading, without its hashes"
+    assert "The Aurora X14 Pro costs €79.90 [Tab 1]" in screen and "**" not in screen, "bold, without asterisks"
+    assert "screenshot_tool" in screen and "\\_" not in screen, "escapes undone"
+    assert "Cm^M7" in screen and "<sup>" not in screen, "no HTML tags"
+    assert re.search(r"│ Laptop +│ \$1,349\.00 +│", screen) and "╭" in screen and "|---|" not in screen, "a drawn table"
+    assert 'print("hi")' in screen and "```" not in screen
+    assert "[Tab 1] Aurora X14 Pro" in screen and "first token" in screen, "the citation and timings still follow"
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **gemini.env()}
+    piped = subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=ROOT, env=env, capture_output=True,
+                           timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    assert piped.stdout == (MARKDOWN + "\n").encode(), "piped, the reply exactly as the model wrote it"
+
+
+def test_chat_commands_on_a_terminal(gemini: GeminiServer, site: Site, terminals: list[Terminal]) -> None:
+    term = Terminal("chat", site.url("product"), env=gemini.env())  # the offline model until /model
+    terminals.append(term)
+    term.wait_for_prompt(1)
+
+    term.line("/help")
+    screen = term.wait_for_prompt(2)
+    for usage in ("/open URL", "/tabs", "/close N", "/model [NAME]", "/new", "/help", "/quit"):
+        assert usage in screen
+
+    term.line(f"/open {site.url('two_a')}")
+    screen = term.wait_for_prompt(3)
+    assert f"[Tab 2] Port Averly — City guide — Coastal Towns Atlas — {site.url('two_a')}" in screen
+
+    term.line("/tabs")
+    screen = term.wait_for_prompt(4)
+    listed = screen[screen.rindex("› /tabs"):]
+    assert "[Tab 1] Aurora X14 Pro" in listed and "[Tab 2] Port Averly" in listed
+
+    term.line("When was Port Averly founded?")
+    screen = term.wait_for_prompt(5)
+    assert "1648" in screen[screen.rindex("› When was"):], "the opened tab answers"
+
+    term.line("/close 1")
+    screen = term.wait_for_prompt(6)
+    assert "Closed tab 1." in screen
+    term.line("/tabs")
+    screen = term.wait_for_prompt(7)
+    listed = screen[screen.rindex("› /tabs"):]
+    assert "[Tab 2] Port Averly" in listed and "Tab 1" not in listed
+
+    term.line("/frobnicate the pages")
+    screen = term.wait_for_prompt(8)
+    assert "Unknown command /frobnicate: /help lists the commands." in screen
+
+    term.line("/model gemini-2.5-flash")
+    screen = term.wait_for_prompt(9)
+    assert "Model: gemini-2.5-flash, from the next question on." in screen
+    gemini.enqueue(TextReply(text="It was founded in **1648** [Tab 2]."))
+    term.line("When was it founded?")
+    screen = term.wait_for_prompt(10)
+    assert "It was founded in 1648 [Tab 2]." in screen, "the new model answers, rendered"
+    (first,) = gemini.generate_requests
+    assert first.last_user_text() == "When was it founded?"
+    assert "founded in 1648" in page_context(first) and "Aurora" not in page_context(first), "tab 1 was closed"
+    assert "When was Port Averly founded?" in str(first.contents), "the conversation goes on across models"
+
+    term.line("/new")
+    screen = term.wait_for_prompt(11)
+    assert "New conversation" in screen
+    gemini.enqueue(TextReply(text="About 182,400 people [Tab 2]."))
+    term.line("How many people live there?")
+    term.wait_for_prompt(12)
+    second = gemini.generate_requests[-1]
+    assert second.last_user_text() == "How many people live there?"
+    assert "founded" not in str(second.contents[1:]), "the earlier questions are forgotten"
+    assert not any("frobnicate" in str(r.contents) for r in gemini.requests), "a command never reaches the model"
+
+    # Ctrl-C stops the answer being written, and the prompt comes back.
+    gemini.enqueue(TextReply(text="This answer takes its time.", ttft_s=60))
+    term.line("Is it by the sea?")
+    term.wait_for(lambda _: len(gemini.generate_requests) == 3)
+    term.press("ctrl-c")
+    screen = term.wait_for_prompt(13)
+    assert "(stopped)" in screen[screen.rindex("› Is it by the sea?"):]
+
+    term.press("ctrl-d")
+    assert term.wait_exit() == 1, "a command failed (the unknown one)"
+
+
+def test_up_arrow_recalls_a_question_and_keys_typed_while_pages_open_wait_for_the_prompt(
+    site: Site, terminals: list[Terminal]
+) -> None:
+    term = Terminal("chat", site.url("product"), site.url("two_a"))
+    terminals.append(term)
+    term.wait_for(lambda text: "Opening pages" in text or "› " in text)  # the spinner, unless it was quicker
+    term.type("How much is the laptop?")
+    screen = term.wait_for("› How much is the laptop?")
+    before_prompt = term.raw[: term.raw.index("›".encode())]
+    assert b"How much" not in before_prompt, "typed while the pages opened: not echoed on the spinner's line"
+    assert screen.count("How much is the laptop?") == 1
+    term.press("enter")
+    term.wait_for_prompt(2)
+
+    term.press("up")
+    screen = term.wait_for(lambda text: text.splitlines()[-1] == "› How much is the laptop?")
+    term.press("enter")
+    screen = term.wait_for_prompt(3)
+    assert screen.count("Volta Computers): $1,349.00") == 2, "asked again"
+    assert "(cached: the same question about the same pages" in screen
+    term.press("ctrl-d")
+    assert term.wait_exit() == 0
+    assert term.cooked(), "the terminal is left as it was found"
