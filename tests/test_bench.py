@@ -66,13 +66,15 @@ def test_one_percentile_definition_linear_between_ranks() -> None:
 
 
 @pytest.mark.skipif(not (DATA / "wtq" / "questions.tsv").is_file(), reason="evaluation data not present")
+@pytest.mark.timeout(400)  # every section of the bench, end to end: a hang guard for a loaded machine
 def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> None:
     out = tmp_path / "bench"
     rc = main(["bench", "--quick", "--limit", "2", "--reps", "1", "--data", str(DATA), "--out", str(out)])
     assert rc == 0
 
     result = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert {"machine", "config", "summary", "latency", "wtq", "extraction", "hotpot", "pass1", "mcp"} <= set(result)
+    assert {"machine", "config", "summary", "latency", "wtq", "extraction", "hotpot", "pass1", "mcp",
+            "offline"} <= set(result)
     mcp = result["mcp"]
     assert mcp["questions"] > 0 and set(mcp["summary"]) == {"read_pages", "aria", "aria_cut"}
     assert mcp["summary"]["read_pages"]["tokens_p50"] <= 2000 and mcp["summary"]["aria_cut"]["tokens_p50"] <= 2000
@@ -112,8 +114,19 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
             "recall_vs_full_text"} <= set(goals)
     assert all(isinstance(g["met"], bool) for g in goals.values())
 
+    # Offline answers: every WTQ question of the 2 pages and 2 HotpotQA questions (both gold tabs), scored.
+    off = result["offline"]
+    assert off["wtq"]["pages"] == 2 and len(off["rows"]["wtq"]) == off["wtq"]["questions"] > 0
+    assert all(r["error"] is None and r["kind"] in {"lookup", "superlative", "count", "comparison", "other"}
+               for r in off["rows"]["wtq"])
+    assert off["hotpot"]["gold tabs"]["questions"] == off["hotpot"]["gold tabs"]["both_gold"] == 2
+    assert len(off["laptops"]["rows"]) == 4
+    o = s["offline"]
+    assert 0 <= o["wtq_answer_has"] <= o["wtq_answer_has_lenient"] <= 1 and 0 <= o["wtq_context_has"] <= 1
+
     report = (out / "report.md").read_text(encoding="utf-8")
-    for heading in ("## Goals", "## Latency", "## Token cost", "## Extraction quality", "## Multi-tab", "## Pass-1 rate"):
+    for heading in ("## Goals", "## Latency", "## Token cost", "## Extraction quality", "## Multi-tab", "## Pass-1 rate",
+                    "## Offline answers"):
         assert heading in report
     assert "Input tokens per pass-2 question" in report
     for png in ("ttft.png", "overhead.png", "tokens_recall.png"):
@@ -132,3 +145,82 @@ def test_bridge_latency_times_the_side_panels_first_question_and_a_follow_up(tmp
     for q in ("first", "follow_up"):
         assert sample[f"{q}_ttft_ms"] > 50 and 0 < sample[f"{q}_overhead_ms"] < sample[f"{q}_ttft_ms"]
     assert result["summary"]["first_overhead_ms"]["n"] == 1
+
+
+# ---------------------------------------------------------------- the offline-answers yardstick
+
+
+def test_offline_question_kinds_follow_the_documented_rule() -> None:
+    from chatagent.bench.offline import KINDS, question_kind
+
+    cases = {
+        "what city has a radio station called the wolf?": "lookup",
+        "name a team that scored no points in one game.": "lookup",
+        "who won in 1999?": "lookup",
+        "how many silver medals did macau earn?": "count",
+        "what is the total number of films in kannada?": "count",
+        "how many athletes got more than 500 preliminary points?": "count",  # "than" before a number filters
+        "which athlete had the least final points?": "superlative",
+        "what was the first book published by harper & brothers?": "superlative",
+        "which is the tallest building?": "superlative",
+        "which nation won more bronze medals than china?": "comparison",
+        "who had more votes, byalko or livanov?": "comparison",
+        "what is the difference between the 1st place time and the 8th place time?": "comparison",
+        "how many more gold medals than silver?": "comparison",
+        "which forest is on the list?": "lookup",  # "-est" that is no superlative
+        "what is the average attendance?": "other",
+        "did brazil win before 1992?": "other",
+    }
+    assert {q: question_kind(q) for q in cases} == cases
+    assert set(cases.values()) == set(KINDS)
+
+
+def test_offline_matching_normalises_numbers_and_wants_every_listed_answer() -> None:
+    from chatagent.bench.offline import Asked, answer_body, answer_words, contains_gold
+
+    # Numbers formatted differently: thousands separators, trailing decimal zeros, a currency sign.
+    assert contains_gold(["2000"], "Attendance: 2,000 [Tab 1]")
+    assert contains_gold(["6.7"], "| Class 5 | $6.70 |")
+    assert contains_gold(["$1,349.00"], "It costs 1349 dollars.")
+    assert contains_gold(["December 6, 2010"], "opened on 6 December 2010")
+    # Whole words by default: "3" is not in "2013"; the lenient variant is a substring test.
+    assert not contains_gold(["3"], "In 2013 it won.")
+    assert contains_gold(["3"], "In 2013 it won.", lenient=True)
+    # A list gold ("A|B") needs every value; case and punctuation do not matter.
+    assert contains_gold("KK93|The Dam", "KK93 and THE DAM, both owned by Riverfront")
+    assert not contains_gold(["KK93", "The Dam"], "only KK93 is listed")
+    # Citations are not answer text: "1" is not found in "[Tab 1]", nor a tab's title in its heading.
+    answer = "From [Tab 1] (Hong Kong medal table):\n| 7 | Hong Kong | 2 | 13 | [Tab 1]"
+    assert not contains_gold(["1"], answer_body(answer))
+    assert not contains_gold(["medal table"], answer_body(answer))
+    assert contains_gold(["13"], answer_body(answer)) and answer_words(answer) == 5
+    # A question that ended at a bound has no answer: its note's figures are never matched.
+    stopped = Asked(answer="I stopped looking: … past its input-token budget of 14,576 tokens.", pass_=2,
+                    stop_reason="input_budget")
+    assert stopped.scored == "" and Asked(answer="| 7 |", pass_=1, stop_reason="answered").scored == "| 7 |"
+
+
+def test_offline_deciding_evidence_and_verdicts() -> None:
+    from chatagent.bench.offline import deciding_sentences, names_first, quotes, states_answer
+
+    q = "Which building is taller, Bertelsmann Building or 432 Park Avenue?"
+    titles = ("Bertelsmann Building", "432 Park Avenue")
+    bertelsmann = [
+        "The former Bertelsmann Building is an office tower in Times Square.",
+        "It is a 44-story, 733 foot (223 m) office building.",
+    ]
+    # A comparison of heights: the evidence is the sentence that states a figure.
+    assert deciding_sentences(q, titles, bertelsmann) == [bertelsmann[1]]
+    long = "It is a 44-story, 733 foot (223 m) office building completed in 1990 by Skidmore."
+    assert quotes("From [Tab 2] (x):\n44-story, 733 foot (223 m) office building completed in 1990 [Tab 2]", long)
+    assert not quotes("an office building", long)
+    # A verdict is in the model's own words: a copied page sentence naming one side is a quote.
+    page = "432 Park Avenue is a residential skyscraper."
+    assert names_first("432 Park Avenue is taller. [Tab 2]", "432 Park Avenue", titles, page)
+    assert not names_first(page + " [Tab 2]", "432 Park Avenue", titles, page)
+    assert not names_first("432 Park Avenue or Bertelsmann Building", "432 Park Avenue", titles, page)
+    assert names_first("432 Park Avenue.", "432 Park Avenue", titles, page)  # short: a verdict, though the page names it
+    assert states_answer("Yes. Both are dog breeds [Tab 1] [Tab 2]", "yes", "Are both X and Y dogs?", ("X", "Y"), "")
+    assert not states_answer("No.", "yes", "Are both X and Y dogs?", ("X", "Y"), "")
+    assert states_answer("Tikkun is a magazine. [Tab 1]", "magazine", "Tikkun and Moment are both what?",
+                         ("Tikkun", "Moment (magazine)"), "")

@@ -112,8 +112,10 @@ async def run_mcp_bench(data_dir: Path, pages: int, reps: int, budget: int) -> d
                 await call
                 return (time.perf_counter() - t0) * 1000
 
-            # Warm: tabs already open in the browser (listed, so no tab is opened per call), unchanged.
-            await runtime.open_tabs([urls[p] for p in chosen[:3]])
+            # Warm: tabs the user already has open (listed, so no tab is opened per call), unchanged.
+            browser = await runtime.browser()
+            for p in chosen[:3]:
+                await (await browser.context.new_page()).goto(urls[p], wait_until="load")
             ids = {"mcp": {t["url"]: t["id"] for t in (await client.call_tool("list_tabs", {})).structured_content["tabs"]},
                    "runtime": {t.url: t.id for t in (await direct.list_tabs()).tabs}}
             overhead: dict[str, dict[str, float]] = {}

@@ -225,8 +225,31 @@ def figures_table(result: dict[str, Any]) -> Table:
     return t
 
 
+def offline_table(result: dict[str, Any]) -> Table:
+    """The offline model's headline figures (`offline.headline`)."""
+    o = result["summary"]["offline"]
+    t = Table(title=f"offline answers (extractive), {o['wtq_questions']:,} WTQ questions")
+    t.add_column("figure")
+    t.add_column("measured", justify="right")
+    kinds = o["wtq_answer_has_by_kind"]
+    splits = o["wtq_answer_has_by_split"]
+    t.add_row("WTQ: answer holds the answer / context holds it",
+              f"{_f3(o['wtq_answer_has'])} / {_f3(o['wtq_context_has'])}")
+    t.add_row("  by kind: " + " / ".join(kinds), " / ".join(_f3(v) for v in kinds.values()))
+    t.add_row("  tune / held-out", " / ".join(_f3(v) for v in splits.values()))
+    t.add_row("WTQ answer words (median)", _n(o["wtq_words_median"]))
+    de = o["hotpot_deciding_evidence"]
+    t.add_row(f"HotpotQA: deciding evidence from both gold tabs ({o['hotpot_both_gold']} questions), "
+              "2 tabs / all tabs", " / ".join(_f3(v) for v in de.values()))
+    t.add_row("two laptops: answered from both tabs in pass 1",
+              f"{o['laptops_both_tabs_pass1']} of {o['laptops_questions']}")
+    return t
+
+
 def print_summary(result: dict[str, Any], console: Console) -> None:
     console.print(figures_table(result))
+    if "offline" in result["summary"]:
+        console.print(offline_table(result))
     console.print(summary_table(result))
 
 
@@ -320,6 +343,11 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
                       [[q["question"], q["needs"], str(q["pass"]), str(q["tool_calls"]), str(q["model_calls"]),
                         _n(q["input_tokens"]), _tick(q["correct"])] for q in p["questions_detail"]]),
         ]
+    if o := result.get("offline"):
+        from .offline import markdown_section
+
+        out += ["", "## Offline answers: the `extractive` model (`python -m chatagent.bench.offline`)", "",
+                markdown_section(o).rstrip()]
     if m := result.get("mcp"):
         from .mcp_bench import report as mcp_report
 

@@ -9,6 +9,9 @@
 3. Extraction word F1 on AEB and WCXB (per page type), and multi-tab cost on
    HotpotQA (`context_bench`).
 4. Pass-1 rate and pass-2 cost on the fixture question set (`pass1`).
+5. Offline answers (`offline`): how often the `extractive` model's answer holds
+   the answer on WTQ, quotes both gold tabs' evidence on HotpotQA comparisons,
+   and answers the two-laptop questions from both tabs.
 
 Writes `results.json` (with a `summary`), `report.md` and PNG plots to `--out`;
 a progress bar on stderr while it runs, the summary tables on stdout at the end.
@@ -37,6 +40,7 @@ from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench
 from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_wcxb, load_wtq
 from .latency import GOALS_MS, run_latency
 from .mcp_bench import run_mcp_bench
+from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
 from .report import SCENARIOS, machine, markdown_report, print_summary, progress_bar
 from .server import PageServer, bench_settings, browser_version, launch_browser
@@ -69,6 +73,7 @@ class Plan:
     budget: int
     data_dir: Path
     model: str | None
+    offline: OfflinePlan
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "Plan":
@@ -83,7 +88,8 @@ class Plan:
         if reps < 1 or (limit is not None and limit < 1):
             raise BenchError("--reps and --limit must be at least 1.")
         return cls(quick, reps, *sizes, budget=getattr(args, "budget", None) or DEFAULT_BUDGET,
-                   data_dir=Path(getattr(args, "data", None) or DEFAULT_DATA_DIR), model=args.model)
+                   data_dir=Path(getattr(args, "data", None) or DEFAULT_DATA_DIR), model=args.model,
+                   offline=OfflinePlan.make(quick, limit))
 
 
 def _check_data(data_dir: Path) -> None:
@@ -108,7 +114,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     at_start = machine()
     result: dict[str, Any] = {"machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
     with progress_bar(console) as progress, PageServer() as site:
-        overall = progress.add_task("chatagent bench", total=7 if real else 6)
+        overall = progress.add_task("chatagent bench", total=8 if real else 7)
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
@@ -130,6 +136,8 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
             result["hotpot"] = await bench_hotpot(hotpot, plan.budget, browser, site, progress)
             progress.advance(overall)
             result["pass1"] = await run_pass1(pass1_settings, browser, site, progress, plan.pass1_questions)
+            progress.advance(overall)
+            result["offline"] = await run_offline(plan.offline, plan.data_dir, browser, site, progress)
             progress.advance(overall)
         # Its own Chromium (with a debugging port, for the MCP server to attach to) and page server.
         mcp_pages = plan.wtq_pages if plan.wtq_pages is not None and plan.wtq_pages < 8 else (8 if plan.quick else 20)
@@ -189,6 +197,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         "pass2_cost": p["pass2_cost"],
         "pass2_input_tokens": p["pass2_input_tokens"],
     }
+    if offline := result.get("offline"):
+        summary["offline"] = offline_headline(offline)
     if real := result.get("real_model"):
         summary["real_model"] = {
             "model": real["config"]["model"],
@@ -276,4 +286,5 @@ def _describe_samples(plan: Plan) -> str:
         n(plan.wtq_pages, "WTQ pages"), n(plan.aeb_pages, "AEB pages"), n(plan.wcxb_pages, "WCXB pages"),
         n(plan.hotpot_questions, "HotpotQA questions"),
         f"{'all' if plan.pass1_questions is None else f'up to {plan.pass1_questions}'} pass-1 questions per kind",
+        f"offline answers: {plan.offline.describe()}",
     ])
