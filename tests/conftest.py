@@ -147,10 +147,10 @@ class Site:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def private_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def _no_developer_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The suite never reads or writes the developer's settings file, nor
     inherits a model choice from their environment; child processes (the
-    CLI, the host) inherit the same."""
+    CLI, the host) inherit the same. Session-wide, so session fixtures see it too."""
     path = tmp_path_factory.mktemp("settings") / "config.toml"
     saved = {k: os.environ.get(k) for k in ("CHATAGENT_CONFIG", "CHATAGENT_MODEL")}
     os.environ["CHATAGENT_CONFIG"] = str(path)
@@ -161,6 +161,15 @@ def private_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(autouse=True)
+def private_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Each test its own settings file: what one saves (the panel's settings,
+    `config set`) never changes the model another test answers with."""
+    path = tmp_path_factory.mktemp("settings") / "config.toml"
+    monkeypatch.setenv("CHATAGENT_CONFIG", str(path))
+    return path
 
 
 @pytest.fixture(scope="session")
