@@ -82,3 +82,14 @@ async def open_panel(ctx: Any, tab_urls: list[str], *, width: int = 400, height:
     await panel.goto(f"{PANEL_URL}?tabs={','.join(map(str, ids))}")
     await panel.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
     return panel
+
+
+async def choose_gemini(panel: Any, *, endpoint: str, key: str, model: str = "gemini-2.5-flash") -> None:
+    """In the panel's settings, as a user does: Gemini, its key and endpoint, saved by the host."""
+    await panel.click("#settings-button")
+    await panel.check("input[name=provider][value=gemini]")
+    await panel.fill("#gemini-model", model)
+    await panel.fill("#google-api-key", key)
+    await panel.fill("#gemini-base-url", endpoint)
+    await panel.click("#settings-save")
+    await panel.wait_for_selector("#settings-message[data-kind=ok]", timeout=30_000)

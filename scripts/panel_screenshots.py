@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 
 from chatagent.bench.server import PageServer  # noqa: E402
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply  # noqa: E402
-from extension_bridge.harness import chromium_with_extension, open_panel  # noqa: E402
+from extension_bridge.harness import choose_gemini, chromium_with_extension, open_panel  # noqa: E402
 
 PAGES = ROOT / "fixtures" / "pages"
 
@@ -62,13 +62,7 @@ async def main(out: Path) -> None:
             panel = await open_panel(ctx, urls, width=400, height=760)
 
             # Settings: Gemini with a key and the local endpoint.
-            await panel.click("#settings-button")
-            await panel.check("input[name=provider][value=gemini]")
-            await panel.fill("#gemini-model", "gemini-2.5-flash")
-            await panel.fill("#google-api-key", "wrong-key")
-            await panel.fill("#gemini-base-url", gemini.url)
-            await panel.click("#settings-save")
-            await panel.wait_for_selector("#settings-message[data-kind=ok]")
+            await choose_gemini(panel, endpoint=gemini.url, key="wrong-key")
             await panel.screenshot(path=str(out / "panel-settings.png"))
             await panel.click("#settings-cancel")
 

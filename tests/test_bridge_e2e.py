@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply
-from extension_bridge.harness import chromium_with_extension, open_panel
+from extension_bridge.harness import choose_gemini, chromium_with_extension, open_panel
 
 from conftest import Site
 
@@ -158,14 +158,7 @@ def _hostile(attacker: str) -> str:
 
 
 async def _use_gemini(panel: Any, gemini: GeminiServer) -> None:
-    """Set the model in the panel's settings, as a user does."""
-    await panel.click("#settings-button")
-    await panel.check("input[name=provider][value=gemini]")
-    await panel.fill("#gemini-model", "gemini-2.5-flash")
-    await panel.fill("#google-api-key", "panel-key-1234")
-    await panel.fill("#gemini-base-url", gemini.url)
-    await panel.click("#settings-save")
-    await panel.wait_for_selector("#settings-message[data-kind=ok]", timeout=30_000)
+    await choose_gemini(panel, endpoint=gemini.url, key="panel-key-1234")
     await panel.click("#settings-cancel")
 
 

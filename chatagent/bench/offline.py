@@ -87,7 +87,7 @@ from .data import DEFAULT_DATA_DIR, HotpotQuestion, WtqQuestion, load_hotpot, lo
 from .report import machine, progress_bar
 from .scoring import normalize, strip_markdown, words
 from .server import PageServer, bench_settings, browser_version, launch_browser
-from .stats import median
+from .stats import finite, median
 
 T = TypeVar("T")
 
@@ -848,14 +848,6 @@ def markdown_section(offline: dict[str, Any]) -> str:
 # ---------------------------------------------------------------- main
 
 
-def _finite(value: Any) -> Any:
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 async def run(plan: OfflinePlan, data_dir: Path, console: Console, jobs: int = JOBS) -> dict[str, Any]:
@@ -895,7 +887,7 @@ def main(argv: list[str] | None = None) -> int:
               f"(WTQ {result['wall_s_by_part']['wtq']:.0f} s, HotpotQA {result['wall_s_by_part']['hotpot']:.0f} s, "
               f"laptops {result['wall_s_by_part']['laptops']:.0f} s)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(_finite(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    args.out.write_text(json.dumps(finite(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     Console(stderr=True).print(f"wrote {args.out}", style="dim")
     return 0
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable
+from typing import Any
 
 
 def quantile(xs: Iterable[float], q: float, *, default: float = math.nan) -> float:
@@ -42,3 +43,14 @@ def summary(xs: Iterable[float]) -> dict[str, float]:
         "p50": quantile(s, 0.5), "p90": quantile(s, 0.9), "mean": statistics.fmean(s) if s else nan,
         "min": s[0] if s else nan, "max": s[-1] if s else nan, "n": len(s),
     }
+
+
+def finite(value: Any) -> Any:
+    """`value` with NaN and infinity (not JSON) replaced by null, at any depth."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [finite(v) for v in value]
+    return value

@@ -44,6 +44,7 @@ from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
 from .report import SCENARIOS, machine, markdown_report, print_summary, progress_bar
 from .server import PageServer, bench_settings, browser_version, launch_browser
+from .stats import finite
 
 SERVER_TTFT_MS = 300.0
 TOKENS_PER_S = 50.0
@@ -228,15 +229,6 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- outputs
 
 
-def _finite(value: Any) -> Any:
-    """NaN and infinity are not JSON: they become null."""
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
-    return value
 
 
 def write_outputs(result: dict[str, Any], out: Path) -> dict[str, Path]:
@@ -254,7 +246,7 @@ def write_outputs(result: dict[str, Any], out: Path) -> dict[str, Path]:
         files["ttft_real"] = plot_ttft(real, out / "ttft_real.png")
     (out / "report.md").write_text(markdown_report(result, {k: p.name for k, p in files.items()}), encoding="utf-8")
     files["report"] = out / "report.md"
-    (out / "results.json").write_text(json.dumps(_finite(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    (out / "results.json").write_text(json.dumps(finite(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     files["results"] = out / "results.json"
     return files
 
