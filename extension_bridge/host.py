@@ -191,6 +191,9 @@ class BridgeHost:
             await self.send(await self._settings(msg))
         except ChatAgentError as exc:  # a bad value, an unreadable settings file: the panel says which
             await self.send(ErrorMessage(id=msg.id, code=exc.code, message=exc.message))
+        except OSError as exc:  # the settings file cannot be written: say so, keep serving
+            await self.send(ErrorMessage(id=msg.id, code="config_error",
+                                         message=f"Could not save the settings: {exc.strerror or exc} ({exc.filename})."))
 
     async def _run_ask(self, ask: AskMessage) -> None:
         tabs = tabs_from_ask(ask, self.requester, timeout_s=self.tool_timeout_s)
