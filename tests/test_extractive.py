@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from chatagent.context import PageContext, TabContext
-from chatagent.models.extractive import ExtractiveChatModel
+from chatagent.models.extractive import ExtractiveChatModel, is_visual
 from chatagent.prompts import ESCALATION_MARKER, build_messages
 
 
@@ -50,7 +50,8 @@ The race was run in warm conditions; times are chip times.
 def test_who_won_is_answered_by_the_first_row_of_a_results_table_with_its_column_names() -> None:
     answer = pass1("2023 City 10 km, results", RESULTS, "Who won the women's race, and in what time?")
     assert "Ana Ribeiro" in answer and "31:02" in answer
-    assert "|Pos|Athlete|Club|Time|" in answer, "the header names the row's columns"
+    assert "Athlete: Ana Ribeiro" in answer and "Time: 31:02" in answer, "each value named by its column"
+    assert "|" not in answer, "no pipe rows"
     assert "Mia Lund" not in answer
 
 
@@ -115,3 +116,110 @@ def test_comparison_questions_quote_each_tab_s_figure() -> None:
         answer = compare(question)
         assert "1648" in answer and "1791" in answer, (question, answer)
         assert ESCALATION_MARKER not in answer
+
+
+# --- the smallest sufficient quote from a table -------------------------------------------
+
+SEASON = """# Port Elm Rovers, 1921–22
+
+|1921–22 league matches|
+|Date|Opponent|Venue|Score|Attendance|
+|3 Sep 1921|Lindvik|H|2–1|3,148|
+|10 Sep 1921|Saltmarsh|A|0–0|2,210|
+|17 Sep 1921|Kelby Town|H|3–2|4,905|
+|24 Sep 1921|Lindvik|A|1–1|2,876|
+|1 Oct 1921|Northport|H|0–2|3,512|
+"""
+
+
+def test_a_table_lookup_quotes_the_row_as_column_value_pairs_under_its_caption() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "How many people attended the game against Kelby Town?")
+    assert "Attendance: 4,905" in answer and "Opponent: Kelby Town" in answer
+    assert answer.startswith("1921–22 league matches"), "the caption says what the table is"
+    assert "|" not in answer
+
+
+def test_a_superlative_quotes_the_top_row_of_the_column_it_names() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "Which game had the highest attendance?")
+    assert "Kelby Town" in answer and "4,905" in answer
+    assert "Saltmarsh" not in answer and "Northport" not in answer
+    answer = pass1("Port Elm Rovers", SEASON, "Which game had the lowest attendance?")
+    assert "Saltmarsh" in answer and "Kelby Town" not in answer
+
+
+def test_next_and_previous_rows_are_shown_with_the_row_named() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "Who did they play next after Kelby Town?")
+    assert "Opponent: Kelby Town" in answer and "Date: 24 Sep 1921" in answer
+    assert "Saltmarsh" not in answer
+
+
+def test_a_count_shows_the_matching_rows_and_says_what_needs_a_language_model() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "How many times did they play Lindvik?")
+    assert "2 rows with “Lindvik”" in answer
+    assert answer.count("Opponent: Lindvik") == 2
+    assert answer.rstrip().endswith("needs a language model: set one with `chatagent config`.")
+
+
+def test_a_difference_is_not_computed_the_rows_are_shown_and_the_limit_said() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "What is the difference in attendance between Saltmarsh and Northport?")
+    assert "2,210" in answer and "3,512" in answer
+    assert "1,302" not in answer, "the offline model never writes a value that is not on the page"
+    assert "Computing a difference or a total needs a language model" in answer
+
+
+def test_a_page_of_prose_still_quotes_its_defining_sentence() -> None:
+    text = (
+        "# Resources\n\n|Term|Meaning|\n|Provider|A plugin that talks to an API|\n|Module|A folder of files|\n\n"
+        "Resources are the most important element in the Terraform language.\n\n"
+        "A **resource** is any infrastructure object that Terraform manages, such as a virtual network or a "
+        "DNS record\\.\n"
+    )
+    answer = pass1("Resources — Terraform", text, "What is a resource in Terraform?")
+    assert answer.startswith("A resource is any infrastructure object"), answer
+    assert "**" not in answer and "\\." not in answer, "quotes without Markdown escapes"
+
+
+def test_visual_intent_comes_from_what_is_asked_about_not_single_words() -> None:
+    commentators = "# Broadcasters\n\n|Year|Play-by-play|Color commentator|\n|2004|Al Reed|Joe Park|\n|2005|Al Reed|Sam Ortiz|\n"
+    assert "Joe Park" in pass1("Broadcasters", commentators, "Who was the color commentator in 2004?")
+    results = "# Cup\n\n|Home|Score|Away|\n|Lindvik|1–1|Saltmarsh|\n|Northport|2–0|Kelby|\n"
+    assert not is_visual("Which matches were drawn?", [results]) and not is_visual("Which matches were drawn?", ["text"])
+    # "chart" for a table of rankings is the table: it is on the page as text.
+    assert "Lindvik" in pass1("Cup", results, "Which home team is listed first on the chart?")
+    assert pass1("Board", "# Departures\n\nSee the board below.", "Which gate is shown on the board image?").startswith(
+        ESCALATION_MARKER
+    )
+
+
+def laptops(question: str) -> str:
+    aurora = (
+        "# Aurora X14 Pro\n\nOur price: $1,349.00 incl. free delivery\n\n## Key specifications\n\n- Battery life:\n"
+        "- 14 hours 20 minutes (manufacturer's office-use test)\n- Weight:\n- 1.28 kg\n\n## Customers also viewed\n\n"
+        "- Sleeve for 14-inch laptops $29.99\n"
+    )
+    orion = (
+        "# Orion 14 review\n\n## Design\n\nThe Orion 14 has a plain grey chassis. At 2.9 pounds it slips into a backpack.\n\n"
+        "## Battery\n\nIn our rundown test the Orion 14 lasted 11 hours 5 minutes before shutting down.\n\n"
+        "## Price\n\nThe configuration we tested sells for $1,099 from the maker's online store.\n"
+    )
+    tabs = [
+        TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="Aurora X14 Pro — Kestrel Electronics", text=aurora),
+        TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="Orion 14 review | Bitfield", text=orion),
+    ]
+    return str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), question)).content)
+
+
+def test_a_comparison_across_tabs_quotes_each_tab_s_value_of_the_kind_asked_however_worded() -> None:
+    cases = {
+        "Which laptop has the longer battery life?": ("14 hours 20 minutes", "11 hours 5 minutes"),
+        "Which is cheaper?": ("$1,349.00", "$1,099"),
+        "What does each laptop cost?": ("$1,349.00", "$1,099"),
+        "Which one is lighter?": ("1.28 kg", "2.9 pounds"),
+    }
+    for question, (a, b) in cases.items():
+        answer = laptops(question)
+        assert not answer.startswith(ESCALATION_MARKER), question
+        assert "From [Tab 1]" in answer and "From [Tab 2]" in answer, (question, answer)
+        assert a in answer and b in answer, (question, answer)
+    assert "Battery life: 14 hours 20 minutes" in laptops("Which laptop has the longer battery life?"), "label and value joined"
+    assert "$29.99" not in laptops("What does each laptop cost?"), "the price named as a price, not an accessory's"

@@ -38,7 +38,9 @@ from pydantic import Field
 from ..browser.base import ScrollResult
 from ..prompts import ESCALATION_MARKER, is_fenced, message_text, parse_tabs, unfence
 from ..ranking import CONTENT_WORDS, BM25Ranker, Query, RankerFactory
-from ..rows import row_cells
+from ..rows import has_rows, row_cells
+from ..tables import clean, tables
+from . import table_quote
 from ..tokens import count_tokens
 from .base import Provider
 
@@ -49,11 +51,43 @@ if TYPE_CHECKING:
 MIN_COVERAGE = 0.5
 MAX_PASSAGES_SINGLE = 2
 MAX_PASSAGES_PER_TAB = 1
-_VISUAL = re.compile(
-    r"\b(image|images|picture|photo|photograph|chart|graph|diagram|screenshot|canvas|"
-    r"colou?r|logo|icon|drawn|drawing|illustration|figure|look like|looks like|shown in|depicted)\b",
+# A passage must cover this much more of the question than the table rows to be quoted instead.
+PROSE_MARGIN = 0.34
+# Visual intent is decided by what is asked about, not by single words ("drawn",
+# "color commentator", a "chart" that is a table): how something looks, what a
+# picture shows, or a chart or graph on a page whose text has no table.
+_LOOKS = re.compile(r"\b(look(s|ed)? like|what colou?rs?\b|(which|what) colou?r|colou?r of\b)", re.IGNORECASE)
+_PICTURE = re.compile(
+    r"\b(image|images|picture|pictures|photo|photos|photograph|screenshot|logo|icon|illustration|diagram|figure|"
+    r"drawing|painting|map)\b",
     re.IGNORECASE,
 )
+# What makes a picture the thing asked about: something shown in it, seen on it.
+_SHOWN = re.compile(
+    r"\b(show|shows|shown|showing|depict|depicts|depicted|pictured|see|seen|visible|appear|appears|drawn|written|"
+    r"printed|displayed|in|on)\b",
+    re.IGNORECASE,
+)
+_PLOTTED = re.compile(r"\b(chart|charts|graph|graphs|plot|plotted|canvas)\b", re.IGNORECASE)
+_VISUAL_WORDS = re.compile(
+    r"\b(image|images|picture|photo|photograph|chart|graph|diagram|screenshot|canvas|logo|icon|illustration|figure)\b",
+    re.IGNORECASE,
+)
+
+
+def is_visual(question: str, texts: Sequence[str]) -> bool:
+    """Whether answering needs to see the page rather than read it."""
+    if _LOOKS.search(question):
+        return True
+    if _PICTURE.search(question) and _SHOWN.search(question):
+        return True
+    return bool(_PLOTTED.search(question)) and not any(has_rows(t) for t in texts)
+
+
+# "Which one is lighter?": "one" stands for what is compared, it is not a topic.
+_WHICH_ONE = re.compile(r"\b(which|each|every|any|the other|this|that) ones?\b|\b(each|every)\b", re.I)
+_LABEL = re.compile(r"^(?:[-*+]\s+)?[^:]{1,40}:$")  # a list item naming what the next one states
+_ITEM = re.compile(r"^[-*+]\s+")
 _MARKER_LINE = re.compile(r"^\[… .* left out …\]$|^\(Note: .*\)$")
 # Questions and passages alike: a question's function words ("how many", "which")
 # are gone too, so coverage counts only what it is about.
@@ -74,7 +108,8 @@ _HOW_MANY = re.compile(r"\bhow many\s+(?P<what>[^?.,;]*)", re.IGNORECASE)
 _COMPARING = re.compile(
     r"\b(first|last|earlier|earliest|later|latest|bigger|biggest|larger|largest|smaller|smallest|higher|"
     r"highest|lower|lowest|longer|longest|shorter|shortest|older|oldest|newer|newest|younger|youngest|"
-    r"better|best|worse|worst|greater|greatest|fewer|fewest)\b",
+    r"better|best|worse|worst|greater|greatest|fewer|fewest|cheaper|cheapest|dearer|pricier|lighter|lightest|"
+    r"heavier|heaviest)\b",
     re.IGNORECASE,
 )
 
@@ -85,9 +120,16 @@ class _Passage:
     text: str
     order: int
     header: str = ""  # a table row's caption and header rows: what the table is, what its columns are
+    section: str = ""  # the heading the passage is under: what it is about
 
     def quote(self) -> str:
-        return f"{self.header}\n{self.text}" if self.header else self.text
+        """As a person reads it: a row as "column: value" pairs under its caption, no Markdown escapes."""
+        if self.text.startswith("|"):
+            found = tables(f"{self.header}\n{self.text}" if self.header else self.text)
+            if found:
+                t = found[0]
+                return f"{t.caption}: {t.render(len(t.rows) - 1)}" if t.caption else t.render(len(t.rows) - 1)
+        return clean(self.text.lstrip("#").strip())
 
 
 def _terms(text: str) -> list[str]:
@@ -95,7 +137,8 @@ def _terms(text: str) -> list[str]:
 
 
 def _question_terms(question: str) -> set[str]:
-    return set(_terms(_VISUAL.sub(" ", question))) or set(_terms(question))
+    question = _WHICH_ONE.sub(r"\1", question)
+    return set(_terms(_VISUAL_WORDS.sub(" ", question))) or set(_terms(question))
 
 
 def _passages(tab_id: str, body: str) -> list[_Passage]:
@@ -103,13 +146,22 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
     header = ""
     captions: list[str] = []  # one-cell rows above the current table's first row
     rows = 0  # rows of two or more cells in the current table
+    last = -2  # the line of the last passage of text
+    section = ""
     for i, raw in enumerate(body.splitlines()):
         line = raw.strip()
         if not line or _MARKER_LINE.match(line) or set(line) <= set("|-: "):
             continue
         if not line.startswith("|"):
             header, captions, rows = "", [], 0
-            out.append(_Passage(tab_id, line, i))
+            if out and _LABEL.match(out[-1].text) and i == last + 1 and not out[-1].header:
+                # "- Battery life:" above "- 14 hours 20 minutes": one statement, as a list of terms writes it.
+                out[-1] = _Passage(tab_id, f"{out[-1].text} {_ITEM.sub('', line)}", i, section=section)
+            else:
+                out.append(_Passage(tab_id, line, i, section=section))
+            if line.startswith("#"):
+                section = line.lstrip("#").strip()
+            last = i
             continue
         cells = [c.strip() for c in row_cells(line)]
         if len(cells) < 2:  # a caption or a footer spans the table: no columns to name
@@ -134,8 +186,8 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
 _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     (
         "xxmoneyxx",
-        re.compile(r"\b(cost|costs|price|prices|priced|how much|pay|fee|fees|charge|expensive|cheap)\b", re.I),
-        re.compile(r"[$€£¥]\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?|pounds?)\b", re.I),
+        re.compile(r"\b(cost|costs|price|prices|priced|how much|pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|pricier)\b", re.I),
+        re.compile(r"[$€£¥]\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?)\b", re.I),
     ),
     (
         "xxdatexx",
@@ -146,6 +198,16 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         "xxnumberxx",
         re.compile(r"\b(how many|number of|how long|how far|how tall|how big|how old|population|count)\b", re.I),
         re.compile(r"\d"),
+    ),
+    (
+        "xxdurationxx",
+        re.compile(r"\b(how long|duration|runtime|lasts?|lasted|longer|longest|shorter|shortest)\b", re.I),
+        re.compile(r"\d\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?)\b", re.I),
+    ),
+    (
+        "xxweightxx",
+        re.compile(r"\b(weigh|weighs|weight|heavy|heavier|heaviest|light|lighter|lightest)\b", re.I),
+        re.compile(r"\d\s*(kg|kilograms?|g|grams?|pounds?|lbs?|ounces?|oz|tonnes?|tons?)\b", re.I),
     ),
     (
         "xxtemperaturexx",
@@ -199,6 +261,18 @@ def _passage_intents(text: str) -> str:
     return " ".join(term for term, _, has in _INTENTS if has.search(text))
 
 
+_WHAT_IS = re.compile(r"^\s*what\s+(?P<verb>is|are|was|were)\s+(?:an?\s+|the\s+)?(?P<x>[\w' -]+?)(?:\s+(?:in|on|of|for)\s+[^?]*)?\s*\??\s*$", re.I)
+
+
+def _definition(question: str) -> re.Pattern[str] | None:
+    """For "what is X?", what a sentence defining X looks like: "X is …", "An X is …"."""
+    m = _WHAT_IS.match(question)
+    if not m or len(m["x"].split()) > 4:
+        return None
+    verbs = "is|was|refers to|means" if m["verb"].lower() in ("is", "was") else "are|were|refer to|mean"
+    return re.compile(rf"\b{re.escape(m['x'].strip())}\s+({verbs})\b", re.I)
+
+
 def _best(
     passages: list[_Passage], question: str, titles: dict[str, str] | None = None, ranker: RankerFactory = BM25Ranker
 ) -> list[tuple[float, float, _Passage]]:
@@ -229,18 +303,24 @@ def _best(
     corpus = [set(t) for t in index.terms]
     query = Query(question, tuple(sorted(q)))
     # Score each passage on what the question asks beyond its own page's title.
+    # When the title holds every word of the question ("What is a resource?" on "Resources —
+    # Terraform"), the passage must hold one of them itself.
+    beyond_title = {tab_id: q - title_terms.get(tab_id, set()) or set() for tab_id in {p.tab_id for p in passages}}
     scores_by_tab = {
-        tab_id: index.scores(query.without(title_terms.get(tab_id, set()))) for tab_id in {p.tab_id for p in passages}
+        tab_id: index.scores(query.without(title_terms.get(tab_id, set())) if rest else query)
+        for tab_id, rest in beyond_title.items()
     }
+    defines = _definition(question)
     scored = []
     for i, (p, own) in enumerate(zip(passages, corpus)):
         s = scores_by_tab[p.tab_id][i]
-        title = title_terms.get(p.tab_id, set())
+        title = title_terms.get(p.tab_id, set()) if beyond_title[p.tab_id] else set()
         beyond = len((q & own) - title)
         coverage = len(q & (own | title)) / len(q)
         on_topic = len(topic & own) / len(topic) if topic else 1.0
         if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0:
-            scored.append(((-beyond, -coverage, p.text.startswith("#"), -s, p.order), coverage, float(s), p))
+            defining = bool(defines and defines.search(clean(p.text)))
+            scored.append(((not defining, -beyond, -coverage, p.text.startswith("#"), -s, p.order), coverage, float(s), p))
     if counted:
         # Where a tab counts what is asked, its other passages answer another question.
         counting = {id(p) for _, _, _, p in scored if _counts(p.text, counted)}
@@ -337,6 +417,83 @@ def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tu
     return "\n\n".join(blocks)
 
 
+def _by_kind(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranker: RankerFactory) -> str | None:
+    """Comparing tabs by a kind of value (a price, a duration, a weight, a date …): each tab's
+    best passage stating a value of that kind, however it is worded ("Battery life: 14 hours
+    20 minutes" against "lasted 11 hours 5 minutes"), side by side. None unless every tab
+    with text has one."""
+    kinds = [(term, has) for term, asks, has in _INTENTS if asks.search(question)]
+    if len(texts) < 2 or not kinds:
+        return None
+    # The words that ask for the kind are what its passages are called ("cost" asks, "price" says).
+    said = {t for term, asks, _ in _INTENTS if asks.search(question) for t in _terms(asks.pattern)}
+    terms = Query(question, tuple(sorted(_question_terms(question) | said)))
+    blocks = []
+    for tab_id, text in texts:
+        found = [p for p in _passages(tab_id, text) if not p.text.startswith("#") and any(has.search(p.text) for _, has in kinds)]
+        if not found:
+            return None
+        title = set(_terms(turn.titles().get(tab_id, "")))
+        scores = ranker([f"{p.text} {p.section} {p.header}" for p in found], ANALYSER).scores(terms.without(title))
+        # A passage naming the kind ("Our price: …") over one that only states a value of it.
+        names = [bool(said & set(_terms(f"{p.text} {p.section}"))) for p in found]
+        best = max(range(len(found)), key=lambda i: (names[i], scores[i], -found[i].order))
+        blocks.append((tab_id, found[best]))
+    out = []
+    for tab_id, p in sorted(blocks, key=lambda b: (len(b[0]), b[0])):
+        title = turn.tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
+        out.append(f"From [Tab {tab_id}] ({title}):\n{p.quote()}")
+    return "\n\n".join(out)
+
+
+def _coverage(tq: table_quote.TableQuote, question: str, title: str) -> float:
+    """As `_best` measures a passage: the share of the question's terms in the rows shown,
+    their caption and columns, or the tab's title."""
+    q = _question_terms(question) | _intent_terms(question)
+    t = tq.table
+    shown = " ".join([title, t.caption, *t.columns, *(c for i in tq.rows for c in t.rows[i])])
+    held = set(_terms(shown)) | set(_terms(_passage_intents(" ".join(c for i in tq.rows for c in t.rows[i]))))
+    return len(q & held) / len(q) if q else 0.0
+
+
+def _evidence(
+    question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranker: RankerFactory = BM25Ranker
+) -> str | None:
+    """The smallest sufficient quote from `texts` ((tab id, text) pairs), or None.
+
+    Per tab, the rows of its tables that the question names
+    (`table_quote`), unless a passage of its text covers more of the question.
+    """
+    merged: dict[str, list[str]] = {}
+    for tab_id, text in texts:  # pass 2 reads a tab in pieces: each scroll's text
+        merged.setdefault(tab_id, []).append(text)
+    texts = [(tab_id, "\n\n".join(parts)) for tab_id, parts in merged.items()]
+    compared = _by_kind(question, texts, turn, ranker)
+    if compared:
+        return compared
+    hits = _best([p for tab_id, text in texts for p in _passages(tab_id, text)], question, turn.titles(), ranker)
+    rows: dict[str, table_quote.TableQuote] = {}
+    for tab_id, text in texts:
+        tq = table_quote.quote(text, question)
+        prose = max((c for c, _, p in hits if p.tab_id == tab_id), default=0.0)
+        if tq is not None and _coverage(tq, question, turn.titles().get(tab_id, "")) + PROSE_MARGIN >= prose and tab_id not in rows:
+            rows[tab_id] = tq
+    if not rows:
+        return _format_answer(hits, turn.tabs) if hits else None
+    if len(turn.tabs) == 1:
+        tab_id, tq = next(iter(rows.items()))
+        return table_quote.render(tq, tab_id)
+    blocks = []
+    for tab_id in sorted({*rows, *(p.tab_id for _, _, p in hits)}, key=lambda t: (len(t), t)):
+        title = turn.tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
+        if tab_id in rows:
+            body = table_quote.render(rows[tab_id], tab_id, cite=False)
+        else:
+            body = next(p.quote() for _, _, p in hits if p.tab_id == tab_id)
+        blocks.append(f"From [Tab {tab_id}] ({title}):\n{body}")
+    return "\n\n".join(blocks)
+
+
 class ExtractiveChatModel(BaseChatModel):
     """Offline, deterministic extractive QA over the page context (see module doc)."""
 
@@ -358,12 +515,12 @@ class ExtractiveChatModel(BaseChatModel):
     def _reply(self, messages: Sequence[BaseMessage], tools: list[dict[str, Any]] | None) -> AIMessage:
         turn = _read(messages)
         tool_names = {t["function"]["name"] for t in tools or []}
-        visual = bool(_VISUAL.search(turn.question))
-        passages = [p for tab_id, (_, _, body) in turn.tabs.items() for p in _passages(tab_id, body)]
+        visual = is_visual(turn.question, [body for _, _, body in turn.tabs.values()])
         if not tool_names:
-            hits = [] if visual else _best(passages, turn.question, turn.titles(), self.ranker)
-            if hits:
-                return AIMessage(_format_answer(hits, turn.tabs))
+            bodies = [(t, body) for t, (_, _, body) in turn.tabs.items()]
+            answer = None if visual else _evidence(turn.question, bodies, turn, self.ranker)
+            if answer:
+                return AIMessage(answer)
             reason = "the question is about something visual" if visual else "nothing in the page text matches the question"
             return AIMessage(f"{ESCALATION_MARKER} {reason}")
         return self._use_tools(turn, tool_names, visual)
@@ -381,10 +538,9 @@ class ExtractiveChatModel(BaseChatModel):
                 f"{did} I am the offline extractive model: I can only quote page text and cannot read "
                 "images, so I can't tell what it shows. Ask again with a vision model (e.g. --model gemini-2.5-flash)."
             )
-        fresh = [p for i, (tab_id, text) in enumerate(turn.fresh_text) for p in _passages(tab_id, text)]
-        hits = _best(fresh, turn.question, turn.titles(), self.ranker)
-        if hits:
-            return AIMessage(_format_answer(hits, turn.tabs))
+        answer = _evidence(turn.question, turn.fresh_text, turn, self.ranker)
+        if answer:
+            return AIMessage(answer)
         refreshed = {str(a.get("tab_id")) for n, a in done if n == "refresh_browser_state_tool"}
         for tab_id in turn.tabs:
             if "refresh_browser_state_tool" in tool_names and tab_id not in refreshed:

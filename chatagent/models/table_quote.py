@@ -1,0 +1,232 @@
+"""The smallest sufficient quote from a tab's tables, for the offline model.
+
+A question about a table names some of its rows by their values ("Italy",
+"2008") and some of its columns by their names ("points", "attendance"). This
+finds the table and the rows the question names, and picks what to show by
+what the question asks:
+
+- the row it names (a lookup), and for "after X" / "before X" the row next to it;
+- for "most / highest / least / first / last …", the row at the top of the
+  column it compares by (sorted here: retrieval, not arithmetic), or the
+  first / last row in the table's order when no column is named;
+- for "how many", the rows that match, with how many there are; and for
+  either, one line saying that what it cannot do (count by meaning, compute a
+  difference or a total) needs a language model.
+
+Rows are shown as "column: value" pairs under the table's caption, never as
+pipe rows. Everything here is deterministic; it never writes a value that is
+not in a cell.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+from ..ranking.base import QUESTION_WORDS, STOPWORDS_EN, Analyser
+from ..tables import Table, tables
+
+ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
+NEEDS_MODEL = "needs a language model: set one with `chatagent config`"
+MAX_ROWS = 3  # rows shown for a count or a list
+_NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
+_YEARISH = re.compile(r"\b(year|years|date|dates|season|born|founded|established|opened|released|built|held)\b", re.I)
+_RANKISH = re.compile(r"^(#|no\.?|rank|ranking|pos\.?|position|place|pl\.?|seed)$", re.I)
+
+_MOST = re.compile(
+    r"\b(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|max|top|more|higher|larger|greater|longer|best|better)\b",
+    re.I,
+)
+_LEAST = re.compile(
+    r"\b(least|lowest|smallest|fewest|shortest|lightest|minimum|min|less|fewer|lower|smaller|shorter|worst|worse)\b", re.I
+)
+_FIRST = re.compile(r"\b(first|earliest|oldest|original|initial|debut)\b", re.I)
+_LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\b", re.I)
+_AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\b", re.I)
+_BEFORE = re.compile(r"\b(before|previous|preceding|above|prior|preceded|earlier)\b", re.I)
+_COUNT = re.compile(r"\b(how many|number of|count|times)\b", re.I)
+_ARITHMETIC = re.compile(
+    r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger)|total|sum|combined|"
+    r"average|altogether|in all)\b",
+    re.I,
+)
+_QUOTED = re.compile(r"[\"“”']([^\"“”']{3,})[\"“”']")
+
+
+@dataclass
+class TableQuote:
+    """What to show from one table, and what the offline model cannot add to it."""
+
+    table: Table
+    rows: list[int]  # rows to show, in the order shown
+    count: int | None = None  # rows that match a "how many" question, when they were all seen
+    matched: list[str] = field(default_factory=list)  # the question's words the counted rows share
+    limit: str = ""  # a line on what needs a language model
+
+
+def _number(cell: str) -> float | None:
+    m = _NUMBER.search(cell)
+    if not m:
+        return None
+    try:
+        return float(m.group(0).replace(",", ""))
+    except ValueError:
+        return None
+
+
+@dataclass
+class _Scored:
+    table: Table
+    cells: list[set[str]]  # each row's terms
+    row_scores: list[float]
+    row_hits: list[frozenset[str]]
+    column_hits: list[int]  # question terms in each column's name
+    score: float
+
+
+def _score(table: Table, q: set[str], caption_terms: set[str]) -> _Scored:
+    cells = [set(ANALYSER.terms(" ".join(row))) for row in table.rows]
+    df = Counter(t for c in cells for t in c & q)
+    n = len(cells)
+    idf = {t: math.log(1 + n / df[t]) for t in df}
+    hits = [frozenset(c & q) for c in cells]
+    row_scores = [sum(idf[t] for t in h) for h in hits]
+    column_hits = [len(set(ANALYSER.terms(table.column(j))) & q) for j in range(table.width)]
+    best = max(row_scores, default=0.0)
+    score = best + 1.5 * sum(column_hits) + 0.5 * len(caption_terms & q)
+    return _Scored(table, cells, row_scores, hits, column_hits, score)
+
+
+def _numeric_columns(table: Table) -> list[int]:
+    out = []
+    for j in range(table.width):
+        values = [_number(v) for i in range(len(table.rows)) if (v := table.value(i, j))]
+        if values and sum(v is not None for v in values) >= 0.6 * len(values) and len(values) >= 2:
+            out.append(j)
+    return out
+
+
+def _comparator(s: _Scored, question: str) -> int | None:
+    """The column a superlative compares by: a numeric column the question names."""
+    numeric = _numeric_columns(s.table)
+    named = [j for j in numeric if s.column_hits[j]]
+    if named:
+        return max(named, key=lambda j: s.column_hits[j])
+    if _FIRST.search(question) or _LAST.search(question):
+        dated = [j for j in numeric if _YEARISH.search(s.table.column(j))]
+        return dated[0] if dated else None
+    return None
+
+
+def quote(text: str, question: str) -> TableQuote | None:
+    """The rows of `text`'s tables that answer `question`, or None when no table is about it."""
+    q = set(ANALYSER.terms(question))
+    found = _quote(text, question, q)
+    return found if found is not None and found.rows else None
+
+
+def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
+    found = tables(text)
+    if not found or not q:
+        return None
+    scored = [_score(t, q, set(ANALYSER.terms(t.caption))) for t in found]
+    best = max(scored, key=lambda s: s.score)
+    if best.score <= 0:
+        return None
+    table = best.table
+    top = max(range(len(table.rows)), key=lambda i: (best.row_scores[i], -i))
+    named_rows = best.row_scores[top] > 0
+    most, least = bool(_MOST.search(question)), bool(_LEAST.search(question))
+    first, last = bool(_FIRST.search(question)), bool(_LAST.search(question))
+    limit = ""
+    if _ARITHMETIC.search(question):
+        limit = f"Computing a difference or a total {NEEDS_MODEL}."
+
+    candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
+    others = _other_rows(best, top) if named_rows else []
+    counts_cells = any(best.column_hits[j] for j in _numeric_columns(table))
+    if _COUNT.search(question):
+        if named_rows:
+            need = best.row_hits[top]
+            rows = [i for i, h in enumerate(best.row_hits) if need <= h]
+            matched = _words_for(question, need)
+        else:
+            rows, matched = list(range(len(table.rows))), []
+        # A question naming a row and a column of figures may ask for the figure: that row first.
+        shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
+        return TableQuote(
+            table,
+            shown[:MAX_ROWS],
+            count=len(rows) if table.complete else None,
+            matched=matched,
+            limit=limit or f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}.",
+        )
+
+    if _AFTER.search(question) and named_rows and not (most or least):
+        return TableQuote(table, [top] + ([top + 1] if top + 1 < len(table.rows) else []), limit=limit)
+    if _BEFORE.search(question) and named_rows and not (most or least):
+        return TableQuote(table, ([top - 1] if top > 0 else []) + [top], limit=limit)
+
+    if most or least or first or last:
+        # Rows the question names are what it compares ("first place in 2008": the 2008 rows).
+        pool = candidates if named_rows else list(range(len(table.rows)))
+        col = _comparator(best, question)
+        if col is not None:
+            valued = [(v, i) for i in pool if (v := _number(table.value(i, col))) is not None]
+            if valued:
+                rankish = bool(_RANKISH.match(table.column(col)))
+                high = (most or last) and not (first or least)
+                if rankish:
+                    high = not high  # rank 1 is the best
+                valued.sort(key=lambda x: (-x[0] if high else x[0], x[1]))
+                top_value = valued[0][0]
+                rows = [i for v, i in valued if v == top_value][:MAX_ROWS]
+                return TableQuote(table, rows, limit=limit)
+        if first and not last:
+            return TableQuote(table, pool[:1], limit=limit)
+        if last and not first:
+            return TableQuote(table, pool[-1:], limit=limit)
+
+    if not named_rows:
+        return None
+    return TableQuote(table, (candidates[:1] + others if others else candidates)[:MAX_ROWS], limit=limit)
+
+
+def _other_rows(s: _Scored, top: int) -> list[int]:
+    """Rows naming what the top row does not ("Netherlands and United States"), best first."""
+    seen = set(s.row_hits[top])
+    out = []
+    for i in sorted(range(len(s.table.rows)), key=lambda i: (-s.row_scores[i], i)):
+        new = s.row_hits[i] - seen
+        if new and not s.row_hits[i] & seen:
+            out.append(i)
+            seen |= new
+    return out
+
+
+def _words_for(question: str, stems: frozenset[str]) -> list[str]:
+    """The question's own words behind some of its terms, in its order."""
+    words = re.findall(r"\w[\w'-]*", question)
+    return [w for w, s in zip(words, ANALYSER.stems(words)) if s in stems]
+
+
+def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
+    """The quote as Markdown: the caption, then each row as "column: value" pairs."""
+    t = tq.table
+    lines = []
+    head = t.caption or "The table"
+    where = f" [Tab {tab_id}]" if cite else ""
+    if tq.count is not None:
+        what = f" with “{' '.join(tq.matched)}”" if tq.matched else ""
+        lines.append(f"{head}: {tq.count} row{'s' if tq.count != 1 else ''}{what}{where}")
+    else:
+        lines.append(f"{head}{where}")
+    lines += [f"- {t.render(i)}" for i in tq.rows]
+    if tq.count is not None and tq.count > len(tq.rows):
+        lines.append(f"- … and {tq.count - len(tq.rows)} more")
+    if tq.limit:
+        lines.append("")
+        lines.append(tq.limit)
+    return "\n".join(lines)

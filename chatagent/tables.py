@@ -1,0 +1,208 @@
+"""Tables in page text, as typed objects: parsed from the rows extraction writes
+("|a|b|c|") and rendered back for people as "column: value" pairs.
+
+A table's caption is the one-cell rows just above its first row; its columns
+are its first row when that row holds no figures (a row with figures is data:
+an infobox has no header). A row repeating the column names is not data, and a
+row with other names starts a new table. Markers of left-out text inside a
+table ("[… 1,397 tokens … left out …]") are remembered: counting its rows would
+then miss some.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .rows import is_row, row_cells
+
+_MARKER = re.compile(r"^\[… .* left out …\]$|^\[table shown with .*\]$|^\(Note: .*\)$")
+_DIGIT = re.compile(r"\d")
+_LETTER = re.compile(r"[^\W\d_]")
+_YEAR = re.compile(r"(1[5-9]|20)\d\d")
+# Markdown that extraction writes and a quote should not show: escapes, emphasis, tags.
+_ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+_EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)(.+?)(?<=\S)\1")
+_TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
+_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\)")
+_SPACES = re.compile(r"\s+")
+_EMPTY = {"", "-", "—", "–", "n/a", "N/A"}
+
+
+def clean(text: str) -> str:
+    """Page text as a person reads it: no Markdown escapes, emphasis, links' targets or tags."""
+    text = _LINK.sub(r"\1", text)
+    text = _TAG.sub("", text)
+    text = _EMPHASIS.sub(r"\2", text)
+    text = _EMPHASIS.sub(r"\2", text)  # nested: ***a*** is bold and italic
+    text = _ESCAPE.sub(r"\1", text)
+    return _SPACES.sub(" ", text).strip()
+
+
+@dataclass
+class Table:
+    caption: str
+    columns: tuple[str, ...]  # empty when the table has no header row
+    rows: list[tuple[str, ...]] = field(default_factory=list)  # cells, cleaned
+    lines: list[int] = field(default_factory=list)  # each row's line in the text
+    complete: bool = True  # no text was left out between its rows
+    _bare: set[int] | None = field(default=None, repr=False, compare=False)  # columns of bare figures
+
+    def column(self, j: int) -> str:
+        return self.columns[j] if j < len(self.columns) else ""
+
+    def cell_columns(self, i: int) -> list[int]:
+        """The column of each cell of row `i`. A row with fewer cells than columns lost some
+        to a cell above it spanning rows ("T5" for several players): its cells go where
+        their kind (a bare figure or text) matches the full rows' columns best, leftmost
+        on a tie."""
+        row = self.rows[i]
+        missing = len(self.columns) - len(row)
+        if missing <= 0:
+            return list(range(len(row)))
+        bare = self._bare_columns()
+
+        def fit(shift: int) -> int:
+            return sum((j + shift in bare) == _bare(c) for j, c in enumerate(row) if c)
+
+        shift = max(range(missing + 1), key=lambda s: (fit(s), -s))
+        return [j + shift for j in range(len(row))]
+
+    def _bare_columns(self) -> set[int]:
+        if self._bare is None:
+            full = [r for r in self.rows if len(r) == len(self.columns)]
+            self._bare = {
+                j for j in range(len(self.columns))
+                if full and 2 * sum(_bare(r[j]) for r in full) > len(full)
+            }
+        return self._bare
+
+    @property
+    def width(self) -> int:
+        return max([len(self.columns), *(len(r) for r in self.rows)])
+
+    def value(self, i: int, j: int) -> str:
+        """Row `i`'s cell in column `j`, "" when it has none."""
+        for column, cell in zip(self.cell_columns(i), self.rows[i]):
+            if column == j:
+                return cell
+        return ""
+
+    def render(self, i: int, only: set[int] | None = None) -> str:
+        """Row `i` as "column: value" pairs ("value" alone where the column has no name)."""
+        pairs = []
+        for j, value in zip(self.cell_columns(i), self.rows[i]):
+            if value in _EMPTY or (only is not None and j not in only):
+                continue
+            name = self.column(j) or (self.rows[i][0] if j == 1 and len(self.rows[i]) == 2 else "")
+            if not self.columns and j == 0 and len(self.rows[i]) == 2:
+                continue  # an infobox row: "Born: 15 October 1986"
+            pairs.append(f"{name}: {value}" if name and name != value else value)
+        return "; ".join(pairs)
+
+
+def _cells(line: str) -> tuple[str, ...]:
+    return tuple(clean(c) for c in row_cells(line))
+
+
+def _bare(cell: str) -> bool:
+    """A value with no letters: "2:09:47", "3–1", "1,349"."""
+    return bool(cell) and not _LETTER.search(cell)
+
+
+@dataclass
+class _Block:
+    """Consecutive rows of two or more cells, with the one-cell rows above them."""
+
+    caption: str
+    rows: list[tuple[str, ...]] = field(default_factory=list)
+    lines: list[int] = field(default_factory=list)
+    gaps: set[int] = field(default_factory=set)  # rows after which text was left out
+
+
+def _blocks(text: str) -> list[_Block]:
+    out: list[_Block] = []
+    current: _Block | None = None
+    captions: list[str] = []
+    for n, raw in enumerate(text.splitlines()):
+        line = raw.strip()
+        if not line or (is_row(line) and set(line) <= set("|-: ")):
+            continue
+        if _MARKER.match(line):
+            if current is not None and current.rows:
+                current.gaps.add(len(current.rows) - 1)
+            continue
+        if not is_row(line):
+            current, captions = None, []
+            continue
+        cells = _cells(line)
+        if len([c for c in cells if c]) < 2:
+            if current is not None and current.rows:  # below data: a footer, or the next table's caption
+                current, captions = None, []
+            captions.append(next((c for c in cells if c), ""))
+            continue
+        if current is None:
+            current = _Block(" — ".join(c for c in captions if c))
+            out.append(current)
+            captions = []
+        current.rows.append(cells)
+        current.lines.append(n)
+    return out
+
+
+def _header(row: tuple[str, ...], bare_columns: set[int], year_columns: set[int], first: bool) -> bool:
+    """Whether a row names columns. It has three or more cells, and either no figures at
+    all (as a first row: a table of text has none below either), or figures only inside
+    names ("Pop. 2008", "1st leg", or a year over a column of other figures) over a
+    column of bare values."""
+    if len(row) < 3:
+        return False
+    if not any(_DIGIT.search(c) for c in row):
+        return first or any(j in bare_columns for j in range(len(row)))
+
+    def named_year(j: int, cell: str) -> bool:
+        return bool(_YEAR.fullmatch(cell)) and j not in year_columns
+
+    if any(_bare(c) and not named_year(j, c) for j, c in enumerate(row)):
+        return False
+    return any(j in bare_columns and (not _bare(c) or named_year(j, c)) for j, c in enumerate(row))
+
+
+def _split(block: _Block) -> list[Table]:
+    """A block's tables: each header row starts one; a row of names at the top of
+    another (a two-row header) is kept as the column names; data rows are the rest."""
+    width = max(len(r) for r in block.rows)
+    data = [r for r in block.rows if r != block.rows[0]]  # a header repeats: not what the columns hold
+
+    def mostly(j: int, test: Callable[[str], bool]) -> bool:
+        values = [r[j] for r in data if j < len(r) and r[j]]
+        return bool(values) and 5 * sum(map(test, values)) >= 3 * len(values)
+
+    bare_columns = {j for j in range(width) if mostly(j, _bare)}
+    year_columns = {j for j in range(width) if mostly(j, lambda v: bool(_YEAR.fullmatch(v)))}
+    out: list[Table] = []
+    current: Table | None = None
+    for k, (row, line) in enumerate(zip(block.rows, block.lines)):
+        if _header(row, bare_columns, year_columns, first=k == 0):
+            if current is not None and not current.rows and len(row) >= len(current.columns):
+                current.columns = row  # the lower row of a two-row header names each column
+                continue
+            if current is not None and row == current.columns:
+                continue  # the header again (long tables repeat it)
+            current = Table(block.caption, row, complete=True)
+            out.append(current)
+            continue
+        if current is None:
+            current = Table(block.caption, ())
+            out.append(current)
+        current.rows.append(row)
+        current.lines.append(line)
+        if k in block.gaps:
+            current.complete = False
+    return [t for t in out if t.rows]
+
+
+def tables(text: str) -> list[Table]:
+    """Every table of two or more columns in `text`, in page order."""
+    return [t for block in _blocks(text) for t in _split(block)]

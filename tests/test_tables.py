@@ -1,0 +1,48 @@
+"""Tables read back from extracted page text (`chatagent.tables`)."""
+
+from __future__ import annotations
+
+from chatagent.tables import clean, tables
+
+
+def test_caption_header_and_rows_are_typed() -> None:
+    text = "Intro.\n\n|Women's race — top 3|\n|Pos|Athlete|Time|\n|1|Ana Ribeiro|31:02|\n|2|Mia Lund|31:40|\n"
+    (t,) = tables(text)
+    assert t.caption == "Women's race — top 3"
+    assert t.columns == ("Pos", "Athlete", "Time")
+    assert t.rows == [("1", "Ana Ribeiro", "31:02"), ("2", "Mia Lund", "31:40")]
+    assert t.render(1) == "Pos: 2; Athlete: Mia Lund; Time: 31:40"
+
+
+def test_a_header_with_years_in_it_still_names_columns() -> None:
+    text = "|School|2009|2010|2011|\n|Roosevelt High|612|640|655|\n|Lincoln High|700|710|722|\n"
+    (t,) = tables(text)
+    assert t.columns == ("School", "2009", "2010", "2011")
+    assert t.render(0) == "School: Roosevelt High; 2009: 612; 2010: 640; 2011: 655"
+    text = "|District|Pop. 1998|Pop. 2008|\n|Jamestown|1,200|1,050|\n|Half Tree Hollow|900|1,100|\n"
+    assert tables(text)[0].columns == ("District", "Pop. 1998", "Pop. 2008")
+
+
+def test_an_infobox_is_name_value_pairs_not_a_header() -> None:
+    (t,) = tables("|Carlo Janka|\n|Born|15 October 1986|\n|Height|1.85 m|\n")
+    assert t.columns == () and t.caption == "Carlo Janka"
+    assert t.render(0) == "Born: 15 October 1986"
+
+
+def test_a_row_short_of_cells_lost_them_to_a_cell_spanning_rows_above() -> None:
+    text = "|Place|Player|Country|Score|\n|T5|Corey Pavin|United States|212|\n|Nick Price|Zimbabwe|212|\n|7|Ian Woosnam|Wales|213|\n"
+    t = tables(text)[0]
+    assert t.render(1) == "Player: Nick Price; Country: Zimbabwe; Score: 212"
+
+
+def test_a_repeated_header_continues_the_table_and_left_out_rows_make_it_incomplete() -> None:
+    text = "|Name|Team|Points|\n|A|X|1|\n\n[… 1,397 tokens less related to the question left out …]\n\n|Name|Team|Points|\n|B|Y|2|\n"
+    (t,) = tables(text)
+    assert [r[0] for r in t.rows] == ["A", "B"]
+    assert not t.complete
+
+
+def test_clean_removes_markdown_escapes_emphasis_links_and_tags() -> None:
+    assert clean(r"A **resource** is *any* \[object\] see [docs](https://x.example) <b>now</b>\.") == (
+        "A resource is any [object] see docs now."
+    )
