@@ -27,11 +27,16 @@ _EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)(.+?)(?<=\S)\1")
 _TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\)")
 _SPACES = re.compile(r"\s+")
+_SORT_KEY = re.compile(r"!B?\d{6,}\s*")
+_PADDED_KEY = re.compile(r"^0+(\d+?)(?=\1(?!\d))")
 _EMPTY = {"", "-", "—", "–", "n/a", "N/A"}
 
 
 def clean(text: str) -> str:
-    """Page text as a person reads it: no Markdown escapes, emphasis, links' targets or tags."""
+    """Page text as a person reads it: no Markdown escapes, emphasis, links' targets, tags, or
+    the hidden sort keys of sortable tables ("!B9916893390940 4067 m", "00145145 km/h")."""
+    text = _SORT_KEY.sub("", text)
+    text = _PADDED_KEY.sub("", text)
     text = _LINK.sub(r"\1", text)
     text = _TAG.sub("", text)
     text = _EMPHASIS.sub(r"\2", text)

@@ -31,16 +31,17 @@ from ..tables import Table, tables
 ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
 NEEDS_MODEL = "needs a language model: set one with `chatagent config`"
 MAX_ROWS = 3  # rows shown for a count or a list
+SIZE_PRIOR = 0.7  # weight of a table's size (log rows) in choosing it; tuned on the even WTQ ids
 _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
 _YEARISH = re.compile(r"\b(year|years|date|dates|season|born|founded|established|opened|released|built|held)\b", re.I)
 _RANKISH = re.compile(r"^(#|no\.?|rank|ranking|pos\.?|position|place|pl\.?|seed)$", re.I)
 
 _MOST = re.compile(
-    r"\b(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|max|top|more|higher|larger|greater|longer|best|better)\b",
+    r"\b(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|best)\b",
     re.I,
 )
 _LEAST = re.compile(
-    r"\b(least|lowest|smallest|fewest|shortest|lightest|minimum|min|less|fewer|lower|smaller|shorter|worst|worse)\b", re.I
+    r"\b(least|lowest|smallest|fewest|shortest|lightest|minimum|worst)\b", re.I
 )
 _FIRST = re.compile(r"\b(first|earliest|oldest|original|initial|debut)\b", re.I)
 _LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\b", re.I)
@@ -87,16 +88,28 @@ class _Scored:
 
 
 def _score(table: Table, q: set[str], caption_terms: set[str]) -> _Scored:
+    column_terms = [set(ANALYSER.terms(table.column(j))) for j in range(table.width)]
+    column_hits = [len(_alike(q, c)) for c in column_terms]
+    # A word naming a column ("designed") names what is compared, not which rows.
+    q = q - _alike(q, set().union(*column_terms))
     cells = [set(ANALYSER.terms(" ".join(row))) for row in table.rows]
     df = Counter(t for c in cells for t in c & q)
     n = len(cells)
     idf = {t: math.log(1 + n / df[t]) for t in df}
     hits = [frozenset(c & q) for c in cells]
     row_scores = [sum(idf[t] for t in h) for h in hits]
-    column_hits = [len(set(ANALYSER.terms(table.column(j))) & q) for j in range(table.width)]
     best = max(row_scores, default=0.0)
     score = best + 1.5 * sum(column_hits) + 0.5 * len(caption_terms & q)
     return _Scored(table, cells, row_scores, hits, column_hits, score)
+
+
+PREFIX = 5  # stems sharing this many first letters name the same thing ("attendees", "attendance")
+
+
+def _alike(q: set[str], names: set[str]) -> set[str]:
+    """The question's terms that a column's name holds, or a word starting the same way."""
+    prefixes = {n[:PREFIX] for n in names if len(n) >= PREFIX}
+    return {t for t in q if t in names or (len(t) >= PREFIX and t[:PREFIX] in prefixes)}
 
 
 def _numeric_columns(table: Table) -> list[int]:
@@ -132,6 +145,9 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
     if not found or not q:
         return None
     scored = [_score(t, q, set(ANALYSER.terms(t.caption))) for t in found]
+    for sc in scored:
+        # Pages are mostly about their big tables; a small one must match better to be chosen.
+        sc.score += SIZE_PRIOR * math.log(1 + len(sc.table.rows))
     best = max(scored, key=lambda s: s.score)
     if best.score <= 0:
         return None
@@ -147,7 +163,9 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
     candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
     others = _other_rows(best, top) if named_rows else []
     counts_cells = any(best.column_hits[j] for j in _numeric_columns(table))
-    if _COUNT.search(question):
+    # "The least number of attendees" ranks by a column it names; it does not count.
+    ranking = (most or least) and any(best.column_hits[j] for j in _numeric_columns(table))
+    if _COUNT.search(question) and not ranking:
         if named_rows:
             need = best.row_hits[top]
             rows = [i for i, h in enumerate(best.row_hits) if need <= h]
@@ -180,7 +198,9 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
                 high = (most or last) and not (first or least)
                 if rankish:
                     high = not high  # rank 1 is the best
-                valued.sort(key=lambda x: (-x[0] if high else x[0], x[1]))
+                # Among equal values, "last" means the last in the table's order.
+                later = last and not first
+                valued.sort(key=lambda x: (-x[0] if high else x[0], -x[1] if later else x[1]))
                 top_value = valued[0][0]
                 rows = [i for v, i in valued if v == top_value][:MAX_ROWS]
                 return TableQuote(table, rows, limit=limit)
