@@ -190,9 +190,10 @@ def _split(block: _Block) -> list[Table]:
     current: Table | None = None
     for k, (row, line) in enumerate(zip(block.rows, block.lines)):
         if _header(row, bare_columns, year_columns, first=k == 0):
-            if current is not None and not current.rows and len(row) >= len(current.columns):
-                current.columns = row  # the lower row of a two-row header names each column
-                continue
+            if current is not None and not current.rows:
+                if len(row) >= len(current.columns):
+                    current.columns = row  # the lower row of a two-row header names each column
+                continue  # a shorter lower row names only some: the upper row names them all
             if current is not None and row == current.columns:
                 continue  # the header again (long tables repeat it)
             current = Table(block.caption, row, complete=True)

@@ -474,7 +474,7 @@ def _evidence(
     hits = _best([p for tab_id, text in texts for p in _passages(tab_id, text)], question, turn.titles(), ranker)
     rows: dict[str, table_quote.TableQuote] = {}
     for tab_id, text in texts:
-        tq = table_quote.quote(text, question)
+        tq = table_quote.quote(text, question, turn.titles().get(tab_id, ""))
         prose = max((c for c, _, p in hits if p.tab_id == tab_id), default=0.0)
         if tq is not None and _coverage(tq, question, turn.titles().get(tab_id, "")) + PROSE_MARGIN >= prose and tab_id not in rows:
             rows[tab_id] = tq

@@ -31,6 +31,7 @@ from ..tables import Table, tables
 ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
 NEEDS_MODEL = "needs a language model: set one with `chatagent config`"
 MAX_ROWS = 3  # rows shown for a count or a list
+INFOBOX_PENALTY = 2.0  # tuned on the even WTQ ids
 SIZE_PRIOR = 0.7  # weight of a table's size (log rows) in choosing it; tuned on the even WTQ ids
 _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
 _YEARISH = re.compile(r"\b(year|years|date|dates|season|born|founded|established|opened|released|built|held)\b", re.I)
@@ -53,6 +54,16 @@ _ARITHMETIC = re.compile(
     r"average|altogether|in all)\b",
     re.I,
 )
+# A value typed with punctuation inside: "1:05", "2–1", "3-0". (Words and plain numbers are terms.)
+_VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+")
+# "more than 500", "at least 10", "before 1990": rows filtered by a figure, not ranked.
+_FILTER = re.compile(
+    r"\b(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
+    r"smaller than|under|below|at most|before|after|since|prior to)\s+(?P<cur>\$|£|€)?"
+    r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,])",
+    re.I,
+)
+_SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,})[\"“”']")
 
 
@@ -87,12 +98,21 @@ class _Scored:
     score: float
 
 
-def _score(table: Table, q: set[str], caption_terms: set[str]) -> _Scored:
+def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
+    """The question's values ("1:05", "2–1") that a row's cells hold."""
+    if not values:
+        return set()
+    text = " ".join(row)
+    return {v for v in values if re.search(rf"(?<![\w.:]){re.escape(v)}(?![\d:])", text)}
+
+
+def _score(table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset()) -> _Scored:
     column_terms = [set(ANALYSER.terms(table.column(j))) for j in range(table.width)]
     column_hits = [len(_alike(q, c)) for c in column_terms]
     # A word naming a column ("designed") names what is compared, not which rows.
     q = q - _alike(q, set().union(*column_terms))
-    cells = [set(ANALYSER.terms(" ".join(row))) for row in table.rows]
+    cells = [set(ANALYSER.terms(" ".join(row))) | _values_in(row, values) for row in table.rows]
+    q = q | values
     df = Counter(t for c in cells for t in c & q)
     n = len(cells)
     idf = {t: math.log(1 + n / df[t]) for t in df}
@@ -133,9 +153,13 @@ def _comparator(s: _Scored, question: str) -> int | None:
     return None
 
 
-def quote(text: str, question: str) -> TableQuote | None:
-    """The rows of `text`'s tables that answer `question`, or None when no table is about it."""
+def quote(text: str, question: str, title: str = "") -> TableQuote | None:
+    """The rows of `text`'s tables that answer `question`, or None when no table is about it.
+
+    Words of the page's `title` are what the whole page is about ("Davis Love" on his
+    page): they name no row, unless the question has no other words."""
     q = set(ANALYSER.terms(question))
+    q = q - set(ANALYSER.terms(title)) or q
     found = _quote(text, question, q)
     return found if found is not None and found.rows else None
 
@@ -144,10 +168,14 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
     found = tables(text)
     if not found or not q:
         return None
-    scored = [_score(t, q, set(ANALYSER.terms(t.caption))) for t in found]
+    values = set(_VALUE.findall(question))
+    scored = [_score(t, q, set(ANALYSER.terms(t.caption)), values) for t in found]
+    ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
     for sc in scored:
         # Pages are mostly about their big tables; a small one must match better to be chosen.
         sc.score += SIZE_PRIOR * math.log(1 + len(sc.table.rows))
+        if ordinal and not sc.table.columns and sc.table.width <= 2:
+            sc.score -= INFOBOX_PENALTY  # "first", "most": an order of rows, which a box of facts is not
     best = max(scored, key=lambda s: s.score)
     if best.score <= 0:
         return None
@@ -163,6 +191,25 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
     candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
     others = _other_rows(best, top) if named_rows else []
     counts_cells = any(best.column_hits[j] for j in _numeric_columns(table))
+    filtered = _filter(best, question)
+    if filtered is not None:
+        rows, words = filtered
+        if named_rows:  # the filter applies to the rows the question names
+            rows = [i for i in rows if best.row_scores[i] >= best.row_scores[top]]
+        counting = bool(_COUNT.search(question))
+        return TableQuote(
+            table,
+            rows[:MAX_ROWS],
+            count=len(rows) if table.complete else None,
+            matched=words,
+            limit=limit or (f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}." if counting else ""),
+        )
+    if _ARITHMETIC.search(question) and others:  # "Italy and Spain combined": each one's row
+        return TableQuote(table, [top, *others][:MAX_ROWS], limit=limit)
+    if _SAME.search(question) and named_rows:
+        same = _same_as(best, top, question)
+        if same:
+            return TableQuote(table, [top, *same][:MAX_ROWS], limit=limit)
     # "The least number of attendees" ranks by a column it names; it does not count.
     ranking = (most or least) and any(best.column_hits[j] for j in _numeric_columns(table))
     if _COUNT.search(question) and not ranking:
@@ -212,6 +259,46 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
     if not named_rows:
         return None
     return TableQuote(table, (candidates[:1] + others if others else candidates)[:MAX_ROWS], limit=limit)
+
+
+def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
+    """Rows whose figure in the column the question names passes its test ("more than
+    500 points"; "before 1990" in a column of years), and the test in words."""
+    m = _FILTER.search(question)
+    if not m:
+        return None
+    op, n = m["op"].lower(), float(m["n"].replace(",", ""))
+    numeric = _numeric_columns(s.table)
+    named = [j for j in numeric if s.column_hits[j]]
+    if op in ("before", "after", "since", "prior to"):  # a time: a column of years or dates
+        named = [j for j in numeric if _YEARISH.search(s.table.column(j))] or named
+    elif m["cur"]:  # an amount of money: a column of it
+        named = named or [j for j in numeric if m["cur"] in s.table.column(j)]
+    if not named:
+        return None
+    col = max(named, key=lambda j: s.column_hits[j])
+    tests = {
+        "more than": float.__gt__, "greater than": float.__gt__, "higher than": float.__gt__, "larger than": float.__gt__,
+        "over": float.__gt__, "above": float.__gt__, "after": float.__gt__, "at least": float.__ge__,
+        "since": float.__ge__, "less than": float.__lt__, "fewer than": float.__lt__, "lower than": float.__lt__,
+        "smaller than": float.__lt__, "under": float.__lt__, "below": float.__lt__, "before": float.__lt__,
+        "prior to": float.__lt__, "at most": float.__le__,
+    }
+    test = tests[op]
+    rows = [i for i in range(len(s.table.rows)) if (v := _number(s.table.value(i, col))) is not None and test(v, n)]
+    column = s.table.column(col) or "value"
+    return rows, [f"{column} {m['op']} {m['n']}"]
+
+
+def _same_as(s: _Scored, top: int, question: str) -> list[int]:
+    """Rows with the named row's figure in the column the question names (or, naming
+    none, in every column of figures): "the same number of gold medals as Canada"."""
+    numeric = _numeric_columns(s.table)
+    named = [j for j in numeric if s.column_hits[j]] or numeric
+    if not named:
+        return []
+    key = [s.table.value(top, j) for j in named]
+    return [i for i in range(len(s.table.rows)) if i != top and [s.table.value(i, j) for j in named] == key]
 
 
 def _other_rows(s: _Scored, top: int) -> list[int]:
