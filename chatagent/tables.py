@@ -27,6 +27,7 @@ _EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)(.+?)(?<=\S)\1")
 _TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\)")
 _SPACES = re.compile(r"\s+")
+_TOTAL = re.compile(r"(grand )?totals?:?|sum|overall|all", re.I)
 _SORT_KEY = re.compile(r"!B?\d{6,}\s*")
 _PADDED_KEY = re.compile(r"^0+(\d+?)(?=\1(?!\d))")
 _EMPTY = {"", "-", "—", "–", "n/a", "N/A"}
@@ -82,6 +83,10 @@ class Table:
                 if full and 2 * sum(_bare(r[j]) for r in full) > len(full)
             }
         return self._bare
+
+    def is_total(self, i: int) -> bool:
+        """Whether row `i` sums the others up ("Total", "Totals"): not one of the things listed."""
+        return any(_TOTAL.fullmatch(c) for c in self.rows[i][:2])
 
     @property
     def width(self) -> int:

@@ -29,6 +29,8 @@ from ..ranking.base import QUESTION_WORDS, STOPWORDS_EN, Analyser
 from ..tables import Table, tables
 
 ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
+# How a question about a table is put, not what it is about: "how many times", "the total number".
+PHRASING = frozenset(ANALYSER.terms("times time total number amount listed list"))
 NEEDS_MODEL = "needs a language model: set one with `chatagent config`"
 MAX_ROWS = 3  # rows shown for a count or a list
 INFOBOX_PENALTY = 2.0  # tuned on the even WTQ ids
@@ -59,7 +61,7 @@ _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+")
 # "more than 500", "at least 10", "before 1990": rows filtered by a figure, not ranked.
 _FILTER = re.compile(
     r"\b(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
-    r"smaller than|under|below|at most|before|after|since|prior to)\s+(?P<cur>\$|£|€)?"
+    r"smaller than|under|below|at most|before|after|since|prior to|previous to|earlier than|later than|until)\s+(?P<cur>\$|£|€)?"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,])",
     re.I,
 )
@@ -76,6 +78,7 @@ class TableQuote:
     count: int | None = None  # rows that match a "how many" question, when they were all seen
     matched: list[str] = field(default_factory=list)  # the question's words the counted rows share
     limit: str = ""  # a line on what needs a language model
+    often: tuple[str, str, int, int, bool] | None = None  # (column, value, rows with it, rows, fewest?)
 
 
 def _number(cell: str) -> float | None:
@@ -158,7 +161,7 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
 
     Words of the page's `title` are what the whole page is about ("Davis Love" on his
     page): they name no row, unless the question has no other words."""
-    q = set(ANALYSER.terms(question))
+    q = set(ANALYSER.terms(question)) - PHRASING
     q = q - set(ANALYSER.terms(title)) or q
     found = _quote(text, question, q)
     return found if found is not None and found.rows else None
@@ -168,6 +171,10 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
     found = tables(text)
     if not found or not q:
         return None
+    return _quote_tables(found, question, q)
+
+
+def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote | None:
     values = set(_VALUE.findall(question))
     scored = [_score(t, q, set(ANALYSER.terms(t.caption)), values) for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
@@ -218,7 +225,7 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
             rows = [i for i, h in enumerate(best.row_hits) if need <= h]
             matched = _words_for(question, need)
         else:
-            rows, matched = list(range(len(table.rows))), []
+            rows, matched = [i for i in range(len(table.rows)) if not table.is_total(i)], []
         # A question naming a row and a column of figures may ask for the figure: that row first.
         shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
         return TableQuote(
@@ -236,7 +243,7 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
 
     if most or least or first or last:
         # Rows the question names are what it compares ("first place in 2008": the 2008 rows).
-        pool = candidates if named_rows else list(range(len(table.rows)))
+        pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
         col = _comparator(best, question)
         if col is not None:
             valued = [(v, i) for i in pool if (v := _number(table.value(i, col))) is not None]
@@ -251,6 +258,10 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
                 top_value = valued[0][0]
                 rows = [i for v, i in valued if v == top_value][:MAX_ROWS]
                 return TableQuote(table, rows, limit=limit)
+        if (most or least) and not (first or last):
+            often = _most_often(best, question, pool, fewest=least and not most)
+            if often is not None:
+                return often
         if first and not last:
             return TableQuote(table, pool[:1], limit=limit)
         if last and not first:
@@ -259,6 +270,9 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
     if not named_rows:
         return None
     return TableQuote(table, (candidates[:1] + others if others else candidates)[:MAX_ROWS], limit=limit)
+
+
+TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", "later than", "until")
 
 
 def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
@@ -270,7 +284,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     op, n = m["op"].lower(), float(m["n"].replace(",", ""))
     numeric = _numeric_columns(s.table)
     named = [j for j in numeric if s.column_hits[j]]
-    if op in ("before", "after", "since", "prior to"):  # a time: a column of years or dates
+    if op in TIMES:  # a time: a column of years or dates
         named = [j for j in numeric if _YEARISH.search(s.table.column(j))] or named
     elif m["cur"]:  # an amount of money: a column of it
         named = named or [j for j in numeric if m["cur"] in s.table.column(j)]
@@ -282,12 +296,29 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         "over": float.__gt__, "above": float.__gt__, "after": float.__gt__, "at least": float.__ge__,
         "since": float.__ge__, "less than": float.__lt__, "fewer than": float.__lt__, "lower than": float.__lt__,
         "smaller than": float.__lt__, "under": float.__lt__, "below": float.__lt__, "before": float.__lt__,
-        "prior to": float.__lt__, "at most": float.__le__,
+        "prior to": float.__lt__, "previous to": float.__lt__, "earlier than": float.__lt__,
+        "later than": float.__gt__, "until": float.__le__, "at most": float.__le__,
     }
     test = tests[op]
     rows = [i for i in range(len(s.table.rows)) if (v := _number(s.table.value(i, col))) is not None and test(v, n)]
     column = s.table.column(col) or "value"
     return rows, [f"{column} {m['op']} {m['n']}"]
+
+
+def _most_often(s: _Scored, question: str, pool: list[int], *, fewest: bool) -> TableQuote | None:
+    """"Which team won the most?": the value found in the most (or fewest) rows of the
+    column the question names, when the column repeats its values."""
+    numeric = set(_numeric_columns(s.table))
+    named = [j for j in range(s.table.width) if s.column_hits[j] and j not in numeric]
+    for j in sorted(named, key=lambda j: -s.column_hits[j]):
+        values = Counter(v for i in pool if (v := s.table.value(i, j)))
+        if len(values) < 2 or values.most_common(1)[0][1] < 2:
+            continue  # every value once: nothing is more often than another
+        ranked = sorted(values.items(), key=lambda kv: (kv[1] if fewest else -kv[1]))
+        value, n = ranked[0]
+        rows = [i for i in pool if s.table.value(i, j) == value]
+        return TableQuote(s.table, rows[:MAX_ROWS - 1], often=(s.table.column(j), value, n, len(pool), fewest))
+    return None
 
 
 def _same_as(s: _Scored, top: int, question: str) -> list[int]:
@@ -325,7 +356,10 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     lines = []
     head = t.caption or "The table"
     where = f" [Tab {tab_id}]" if cite else ""
-    if tq.count is not None:
+    if tq.often is not None:
+        column, value, n, of, fewest = tq.often
+        lines.append(f"{head}{where}: the {column} {'least' if fewest else 'most'} often listed is “{value}” ({n} of {of} rows)")
+    elif tq.count is not None:
         what = f" with “{' '.join(tq.matched)}”" if tq.matched else ""
         lines.append(f"{head}: {tq.count} row{'s' if tq.count != 1 else ''}{what}{where}")
     else:
