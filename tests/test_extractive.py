@@ -223,3 +223,23 @@ def test_a_comparison_across_tabs_quotes_each_tab_s_value_of_the_kind_asked_howe
         assert a in answer and b in answer, (question, answer)
     assert "Battery life: 14 hours 20 minutes" in laptops("Which laptop has the longer battery life?"), "label and value joined"
     assert "$29.99" not in laptops("What does each laptop cost?"), "the price named as a price, not an accessory's"
+
+
+def named(question: str) -> str:
+    pages = {
+        "Distaghil Sar": "Distaghil Sar is the highest mountain in the Hispar Muztagh.\n\nIts west summit reaches 7885 m.",
+        "The Crown (mountain)": "The Crown is a mountain in the Karakoram.\n\nIts summit has an elevation of 7295 m.",
+        "Passu Sar": "Passu Sar is a mountain peak in the Batura Muztagh, 7476 m high.",
+        "Elko Regional Airport": "Elko Regional Airport is a mile west of downtown Elko, in Elko County, Nevada.",
+    }
+    tabs = [TabContext(tab_id=str(i), url=f"http://127.0.0.1/{i}.html", title=t, text=f"# {t}\n\n{x}")
+            for i, (t, x) in enumerate(pages.items(), 1)]
+    return str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), question)).content)
+
+
+def test_tabs_the_question_names_are_compared_and_the_others_left_out() -> None:
+    answer = named("Which Karakoram mountain is higher: Distaghil Sar or The Crown?")
+    assert "From [Tab 1]" in answer and "From [Tab 2]" in answer and "[Tab 3]" not in answer, answer
+    assert "7885 m" in answer and "7295 m" in answer, "each tab's height, not its other sentences"
+    answer = named("Are both Distaghil Sar and Elko Regional Airport in Nevada?")
+    assert "From [Tab 1]" in answer and "From [Tab 4]" in answer and "Nevada" in answer, answer

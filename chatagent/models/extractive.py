@@ -38,6 +38,7 @@ from pydantic import Field
 from ..browser.base import ScrollResult
 from ..prompts import ESCALATION_MARKER, is_fenced, message_text, parse_tabs, unfence
 from ..ranking import CONTENT_WORDS, BM25Ranker, Query, RankerFactory
+from ..ranking.base import fold
 from ..rows import has_rows, row_cells
 from ..tables import clean, tables
 from . import table_quote
@@ -221,6 +222,21 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(r"^\|\s*(1|1st|1\.|#1|first)\s*\|", re.I),
     ),
 )
+
+
+# Comparing tabs, "first" and "earlier" ask for dates ("Which documentary was produced
+# first?"), and "higher" for heights; within one page they say how to order rows.
+_COMPARED_KINDS = (
+    *_INTENTS,
+    ("xxdatexx", re.compile(r"\b(first|earlier|before)\b", re.I), _INTENTS[1][2]),
+    (
+        "xxheightxx",
+        re.compile(r"\b(high|higher|highest|tall|taller|tallest|height|elevation)\b", re.I),
+        re.compile(r"\d\s?(m|metres?|meters?|ft|feet|km)\b", re.I),
+    ),
+)
+_NAME_WORD = re.compile(r"\w+")
+_TITLE_NOTE = re.compile(r"\s*\([^)]*\)\s*$")  # "The Crown (mountain)": the note is not the name
 
 
 def _intent_terms(question: str) -> set[str]:
@@ -417,16 +433,31 @@ def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tu
     return "\n\n".join(blocks)
 
 
+def _named_tabs(question: str, texts: Sequence[tuple[str, str]], turn: _Turn) -> list[str]:
+    """The tabs whose page the question names by its title ("Distaghil Sar or The Crown")."""
+    asked = f" {' '.join(_NAME_WORD.findall(fold(question).lower()))} "
+    named = []
+    for tab_id, _ in texts:
+        title = _TITLE_NOTE.sub("", turn.titles().get(tab_id, ""))
+        words = " ".join(_NAME_WORD.findall(fold(title).lower()))
+        if words and f" {words} " in asked:
+            named.append(tab_id)
+    return named
+
+
 def _by_kind(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranker: RankerFactory) -> str | None:
     """Comparing tabs by a kind of value (a price, a duration, a weight, a date …): each tab's
     best passage stating a value of that kind, however it is worded ("Battery life: 14 hours
-    20 minutes" against "lasted 11 hours 5 minutes"), side by side. None unless every tab
-    with text has one."""
-    kinds = [(term, has) for term, asks, has in _INTENTS if asks.search(question)]
+    20 minutes" against "lasted 11 hours 5 minutes"), side by side. The tabs compared are
+    those the question names by title, or else all. None unless each has such a passage."""
+    kinds = [(term, has) for term, asks, has in _COMPARED_KINDS if asks.search(question)]
+    named = set(_named_tabs(question, texts, turn))
+    if len(named) >= 2:
+        texts = [(tab_id, text) for tab_id, text in texts if tab_id in named]
     if len(texts) < 2 or not kinds:
         return None
     # The words that ask for the kind are what its passages are called ("cost" asks, "price" says).
-    said = {t for term, asks, _ in _INTENTS if asks.search(question) for t in _terms(asks.pattern)}
+    said = {t for term, asks, _ in _COMPARED_KINDS if asks.search(question) for t in _terms(asks.pattern)}
     terms = Query(question, tuple(sorted(_question_terms(question) | said)))
     blocks = []
     for tab_id, text in texts:
@@ -439,6 +470,33 @@ def _by_kind(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranke
         names = [bool(said & set(_terms(f"{p.text} {p.section}"))) for p in found]
         best = max(range(len(found)), key=lambda i: (names[i], scores[i], -found[i].order))
         blocks.append((tab_id, found[best]))
+    return _side_by_side(blocks, turn)
+
+
+def _each_named(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranker: RankerFactory) -> str | None:
+    """A question naming two or more tabs by title ("Are both A and B …?", "Which is …: A,
+    B or C?"): each named tab's passage that best matches the rest of the question."""
+    named = _named_tabs(question, texts, turn)
+    if len(named) < 2:
+        return None
+    terms = _question_terms(question) | _intent_terms(question)
+    blocks = []
+    for tab_id, text in texts:
+        if tab_id not in named:
+            continue
+        found = [p for p in _passages(tab_id, text) if not p.text.startswith("#")]
+        title = set(_terms(turn.titles().get(tab_id, "")))
+        rest = Query(question, tuple(sorted(terms - title)))
+        if not found:
+            continue
+        scores = ranker([f"{p.text} {p.section} {p.header} {_passage_intents(p.text)}" for p in found], ANALYSER).scores(rest)
+        best = max(range(len(found)), key=lambda i: (scores[i], -found[i].order))
+        # Nothing beyond its name matches: what the page says its subject is, its first sentence.
+        blocks.append((tab_id, found[best] if scores[best] > 0 else found[0]))
+    return _side_by_side(blocks, turn) if len(blocks) >= 2 else None
+
+
+def _side_by_side(blocks: list[tuple[str, _Passage]], turn: _Turn) -> str:
     out = []
     for tab_id, p in sorted(blocks, key=lambda b: (len(b[0]), b[0])):
         title = turn.tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
@@ -468,7 +526,7 @@ def _evidence(
     for tab_id, text in texts:  # pass 2 reads a tab in pieces: each scroll's text
         merged.setdefault(tab_id, []).append(text)
     texts = [(tab_id, "\n\n".join(parts)) for tab_id, parts in merged.items()]
-    compared = _by_kind(question, texts, turn, ranker)
+    compared = _by_kind(question, texts, turn, ranker) or _each_named(question, texts, turn, ranker)
     if compared:
         return compared
     hits = _best([p for tab_id, text in texts for p in _passages(tab_id, text)], question, turn.titles(), ranker)
