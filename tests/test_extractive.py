@@ -243,3 +243,8 @@ def test_tabs_the_question_names_are_compared_and_the_others_left_out() -> None:
     assert "7885 m" in answer and "7295 m" in answer, "each tab's height, not its other sentences"
     answer = named("Are both Distaghil Sar and Elko Regional Airport in Nevada?")
     assert "From [Tab 1]" in answer and "From [Tab 4]" in answer and "Nevada" in answer, answer
+
+
+def test_a_figure_asked_for_is_not_answered_by_a_sentence_without_one() -> None:
+    text = "# Results\n\nRevenue grew in every quarter of the year; the chart below shows each quarter.\n\n## Outlook\n\nWe expect growth to continue."
+    assert pass1("Quarterly results — Example Corp", text, "What was revenue in Q3?").startswith(ESCALATION_MARKER)

@@ -187,7 +187,11 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
 _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     (
         "xxmoneyxx",
-        re.compile(r"\b(cost|costs|price|prices|priced|how much|pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|pricier)\b", re.I),
+        re.compile(
+            r"\b(cost|costs|price|prices|priced|how much|pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|pricier|"
+            r"revenue|revenues|income|profit|profits|earnings|salary|salaries|budget)\b",
+            re.I,
+        ),
         re.compile(r"[$€£¥]\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?)\b", re.I),
     ),
     (
@@ -317,6 +321,7 @@ def _best(
     # A table row is matched with its caption and column names: "Time" is what "2:09:47" is.
     index = ranker([f"{p.text} {p.header} {_passage_intents(p.text)}" for p in passages], ANALYSER)
     corpus = [set(t) for t in index.terms]
+    sections = [set(_terms(p.section)) for p in passages]
     query = Query(question, tuple(sorted(q)))
     # Score each passage on what the question asks beyond its own page's title.
     # When the title holds every word of the question ("What is a resource?" on "Resources —
@@ -332,8 +337,10 @@ def _best(
         s = scores_by_tab[p.tab_id][i]
         title = title_terms.get(p.tab_id, set()) if beyond_title[p.tab_id] else set()
         beyond = len((q & own) - title)
-        coverage = len(q & (own | title)) / len(q)
-        on_topic = len(topic & own) / len(topic) if topic else 1.0
+        # The heading a passage is under says what it is about ("## Battery" over "lasted 11 hours").
+        under = own | sections[i]
+        coverage = len(q & (under | title)) / len(q)
+        on_topic = len(topic & under) / len(topic) if topic else 1.0
         if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0:
             defining = bool(defines and defines.search(clean(p.text)))
             scored.append(((not defining, -beyond, -coverage, p.text.startswith("#"), -s, p.order), coverage, float(s), p))
