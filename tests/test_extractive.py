@@ -248,3 +248,8 @@ def test_tabs_the_question_names_are_compared_and_the_others_left_out() -> None:
 def test_a_figure_asked_for_is_not_answered_by_a_sentence_without_one() -> None:
     text = "# Results\n\nRevenue grew in every quarter of the year; the chart below shows each quarter.\n\n## Outlook\n\nWe expect growth to continue."
     assert pass1("Quarterly results — Example Corp", text, "What was revenue in Q3?").startswith(ESCALATION_MARKER)
+
+
+def test_a_question_about_one_of_the_open_tabs_is_not_answered_from_all_of_them() -> None:
+    answer = compare("When was Port Elm founded?")
+    assert "1648" in answer and "1791" not in answer, answer

@@ -240,6 +240,8 @@ _COMPARED_KINDS = (
     ),
 )
 _NAME_WORD = re.compile(r"\w+")
+# A question across tabs, beyond comparing words: "What does each laptop cost?"
+_ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or)\b", re.I)
 _TITLE_NOTE = re.compile(r"\s*\([^)]*\)\s*$")  # "The Crown (mountain)": the note is not the name
 
 
@@ -461,6 +463,8 @@ def _by_kind(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranke
     named = set(_named_tabs(question, texts, turn))
     if len(named) >= 2:
         texts = [(tab_id, text) for tab_id, text in texts if tab_id in named]
+    elif not (_COMPARING.search(question) or _ACROSS.search(question)):
+        return None  # "When was Port Averly founded?" asks one tab, whatever else is open
     if len(texts) < 2 or not kinds:
         return None
     # The words that ask for the kind are what its passages are called ("cost" asks, "price" says).
@@ -548,8 +552,17 @@ def _evidence(
     if len(turn.tabs) == 1:
         tab_id, tq = next(iter(rows.items()))
         return table_quote.render(tq, tab_id)
+    strength = {tab_id: _coverage(tq, question, turn.titles().get(tab_id, "")) for tab_id, tq in rows.items()}
+    for c, _, p in hits:
+        strength[p.tab_id] = max(strength.get(p.tab_id, 0.0), c)
+    shown = sorted(strength, key=lambda t: (len(t), t))
+    if not (_COMPARING.search(question) or _ACROSS.search(question)):
+        # One question, several tabs: the tabs that answer it best ("When was Port Elm founded?"
+        # is answered by Port Elm's page, whatever the other town's page says of its own founding).
+        top = max(strength.values())
+        shown = [t for t in shown if strength[t] >= top]
     blocks = []
-    for tab_id in sorted({*rows, *(p.tab_id for _, _, p in hits)}, key=lambda t: (len(t), t)):
+    for tab_id in shown:
         title = turn.tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
         if tab_id in rows:
             body = table_quote.render(rows[tab_id], tab_id, cite=False)

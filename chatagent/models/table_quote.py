@@ -362,7 +362,7 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     elif tq.count is not None:
         what = f" with “{' '.join(tq.matched)}”" if tq.matched else ""
         lines.append(f"{head}: {tq.count} row{'s' if tq.count != 1 else ''}{what}{where}")
-    else:
+    elif t.caption or cite:  # under a tab's heading, a table without a caption needs no line of its own
         lines.append(f"{head}{where}")
     lines += [f"- {t.render(i)}" for i in tq.rows]
     if tq.count is not None and tq.count > len(tq.rows):
