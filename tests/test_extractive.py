@@ -253,3 +253,22 @@ def test_a_figure_asked_for_is_not_answered_by_a_sentence_without_one() -> None:
 def test_a_question_about_one_of_the_open_tabs_is_not_answered_from_all_of_them() -> None:
     answer = compare("When was Port Elm founded?")
     assert "1648" in answer and "1791" not in answer, answer
+
+
+def test_rows_filtered_by_a_figure_are_counted_and_shown() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "How many games had an attendance of more than 3,000?")
+    assert "3 rows with “Attendance more than 3,000”" in answer, answer
+    assert "Lindvik" in answer and "Saltmarsh" not in answer
+
+
+def test_which_value_a_column_lists_most_often_and_how_many_different_ones() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "Which opponent did they play the most?")
+    assert "the Opponent most often listed is “Lindvik” (2 of 5 rows)" in answer, answer
+    answer = pass1("Port Elm Rovers", SEASON, "How many different opponents did they play?")
+    assert "4 different Opponent values: Lindvik, Saltmarsh, Kelby Town, Northport" in answer, answer
+
+
+def test_rows_with_the_same_figure_as_the_row_named() -> None:
+    text = "|Rank|Nation|Gold|Silver|Bronze|\n|1|Norway|3|1|0|\n|2|Canada|1|2|1|\n|3|Chile|1|0|0|\n|4|Peru|0|1|1|\n"
+    answer = pass1("Medal table", text, "Which nation won the same number of gold medals as Canada?")
+    assert "Nation: Canada" in answer and "Nation: Chile" in answer and "Norway" not in answer, answer

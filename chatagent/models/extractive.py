@@ -520,7 +520,7 @@ def _coverage(tq: table_quote.TableQuote, question: str, title: str) -> float:
     their caption and columns, or the tab's title."""
     q = _question_terms(question) | _intent_terms(question)
     t = tq.table
-    shown = " ".join([title, t.caption, *t.columns, *(c for i in tq.rows for c in t.rows[i])])
+    shown = " ".join([title, t.caption, *t.columns, *(c for i in tq.rows for c in t.rows[i]), *(tq.distinct or ("", []))[1]])
     held = set(_terms(shown)) | set(_terms(_passage_intents(" ".join(c for i in tq.rows for c in t.rows[i]))))
     return len(q & held) / len(q) if q else 0.0
 

@@ -33,6 +33,7 @@ ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
 PHRASING = frozenset(ANALYSER.terms("times time total number amount listed list"))
 NEEDS_MODEL = "needs a language model: set one with `chatagent config`"
 MAX_ROWS = 3  # rows shown for a count or a list
+MAX_VALUES = 8  # a column's different values listed
 INFOBOX_PENALTY = 2.0  # tuned on the even WTQ ids
 SIZE_PRIOR = 0.7  # weight of a table's size (log rows) in choosing it; tuned on the even WTQ ids
 _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
@@ -65,6 +66,7 @@ _FILTER = re.compile(
     r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,])",
     re.I,
 )
+_DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 _QUOTED = re.compile(r"[\"“”']([^\"“”']{3,})[\"“”']")
 
@@ -79,6 +81,7 @@ class TableQuote:
     matched: list[str] = field(default_factory=list)  # the question's words the counted rows share
     limit: str = ""  # a line on what needs a language model
     often: tuple[str, str, int, int, bool] | None = None  # (column, value, rows with it, rows, fewest?)
+    distinct: tuple[str, list[str]] | None = None  # (column, its different values), for "how many different …"
 
 
 def _number(cell: str) -> float | None:
@@ -164,7 +167,7 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     q = set(ANALYSER.terms(question)) - PHRASING
     q = q - set(ANALYSER.terms(title)) or q
     found = _quote(text, question, q)
-    return found if found is not None and found.rows else None
+    return found if found is not None and (found.rows or found.distinct) else None
 
 
 def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
@@ -219,6 +222,11 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             return TableQuote(table, [top, *same][:MAX_ROWS], limit=limit)
     # "The least number of attendees" ranks by a column it names; it does not count.
     ranking = (most or least) and any(best.column_hits[j] for j in _numeric_columns(table))
+    if _COUNT.search(question) and _DISTINCT.search(question):
+        pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
+        distinct = _distinct(best, pool)
+        if distinct is not None:
+            return TableQuote(table, [], distinct=distinct, limit=limit)
     if _COUNT.search(question) and not ranking:
         if named_rows:
             need = best.row_hits[top]
@@ -305,6 +313,17 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     return rows, [f"{column} {m['op']} {m['n']}"]
 
 
+def _distinct(s: _Scored, pool: list[int]) -> tuple[str, list[str]] | None:
+    """The different values of the column the question names, in table order."""
+    numeric = set(_numeric_columns(s.table))
+    named = [j for j in range(s.table.width) if s.column_hits[j] and j not in numeric]
+    if not named or not s.table.complete:
+        return None
+    j = max(named, key=lambda j: s.column_hits[j])
+    values = list(dict.fromkeys(v for i in pool if (v := s.table.value(i, j))))
+    return (s.table.column(j), values) if values else None
+
+
 def _most_often(s: _Scored, question: str, pool: list[int], *, fewest: bool) -> TableQuote | None:
     """"Which team won the most?": the value found in the most (or fewest) rows of the
     column the question names, when the column repeats its values."""
@@ -356,7 +375,11 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     lines = []
     head = t.caption or "The table"
     where = f" [Tab {tab_id}]" if cite else ""
-    if tq.often is not None:
+    if tq.distinct is not None:
+        column, values = tq.distinct
+        listed = ", ".join(values[:MAX_VALUES]) + (f", … ({len(values) - MAX_VALUES} more)" if len(values) > MAX_VALUES else "")
+        lines.append(f"{head}{where}: {len(values)} different {column} value{'s' if len(values) != 1 else ''}: {listed}")
+    elif tq.often is not None:
         column, value, n, of, fewest = tq.often
         lines.append(f"{head}{where}: the {column} {'least' if fewest else 'most'} often listed is “{value}” ({n} of {of} rows)")
     elif tq.count is not None:
