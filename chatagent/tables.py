@@ -27,6 +27,7 @@ _EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)(.+?)(?<=\S)\1")
 _TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\)")
 _SPACES = re.compile(r"\s+")
+_MARKUP = re.compile(r"[\\*_<\[!]|^0\d")  # anything `clean` would change beyond spaces
 _TOTAL = re.compile(r"(grand )?totals?:?|sum|overall|all", re.I)
 _SORT_KEY = re.compile(r"!B?\d{6,}\s*")
 _PADDED_KEY = re.compile(r"^0+(\d+?)(?=\1(?!\d))")
@@ -36,6 +37,8 @@ _EMPTY = {"", "-", "—", "–", "n/a", "N/A"}
 def clean(text: str) -> str:
     """Page text as a person reads it: no Markdown escapes, emphasis, links' targets, tags, or
     the hidden sort keys of sortable tables ("!B9916893390940 4067 m", "00145145 km/h")."""
+    if not _MARKUP.search(text):
+        return _SPACES.sub(" ", text).strip()
     text = _SORT_KEY.sub("", text)
     text = _PADDED_KEY.sub("", text)
     text = _LINK.sub(r"\1", text)
@@ -54,6 +57,7 @@ class Table:
     lines: list[int] = field(default_factory=list)  # each row's line in the text
     complete: bool = True  # no text was left out between its rows
     _bare: set[int] | None = field(default=None, repr=False, compare=False)  # columns of bare figures
+    _grid: list[dict[int, str]] | None = field(default=None, repr=False, compare=False)  # row → column → cell
 
     def column(self, j: int) -> str:
         return self.columns[j] if j < len(self.columns) else ""
@@ -94,10 +98,9 @@ class Table:
 
     def value(self, i: int, j: int) -> str:
         """Row `i`'s cell in column `j`, "" when it has none."""
-        for column, cell in zip(self.cell_columns(i), self.rows[i]):
-            if column == j:
-                return cell
-        return ""
+        if self._grid is None:
+            self._grid = [dict(zip(self.cell_columns(k), row)) for k, row in enumerate(self.rows)]
+        return self._grid[i].get(j, "")
 
     def render(self, i: int, only: set[int] | None = None) -> str:
         """Row `i` as "column: value" pairs ("value" alone where the column has no name)."""

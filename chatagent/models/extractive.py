@@ -323,7 +323,7 @@ def _best(
     # A table row is matched with its caption and column names: "Time" is what "2:09:47" is.
     index = ranker([f"{p.text} {p.header} {_passage_intents(p.text)}" for p in passages], ANALYSER)
     corpus = [set(t) for t in index.terms]
-    sections = [set(_terms(p.section)) for p in passages]
+    sections = [set(t) for t in ANALYSER.analyse(p.section for p in passages)]
     query = Query(question, tuple(sorted(q)))
     # Score each passage on what the question asks beyond its own page's title.
     # When the title holds every word of the question ("What is a resource?" on "Resources —

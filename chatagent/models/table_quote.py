@@ -24,6 +24,7 @@ import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from ..ranking.base import QUESTION_WORDS, STOPWORDS_EN, Analyser
 from ..tables import Table, tables
@@ -103,6 +104,11 @@ class _Scored:
     column_hits: list[int]  # question terms in each column's name
     score: float
 
+    @cached_property
+    def numeric(self) -> list[int]:
+        """The table's columns of figures (asked several times per question)."""
+        return _numeric_columns(self.table)
+
 
 def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
     """The question's values ("1:05", "2–1") that a row's cells hold."""
@@ -113,11 +119,11 @@ def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
 
 
 def _score(table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset()) -> _Scored:
-    column_terms = [set(ANALYSER.terms(table.column(j))) for j in range(table.width)]
+    column_terms = [set(t) for t in ANALYSER.analyse([table.column(j) for j in range(table.width)])]
     column_hits = [len(_alike(q, c)) for c in column_terms]
     # A word naming a column ("designed") names what is compared, not which rows.
     q = q - _alike(q, set().union(*column_terms))
-    cells = [set(ANALYSER.terms(" ".join(row))) | _values_in(row, values) for row in table.rows]
+    cells = [set(t) | _values_in(row, values) for row, t in zip(table.rows, ANALYSER.analyse(" ".join(r) for r in table.rows))]
     q = q | values
     df = Counter(t for c in cells for t in c & q)
     n = len(cells)
@@ -139,6 +145,7 @@ def _alike(q: set[str], names: set[str]) -> set[str]:
 
 
 def _numeric_columns(table: Table) -> list[int]:
+    """Columns most of whose cells hold a figure."""
     out = []
     for j in range(table.width):
         values = [_number(v) for i in range(len(table.rows)) if (v := table.value(i, j))]
@@ -149,7 +156,7 @@ def _numeric_columns(table: Table) -> list[int]:
 
 def _comparator(s: _Scored, question: str) -> int | None:
     """The column a superlative compares by: a numeric column the question names."""
-    numeric = _numeric_columns(s.table)
+    numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
     if named:
         return max(named, key=lambda j: s.column_hits[j])
@@ -200,7 +207,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
 
     candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
     others = _other_rows(best, top) if named_rows else []
-    counts_cells = any(best.column_hits[j] for j in _numeric_columns(table))
+    counts_cells = any(best.column_hits[j] for j in best.numeric)
     filtered = _filter(best, question)
     if filtered is not None:
         rows, words = filtered
@@ -221,7 +228,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         if same:
             return TableQuote(table, [top, *same][:MAX_ROWS], limit=limit)
     # "The least number of attendees" ranks by a column it names; it does not count.
-    ranking = (most or least) and any(best.column_hits[j] for j in _numeric_columns(table))
+    ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
     if _COUNT.search(question) and _DISTINCT.search(question):
         pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
         distinct = _distinct(best, pool)
@@ -290,7 +297,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     if not m:
         return None
     op, n = m["op"].lower(), float(m["n"].replace(",", ""))
-    numeric = _numeric_columns(s.table)
+    numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
     if op in TIMES:  # a time: a column of years or dates
         named = [j for j in numeric if _YEARISH.search(s.table.column(j))] or named
@@ -315,7 +322,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
 
 def _distinct(s: _Scored, pool: list[int]) -> tuple[str, list[str]] | None:
     """The different values of the column the question names, in table order."""
-    numeric = set(_numeric_columns(s.table))
+    numeric = set(s.numeric)
     named = [j for j in range(s.table.width) if s.column_hits[j] and j not in numeric]
     if not named or not s.table.complete:
         return None
@@ -327,7 +334,7 @@ def _distinct(s: _Scored, pool: list[int]) -> tuple[str, list[str]] | None:
 def _most_often(s: _Scored, question: str, pool: list[int], *, fewest: bool) -> TableQuote | None:
     """"Which team won the most?": the value found in the most (or fewest) rows of the
     column the question names, when the column repeats its values."""
-    numeric = set(_numeric_columns(s.table))
+    numeric = set(s.numeric)
     named = [j for j in range(s.table.width) if s.column_hits[j] and j not in numeric]
     for j in sorted(named, key=lambda j: -s.column_hits[j]):
         values = Counter(v for i in pool if (v := s.table.value(i, j)))
@@ -343,7 +350,7 @@ def _most_often(s: _Scored, question: str, pool: list[int], *, fewest: bool) -> 
 def _same_as(s: _Scored, top: int, question: str) -> list[int]:
     """Rows with the named row's figure in the column the question names (or, naming
     none, in every column of figures): "the same number of gold medals as Canada"."""
-    numeric = _numeric_columns(s.table)
+    numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]] or numeric
     if not named:
         return []
