@@ -438,7 +438,7 @@ def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tu
     blocks = []
     for tab_id in sorted(per_tab, key=lambda t: (len(t), t)):
         title = tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
-        blocks.append(f"From [Tab {tab_id}] ({title}):\n" + "\n".join(p.quote() for p in per_tab[tab_id]))
+        blocks.append(f"From [Tab {tab_id}] ({title}):\n\n" + "\n\n".join(p.quote() for p in per_tab[tab_id]))
     return "\n\n".join(blocks)
 
 
@@ -511,7 +511,7 @@ def _side_by_side(blocks: list[tuple[str, _Passage]], turn: _Turn) -> str:
     out = []
     for tab_id, p in sorted(blocks, key=lambda b: (len(b[0]), b[0])):
         title = turn.tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
-        out.append(f"From [Tab {tab_id}] ({title}):\n{p.quote()}")
+        out.append(f"From [Tab {tab_id}] ({title}):\n\n{p.quote()}")
     return "\n\n".join(out)
 
 
@@ -568,7 +568,7 @@ def _evidence(
             body = table_quote.render(rows[tab_id], tab_id, cite=False)
         else:
             body = next(p.quote() for _, _, p in hits if p.tab_id == tab_id)
-        blocks.append(f"From [Tab {tab_id}] ({title}):\n{body}")
+        blocks.append(f"From [Tab {tab_id}] ({title}):\n\n{body}")
     return "\n\n".join(blocks)
 
 
