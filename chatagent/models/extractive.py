@@ -1,14 +1,18 @@
 """`extractive`: the offline default model. Retrieval, not generation.
 
-It ranks the passages of the page context against the question (BM25 unless
-given another `ranking.Ranker`) and streams the best ones verbatim, citing
-their tabs. It never invents text: when nothing matches, or the question is
-about something visual, it asks for the browser (the escalation marker), and
-with tools bound it uses them the way a careful person would: re-read the
-page, scroll for more text (until a scroll's result says the tab is at the
-bottom), take a screenshot for visual questions (and then say plainly that it
-cannot read images). Deterministic, instant and free: the right default with
-no API key.
+It quotes the smallest sufficient evidence from the page context, citing its
+tabs, and never writes a value the page does not hold: the rows of a table the
+question names (`table_quote`, shown as "column: value" pairs), a passage
+ranked against the question (BM25 unless given another `ranking.Ranker`; the
+defining sentence for "what is X?"), or, comparing tabs, each tab's value of
+the kind asked however it is worded. What it cannot do (count by meaning,
+compute, read images) it says in one line. When nothing matches, or the
+question is about how something looks, it asks for the browser (the
+escalation marker), and with tools bound it uses them the way a careful
+person would: re-read the page, scroll for more text (until a scroll's result
+says the tab is at the bottom), take a screenshot for visual questions (and
+then say plainly that it cannot read images). Deterministic, instant and
+free: the right default with no API key.
 """
 
 from __future__ import annotations
@@ -27,7 +31,6 @@ from langchain_core.messages import (
     AIMessageChunk,
     BaseMessage,
     HumanMessage,
-    SystemMessage,
     ToolMessage,
 )
 from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult

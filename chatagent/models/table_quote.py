@@ -69,7 +69,6 @@ _FILTER = re.compile(
 )
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
-_QUOTED = re.compile(r"[\"“”']([^\"“”']{3,})[\"“”']")
 
 
 @dataclass
