@@ -272,3 +272,12 @@ def test_rows_with_the_same_figure_as_the_row_named() -> None:
     text = "|Rank|Nation|Gold|Silver|Bronze|\n|1|Norway|3|1|0|\n|2|Canada|1|2|1|\n|3|Chile|1|0|0|\n|4|Peru|0|1|1|\n"
     answer = pass1("Medal table", text, "Which nation won the same number of gold medals as Canada?")
     assert "Nation: Canada" in answer and "Nation: Chile" in answer and "Norway" not in answer, answer
+
+
+def test_a_row_the_question_sets_aside_is_not_the_answer() -> None:
+    text = (
+        "|Ambassadors|\n|Representative|Title|Appointed by|\n|Frank Ortiz|Ambassador|Jimmy Carter|\n"
+        "|Sally Shelton|Ambassador|Jimmy Carter|\n|Ann Smith|Ambassador|Ronald Reagan|\n"
+    )
+    answer = pass1("Ambassadors to Barbados", text, "Other than Frank Ortiz, who did Jimmy Carter appoint?")
+    assert "Sally Shelton" in answer and "Frank Ortiz" not in answer, answer

@@ -67,6 +67,12 @@ _FILTER = re.compile(
     r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,])",
     re.I,
 )
+# "Other than Cumberland County, which county …": what the question sets aside, up to a comma or a question word.
+_EXCEPT = re.compile(
+    r"\b(?:other than|besides|beside|except(?: for)?|apart from|aside from|excluding|not counting)\s+"
+    r"(?P<what>[^,?]+?)(?=,|\?|$|\s+(?:who|what|which|where|when|how|is|was|are|were|did|does|do|has|had|have)\b)",
+    re.I,
+)
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 
@@ -117,7 +123,9 @@ def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
     return {v for v in values if re.search(rf"(?<![\w.:]){re.escape(v)}(?![\d:])", text)}
 
 
-def _score(table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset()) -> _Scored:
+def _score(
+    table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset(), excluded: set[str] = frozenset()
+) -> _Scored:
     column_terms = [set(t) for t in ANALYSER.analyse([table.column(j) for j in range(table.width)])]
     column_hits = [len(_alike(q, c)) for c in column_terms]
     # A word naming a column ("designed") names what is compared, not which rows.
@@ -127,7 +135,8 @@ def _score(table: Table, q: set[str], caption_terms: set[str], values: set[str] 
     df = Counter(t for c in cells for t in c & q)
     n = len(cells)
     idf = {t: math.log(1 + n / df[t]) for t in df}
-    hits = [frozenset(c & q) for c in cells]
+    # A row the question sets aside ("other than MLW") is not one it names.
+    hits = [frozenset() if excluded and excluded <= c else frozenset(c & q) for c in cells]
     row_scores = [sum(idf[t] for t in h) for h in hits]
     best = max(row_scores, default=0.0)
     score = best + 1.5 * sum(column_hits) + 0.5 * len(caption_terms & q)
@@ -185,7 +194,9 @@ def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
 
 def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote | None:
     values = set(_VALUE.findall(question))
-    scored = [_score(t, q, set(ANALYSER.terms(t.caption)), values) for t in found]
+    aside = _EXCEPT.search(question)
+    excluded = set(ANALYSER.terms(aside["what"])) & q if aside else set()
+    scored = [_score(t, q - excluded, set(ANALYSER.terms(t.caption)), values, excluded) for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
     for sc in scored:
         # Pages are mostly about their big tables; a small one must match better to be chosen.
