@@ -281,3 +281,9 @@ def test_a_row_the_question_sets_aside_is_not_the_answer() -> None:
     )
     answer = pass1("Ambassadors to Barbados", text, "Other than Frank Ortiz, who did Jimmy Carter appoint?")
     assert "Sally Shelton" in answer and "Frank Ortiz" not in answer, answer
+
+
+def test_a_superlative_among_rows_filtered_by_a_figure() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "Which was the first game with an attendance of more than 3,200?")
+    assert "Kelby Town" in answer and "Lindvik" not in answer and "Northport" not in answer, answer
+    assert "Kelby Town" in pass1("Port Elm Rovers", SEASON, "Which game had the top attendance?")

@@ -42,7 +42,7 @@ _YEARISH = re.compile(r"\b(year|years|date|dates|season|born|founded|established
 _RANKISH = re.compile(r"^(#|no\.?|rank|ranking|pos\.?|position|place|pl\.?|seed)$", re.I)
 
 _MOST = re.compile(
-    r"\b(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|best)\b",
+    r"\b(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|best|winningest|top(?!\s*\d))\b",
     re.I,
 )
 _LEAST = re.compile(
@@ -90,7 +90,23 @@ class TableQuote:
     distinct: tuple[str, list[str]] | None = None  # (column, its different values), for "how many different …"
 
 
+_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+_DATE_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
+_DATE_MONTH = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\b", re.I)
+_DATE_DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
+
+
 def _number(cell: str) -> float | None:
+    """A cell's figure: a date as a number that sorts by time ("3 Sep 1921" → 19210903),
+    otherwise its first number."""
+    month = _DATE_MONTH.search(cell)
+    if month:
+        year = _DATE_YEAR.search(cell)
+        rest = _DATE_YEAR.sub(" ", cell)
+        day = _DATE_DAY.search(rest)
+        return float((int(year.group(1)) if year else 0) * 10_000 + _MONTHS[month.group(1).lower()] * 100 + (
+            int(day.group(1)) if day else 0
+        ))
     m = _NUMBER.search(cell)
     if not m:
         return None
@@ -163,10 +179,12 @@ def _numeric_columns(table: Table) -> list[int]:
 
 
 def _comparator(s: _Scored, question: str) -> int | None:
-    """The column a superlative compares by: a numeric column the question names."""
+    """The column a superlative compares by: for "most / least", a numeric column the
+    question names; for "first / last", a column of years or dates (else the table's order)."""
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
-    if named:
+    ranks = _MOST.search(question) or _LEAST.search(question)
+    if named and (ranks or any(_YEARISH.search(s.table.column(j)) for j in named)):
         return max(named, key=lambda j: s.column_hits[j])
     if _FIRST.search(question) or _LAST.search(question):
         dated = [j for j in numeric if _YEARISH.search(s.table.column(j))]
@@ -223,6 +241,11 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         rows, words = filtered
         if named_rows:  # the filter applies to the rows the question names
             rows = [i for i in rows if best.row_scores[i] >= best.row_scores[top]]
+        if rows and (most or least or first or last):
+            candidates, named_rows = rows, True  # "the first album after 1970": ordered among those
+            filtered = None
+    if filtered is not None:
+        rows, words = filtered
         counting = bool(_COUNT.search(question))
         return TableQuote(
             table,
@@ -325,7 +348,12 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         "later than": float.__gt__, "until": float.__le__, "at most": float.__le__,
     }
     test = tests[op]
-    rows = [i for i in range(len(s.table.rows)) if (v := _number(s.table.value(i, col))) is not None and test(v, n)]
+    def figure(cell: str) -> float | None:
+        v = _number(cell)
+        # A date against a year ("before 1990"): its year.
+        return v // 10_000 if v is not None and op in TIMES and v >= 10_000 and n < 10_000 else v
+
+    rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v, n)]
     column = s.table.column(col) or "value"
     return rows, [f"{column} {m['op']} {m['n']}"]
 
