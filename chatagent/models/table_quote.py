@@ -199,15 +199,9 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     page): they name no row, unless the question has no other words."""
     q = set(ANALYSER.terms(question)) - PHRASING
     q = q - set(ANALYSER.terms(title)) or q
-    found = _quote(text, question, q)
-    return found if found is not None and (found.rows or found.distinct) else None
-
-
-def _quote(text: str, question: str, q: set[str]) -> TableQuote | None:
     found = tables(text)
-    if not found or not q:
-        return None
-    return _quote_tables(found, question, q)
+    quoted = _quote_tables(found, question, q) if found and q else None
+    return quoted if quoted is not None and (quoted.rows or quoted.distinct) else None
 
 
 def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote | None:
