@@ -287,3 +287,14 @@ def test_a_superlative_among_rows_filtered_by_a_figure() -> None:
     answer = pass1("Port Elm Rovers", SEASON, "Which was the first game with an attendance of more than 3,200?")
     assert "Kelby Town" in answer and "Lindvik" not in answer and "Northport" not in answer, answer
     assert "Kelby Town" in pass1("Port Elm Rovers", SEASON, "Which game had the top attendance?")
+
+
+def test_a_price_asked_of_one_tab_is_not_answered_with_another_tab_s_price() -> None:
+    tabs = [
+        TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="Aurora X14 Pro laptop — Volta Computers",
+                   text="# Aurora X14 Pro\n\nOur price: $1,349.00 incl. free delivery."),
+        TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="Port Averly — City guide",
+                   text="# Port Averly\n\nA 24-hour public-transport ticket costs €7.50."),
+    ]
+    answer = str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), "How much is the laptop?")).content)
+    assert "$1,349.00" in answer and "€7.50" not in answer and "[Tab 2]" not in answer, answer

@@ -54,7 +54,6 @@ if TYPE_CHECKING:
 # A passage must contain at least this share of the question's content words.
 MIN_COVERAGE = 0.5
 MAX_PASSAGES_SINGLE = 2
-MAX_PASSAGES_PER_TAB = 1
 # A passage must cover this much more of the question than the table rows to be quoted instead.
 PROSE_MARGIN = 0.34
 # Visual intent is decided by what is asked about, not by single words ("drawn",
@@ -423,26 +422,15 @@ def _only(tabs: dict[str, Any]) -> str:
     return next(iter(tabs), "1")
 
 
-def _format_answer(hits: list[tuple[float, float, _Passage]], tabs: dict[str, tuple[str, str, str]]) -> str:
-    multi = len(tabs) > 1
-    if not multi:
-        # A second passage only when it is nearly as good and says something (a
-        # heading only names what the sentences under it say).
-        top = hits[0][1]
-        keep = [hits[0]] + [
-            h for h in hits[1:]
-            if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6 and not h[2].text.startswith("#")
-        ]
-        return "\n\n".join(f"{h[2].quote()} [Tab {h[2].tab_id}]" for h in keep[:MAX_PASSAGES_SINGLE])
-    per_tab: dict[str, list[_Passage]] = {}
-    for _, _, p in hits:
-        if len(per_tab.setdefault(p.tab_id, [])) < MAX_PASSAGES_PER_TAB:
-            per_tab[p.tab_id].append(p)
-    blocks = []
-    for tab_id in sorted(per_tab, key=lambda t: (len(t), t)):
-        title = tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
-        blocks.append(f"From [Tab {tab_id}] ({title}):\n\n" + "\n\n".join(p.quote() for p in per_tab[tab_id]))
-    return "\n\n".join(blocks)
+def _format_answer(hits: list[tuple[float, float, _Passage]]) -> str:
+    """One tab's best passage, and a second when it is nearly as good and says something
+    (a heading only names what the sentences under it say)."""
+    top = hits[0][1]
+    keep = [hits[0]] + [
+        h for h in hits[1:]
+        if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6 and not h[2].text.startswith("#")
+    ]
+    return "\n\n".join(f"{h[2].quote()} [Tab {h[2].tab_id}]" for h in keep[:MAX_PASSAGES_SINGLE])
 
 
 def _named_tabs(question: str, texts: Sequence[tuple[str, str]], turn: _Turn) -> list[str]:
@@ -550,9 +538,11 @@ def _evidence(
         prose = max((c for c, _, p in hits if p.tab_id == tab_id), default=0.0)
         if tq is not None and _coverage(tq, question, turn.titles().get(tab_id, "")) + PROSE_MARGIN >= prose and tab_id not in rows:
             rows[tab_id] = tq
-    if not rows:
-        return _format_answer(hits, turn.tabs) if hits else None
+    if not rows and not hits:
+        return None
     if len(turn.tabs) == 1:
+        if not rows:
+            return _format_answer(hits)
         tab_id, tq = next(iter(rows.items()))
         return table_quote.render(tq, tab_id)
     strength = {tab_id: _coverage(tq, question, turn.titles().get(tab_id, "")) for tab_id, tq in rows.items()}
