@@ -44,8 +44,8 @@ from ..ranking import CONTENT_WORDS, BM25Ranker, Query, RankerFactory
 from ..ranking.base import fold
 from ..rows import has_rows, row_cells
 from ..tables import clean, tables
-from . import table_quote
 from ..tokens import count_tokens
+from . import table_quote
 from .base import Provider
 
 if TYPE_CHECKING:
@@ -330,7 +330,7 @@ def _best(
     # Score each passage on what the question asks beyond its own page's title.
     # When the title holds every word of the question ("What is a resource?" on "Resources —
     # Terraform"), the passage must hold one of them itself.
-    beyond_title = {tab_id: q - title_terms.get(tab_id, set()) or set() for tab_id in {p.tab_id for p in passages}}
+    beyond_title = {tab_id: q - title_terms.get(tab_id, set()) for tab_id in {p.tab_id for p in passages}}
     scores_by_tab = {
         tab_id: index.scores(query.without(title_terms.get(tab_id, set())) if rest else query)
         for tab_id, rest in beyond_title.items()
@@ -487,10 +487,10 @@ def _each_named(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ra
         if tab_id not in named:
             continue
         found = [p for p in _passages(tab_id, text) if not p.text.startswith("#")]
-        title = set(_terms(turn.titles().get(tab_id, "")))
-        rest = Query(question, tuple(sorted(terms - title)))
         if not found:
             continue
+        title = set(_terms(turn.titles().get(tab_id, "")))
+        rest = Query(question, tuple(sorted(terms - title)))
         scores = ranker([f"{p.text} {p.section} {p.header} {_passage_intents(p.text)}" for p in found], ANALYSER).scores(rest)
         best = max(range(len(found)), key=lambda i: (scores[i], -found[i].order))
         # Nothing beyond its name matches: what the page says its subject is, its first sentence.
@@ -511,8 +511,8 @@ def _coverage(tq: table_quote.TableQuote, question: str, title: str) -> float:
     their caption and columns, or the tab's title."""
     q = _question_terms(question) | _intent_terms(question)
     t = tq.table
-    shown = " ".join([title, t.caption, *t.columns, *(c for i in tq.rows for c in t.rows[i]), *(tq.distinct or ("", []))[1]])
-    held = set(_terms(shown)) | set(_terms(_passage_intents(" ".join(c for i in tq.rows for c in t.rows[i]))))
+    cells = [c for i in tq.rows for c in t.rows[i]] + (tq.distinct[1] if tq.distinct else [])
+    held = set(_terms(" ".join([title, t.caption, *t.columns, *cells]))) | set(_terms(_passage_intents(" ".join(cells))))
     return len(q & held) / len(q) if q else 0.0
 
 
@@ -536,7 +536,7 @@ def _evidence(
     for tab_id, text in texts:
         tq = table_quote.quote(text, question, turn.titles().get(tab_id, ""))
         prose = max((c for c, _, p in hits if p.tab_id == tab_id), default=0.0)
-        if tq is not None and _coverage(tq, question, turn.titles().get(tab_id, "")) + PROSE_MARGIN >= prose and tab_id not in rows:
+        if tq is not None and _coverage(tq, question, turn.titles().get(tab_id, "")) + PROSE_MARGIN >= prose:
             rows[tab_id] = tq
     if not rows and not hits:
         return None
