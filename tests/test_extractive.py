@@ -298,3 +298,9 @@ def test_a_price_asked_of_one_tab_is_not_answered_with_another_tab_s_price() -> 
     ]
     answer = str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), "How much is the laptop?")).content)
     assert "$1,349.00" in answer and "€7.50" not in answer and "[Tab 2]" not in answer, answer
+
+
+def test_no_x_is_a_zero_in_the_column_named() -> None:
+    text = "|Rank|Nation|Gold|Silver|Bronze|\n|1|Norway|3|1|0|\n|2|Canada|1|2|1|\n|3|Chile|1|0|0|\n|4|Peru|0|1|1|\n"
+    answer = pass1("Medal table", text, "Which nation won no gold medals?")
+    assert "Nation: Peru" in answer and "Norway" not in answer and "Chile" not in answer, answer

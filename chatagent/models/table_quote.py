@@ -73,6 +73,8 @@ _EXCEPT = re.compile(
     r"(?P<what>[^,?]+?)(?=,|\?|$|\s+(?:who|what|which|where|when|how|is|was|are|were|did|does|do|has|had|have)\b)",
     re.I,
 )
+# "no gold medals", "didn't win any bronze", "did not receive any votes", "zero points".
+_NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}any)\b", re.I)
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 
@@ -322,7 +324,14 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     500 points"; "before 1990" in a column of years), and the test in words."""
     m = _FILTER.search(question)
     if not m:
-        return None
+        none = _NONE.search(question)
+        named = [j for j in s.numeric if s.column_hits[j]]
+        if not none or not named:
+            return None
+        # "Which country had no gold medals?": a zero in the column it names.
+        col = max(named, key=lambda j: s.column_hits[j])
+        rows = [i for i in range(len(s.table.rows)) if _number(s.table.value(i, col)) == 0 and not s.table.is_total(i)]
+        return rows, [f"{s.table.column(col)} 0"]
     op, n = m["op"].lower(), float(m["n"].replace(",", ""))
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
