@@ -85,7 +85,7 @@ from ..hooks import RunHooks
 from ..runtime import Runtime
 from .data import DEFAULT_DATA_DIR, HotpotQuestion, WtqQuestion, load_hotpot, load_wtq, sample
 from .report import machine, progress_bar
-from .scoring import normalize, strip_markdown, words
+from .scoring import NormalizedText, normalize, strip_markdown, words
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import finite, median
 
@@ -168,17 +168,14 @@ def canon(text: str) -> str:
     return _TRAILING_ZEROS.sub(lambda m: f"{m.group(1)}.{m.group(2)}" if m.group(2) else m.group(1), out)
 
 
-class Haystack:
-    """A text canonicalised once, to test many gold values against it."""
+class Haystack(NormalizedText):
+    """A text canonicalised once (`canon`, both sides), to test many gold values against it
+    as whole words, or as plain substrings when `lenient`."""
 
-    def __init__(self, text: str) -> None:
-        self.padded = f" {canon(text)} "
+    text_form = answer_form = staticmethod(canon)
 
     def has(self, value: str, *, lenient: bool = False) -> bool:
-        v = canon(value)
-        if not v:
-            return False
-        return v in self.padded if lenient else f" {v} " in self.padded
+        return self.contains(value, whole_words=not lenient)
 
 
 def contains_gold(gold: Sequence[str] | str, text: str | Haystack, *, lenient: bool = False) -> bool:

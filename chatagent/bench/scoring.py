@@ -69,13 +69,22 @@ def normalize(text: str) -> str:
 
 
 class NormalizedText:
-    """A text normalised once, to test many answers against it cheaply."""
+    """A text normalised once, to test many answers against it cheaply. A subclass
+    may normalise both sides differently (`text_form`, `answer_form`)."""
 
     def __init__(self, text: str) -> None:
-        self.padded = f" {normalize(strip_markdown(text))} "
+        self.padded = f" {self.text_form(text)} "
+
+    @staticmethod
+    def text_form(text: str) -> str:
+        return normalize(strip_markdown(text))
+
+    @staticmethod
+    def answer_form(answer: str) -> str:
+        return normalize(answer)
 
     def contains(self, answer: str, *, whole_words: bool = False) -> bool:
-        a = normalize(answer)
+        a = self.answer_form(answer)
         if not a:
             return False
         return f" {a} " in self.padded if whole_words else a in self.padded
