@@ -102,11 +102,11 @@ class Table:
             self._grid = [dict(zip(self.cell_columns(k), row)) for k, row in enumerate(self.rows)]
         return self._grid[i].get(j, "")
 
-    def render(self, i: int, only: set[int] | None = None) -> str:
+    def render(self, i: int) -> str:
         """Row `i` as "column: value" pairs ("value" alone where the column has no name)."""
         pairs = []
         for j, value in zip(self.cell_columns(i), self.rows[i]):
-            if value in _EMPTY or (only is not None and j not in only):
+            if value in _EMPTY:
                 continue
             name = self.column(j) or (self.rows[i][0] if j == 1 and len(self.rows[i]) == 2 else "")
             if not self.columns and j == 0 and len(self.rows[i]) == 2:

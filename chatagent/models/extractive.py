@@ -185,6 +185,7 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
     return out
 
 
+_HAS_DATE = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I)
 # Question intents a lexical match misses: "how much" is answered by "$1,349".
 _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     (
@@ -199,7 +200,7 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     (
         "xxdatexx",
         re.compile(r"\b(when|what year|which year|date|founded|born|died|opened|built|older|oldest|newer|newest|younger|youngest|earliest)\b", re.I),
-        re.compile(r"\b(1[5-9]\d\d|20\d\d)\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I),
+        _HAS_DATE,
     ),
     (
         "xxnumberxx",
@@ -234,7 +235,7 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
 # first?"), and "higher" for heights; within one page they say how to order rows.
 _COMPARED_KINDS = (
     *_INTENTS,
-    ("xxdatexx", re.compile(r"\b(first|earlier|before)\b", re.I), _INTENTS[1][2]),
+    ("xxdatexx", re.compile(r"\b(first|earlier|before)\b", re.I), _HAS_DATE),
     (
         "xxheightxx",
         re.compile(r"\b(high|higher|highest|tall|taller|tallest|height|elevation)\b", re.I),
@@ -433,11 +434,11 @@ def _format_answer(hits: list[tuple[float, float, _Passage]]) -> str:
     return "\n\n".join(f"{h[2].quote()} [Tab {h[2].tab_id}]" for h in keep[:MAX_PASSAGES_SINGLE])
 
 
-def _named_tabs(question: str, texts: Sequence[tuple[str, str]], turn: _Turn) -> list[str]:
+def _named_tabs(question: str, tab_ids: Sequence[str], turn: _Turn) -> list[str]:
     """The tabs whose page the question names by its title ("Distaghil Sar or The Crown")."""
     asked = f" {' '.join(_NAME_WORD.findall(fold(question).lower()))} "
     named = []
-    for tab_id, _ in texts:
+    for tab_id in tab_ids:
         title = _TITLE_NOTE.sub("", turn.titles().get(tab_id, ""))
         words = " ".join(_NAME_WORD.findall(fold(title).lower()))
         if words and f" {words} " in asked:
@@ -445,25 +446,31 @@ def _named_tabs(question: str, texts: Sequence[tuple[str, str]], turn: _Turn) ->
     return named
 
 
-def _by_kind(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranker: RankerFactory) -> str | None:
+def _compares(question: str) -> bool:
+    """Whether a question asks across the open tabs ("cheaper", "each", "or")."""
+    return bool(_COMPARING.search(question) or _ACROSS.search(question))
+
+
+def _by_kind(
+    question: str, passages: dict[str, list[_Passage]], named: list[str], turn: _Turn, ranker: RankerFactory
+) -> str | None:
     """Comparing tabs by a kind of value (a price, a duration, a weight, a date …): each tab's
     best passage stating a value of that kind, however it is worded ("Battery life: 14 hours
     20 minutes" against "lasted 11 hours 5 minutes"), side by side. The tabs compared are
     those the question names by title, or else all. None unless each has such a passage."""
     kinds = [(term, has) for term, asks, has in _COMPARED_KINDS if asks.search(question)]
-    named = set(_named_tabs(question, texts, turn))
     if len(named) >= 2:
-        texts = [(tab_id, text) for tab_id, text in texts if tab_id in named]
-    elif not (_COMPARING.search(question) or _ACROSS.search(question)):
+        passages = {tab_id: ps for tab_id, ps in passages.items() if tab_id in named}
+    elif not _compares(question):
         return None  # "When was Port Averly founded?" asks one tab, whatever else is open
-    if len(texts) < 2 or not kinds:
+    if len(passages) < 2 or not kinds:
         return None
     # The words that ask for the kind are what its passages are called ("cost" asks, "price" says).
     said = {t for term, asks, _ in _COMPARED_KINDS if asks.search(question) for t in _terms(asks.pattern)}
     terms = Query(question, tuple(sorted(_question_terms(question) | said)))
     blocks = []
-    for tab_id, text in texts:
-        found = [p for p in _passages(tab_id, text) if not p.text.startswith("#") and any(has.search(p.text) for _, has in kinds)]
+    for tab_id, ps in passages.items():
+        found = [p for p in ps if not p.text.startswith("#") and any(has.search(p.text) for _, has in kinds)]
         if not found:
             return None
         title = set(_terms(turn.titles().get(tab_id, "")))
@@ -471,22 +478,21 @@ def _by_kind(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranke
         # A passage naming the kind ("Our price: …") over one that only states a value of it.
         names = [bool(said & set(_terms(f"{p.text} {p.section}"))) for p in found]
         best = max(range(len(found)), key=lambda i: (names[i], scores[i], -found[i].order))
-        blocks.append((tab_id, found[best]))
+        blocks.append((tab_id, found[best].quote()))
     return _side_by_side(blocks, turn)
 
 
-def _each_named(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranker: RankerFactory) -> str | None:
+def _each_named(
+    question: str, passages: dict[str, list[_Passage]], named: list[str], turn: _Turn, ranker: RankerFactory
+) -> str | None:
     """A question naming two or more tabs by title ("Are both A and B …?", "Which is …: A,
     B or C?"): each named tab's passage that best matches the rest of the question."""
-    named = _named_tabs(question, texts, turn)
     if len(named) < 2:
         return None
     terms = _question_terms(question) | _intent_terms(question)
     blocks = []
-    for tab_id, text in texts:
-        if tab_id not in named:
-            continue
-        found = [p for p in _passages(tab_id, text) if not p.text.startswith("#")]
+    for tab_id, ps in passages.items():
+        found = [p for p in ps if not p.text.startswith("#")] if tab_id in named else []
         if not found:
             continue
         title = set(_terms(turn.titles().get(tab_id, "")))
@@ -494,15 +500,16 @@ def _each_named(question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ra
         scores = ranker([f"{p.text} {p.section} {p.header} {_passage_intents(p.text)}" for p in found], ANALYSER).scores(rest)
         best = max(range(len(found)), key=lambda i: (scores[i], -found[i].order))
         # Nothing beyond its name matches: what the page says its subject is, its first sentence.
-        blocks.append((tab_id, found[best] if scores[best] > 0 else found[0]))
+        blocks.append((tab_id, (found[best] if scores[best] > 0 else found[0]).quote()))
     return _side_by_side(blocks, turn) if len(blocks) >= 2 else None
 
 
-def _side_by_side(blocks: list[tuple[str, _Passage]], turn: _Turn) -> str:
+def _side_by_side(blocks: list[tuple[str, str]], turn: _Turn) -> str:
+    """Each tab's evidence under a heading naming the tab, in tab order."""
     out = []
-    for tab_id, p in sorted(blocks, key=lambda b: (len(b[0]), b[0])):
+    for tab_id, body in sorted(blocks, key=lambda b: (len(b[0]), b[0])):
         title = turn.tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
-        out.append(f"From [Tab {tab_id}] ({title}):\n\n{p.quote()}")
+        out.append(f"From [Tab {tab_id}] ({title}):\n\n{body}")
     return "\n\n".join(out)
 
 
@@ -527,42 +534,44 @@ def _evidence(
     merged: dict[str, list[str]] = {}
     for tab_id, text in texts:  # pass 2 reads a tab in pieces: each scroll's text
         merged.setdefault(tab_id, []).append(text)
-    texts = [(tab_id, "\n\n".join(parts)) for tab_id, parts in merged.items()]
-    compared = _by_kind(question, texts, turn, ranker) or _each_named(question, texts, turn, ranker)
+    bodies = {tab_id: "\n\n".join(parts) for tab_id, parts in merged.items()}
+    passages = {tab_id: _passages(tab_id, body) for tab_id, body in bodies.items()}
+    named = _named_tabs(question, list(bodies), turn)
+    compared = _by_kind(question, passages, named, turn, ranker) or _each_named(question, passages, named, turn, ranker)
     if compared:
         return compared
-    hits = _best([p for tab_id, text in texts for p in _passages(tab_id, text)], question, turn.titles(), ranker)
+    hits = _best([p for ps in passages.values() for p in ps], question, turn.titles(), ranker)
     rows: dict[str, table_quote.TableQuote] = {}
-    for tab_id, text in texts:
-        tq = table_quote.quote(text, question, turn.titles().get(tab_id, ""))
+    strength: dict[str, float] = {}  # how much of the question each tab's evidence covers
+    for tab_id, body in bodies.items():
+        title = turn.titles().get(tab_id, "")
+        tq = table_quote.quote(body, question, title)
         prose = max((c for c, _, p in hits if p.tab_id == tab_id), default=0.0)
-        if tq is not None and _coverage(tq, question, turn.titles().get(tab_id, "")) + PROSE_MARGIN >= prose:
+        covered = _coverage(tq, question, title) if tq is not None else 0.0
+        if tq is not None and covered + PROSE_MARGIN >= prose:
             rows[tab_id] = tq
-    if not rows and not hits:
+            strength[tab_id] = max(covered, prose)
+        elif prose:
+            strength[tab_id] = prose
+    if not strength:
         return None
     if len(turn.tabs) == 1:
         if not rows:
             return _format_answer(hits)
         tab_id, tq = next(iter(rows.items()))
         return table_quote.render(tq, tab_id)
-    strength = {tab_id: _coverage(tq, question, turn.titles().get(tab_id, "")) for tab_id, tq in rows.items()}
-    for c, _, p in hits:
-        strength[p.tab_id] = max(strength.get(p.tab_id, 0.0), c)
-    shown = sorted(strength, key=lambda t: (len(t), t))
-    if not (_COMPARING.search(question) or _ACROSS.search(question)):
+    shown = list(strength)
+    if not _compares(question):
         # One question, several tabs: the tabs that answer it best ("When was Port Elm founded?"
         # is answered by Port Elm's page, whatever the other town's page says of its own founding).
         top = max(strength.values())
         shown = [t for t in shown if strength[t] >= top]
-    blocks = []
-    for tab_id in shown:
-        title = turn.tabs.get(tab_id, ("", "", ""))[1] or f"Tab {tab_id}"
-        if tab_id in rows:
-            body = table_quote.render(rows[tab_id], tab_id, cite=False)
-        else:
-            body = next(p.quote() for _, _, p in hits if p.tab_id == tab_id)
-        blocks.append(f"From [Tab {tab_id}] ({title}):\n\n{body}")
-    return "\n\n".join(blocks)
+    blocks = [
+        (tab_id, table_quote.render(rows[tab_id], tab_id, cite=False) if tab_id in rows
+         else next(p.quote() for _, _, p in hits if p.tab_id == tab_id))
+        for tab_id in shown
+    ]
+    return _side_by_side(blocks, turn)
 
 
 class ExtractiveChatModel(BaseChatModel):

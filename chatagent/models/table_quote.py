@@ -258,8 +258,9 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             return TableQuote(table, [top, *same][:MAX_ROWS], limit=limit)
     # "The least number of attendees" ranks by a column it names; it does not count.
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
+    # The rows in question: those named (or filtered), else all but a totals row.
+    pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
     if _COUNT.search(question) and _DISTINCT.search(question):
-        pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
         distinct = _distinct(best, pool)
         if distinct is not None:
             return TableQuote(table, [], distinct=distinct, limit=limit)
@@ -287,7 +288,6 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
 
     if most or least or first or last:
         # Rows the question names are what it compares ("first place in 2008": the 2008 rows).
-        pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
         col = _comparator(best, question)
         if col is not None:
             valued = [(v, i) for i in pool if (v := _number(table.value(i, col))) is not None]
