@@ -41,7 +41,7 @@ MIN_OVERFLOW_BUDGET = 250  # tokens per tab: below this, shrinking cannot help
 # (instructions, tool schemas), and three scrolls would use up 8 times it.
 DEFAULT_DEADLINE_S: float = Settings.model_fields["deadline"].default
 INPUT_BUDGET_FACTOR: float = Settings.model_fields["input_budget"].default
-_CITE = re.compile(r"\[Tab (\d+)\]")
+_CITE = re.compile(r"\[Tab (\d+)(?:, pp?\. [\d–-]+)?\]")  # [Tab 2], and a PDF's [Tab 2, p. 3]
 
 Emit = Callable[[Event], None]
 

@@ -29,6 +29,7 @@ import signal
 import threading
 import time
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor
+from urllib.parse import unquote
 
 import lxml.html
 import trafilatura
@@ -36,6 +37,7 @@ from lxml import etree
 from pydantic import BaseModel, Field
 from trafilatura.metadata import examine_meta, extract_meta_json
 
+from . import pdf
 from .browser.base import PageSnapshot
 from .rows import join_row, row_cells
 
@@ -322,8 +324,49 @@ def _capped(text: str) -> tuple[str, bool]:
     return text[: cut if cut > 0 else MAX_TEXT_CHARS], True
 
 
+def _pdf_title(snapshot: PageSnapshot, doc: pdf.PdfText) -> str:
+    name = snapshot.url.split("?", 1)[0].split("#", 1)[0].rstrip("/").rsplit("/", 1)[-1]
+    return snapshot.title.strip() or doc.title or unquote(name)
+
+
+def _pages(n: int) -> str:
+    return "1 page" if n == 1 else f"{n:,} pages"
+
+
+def extract_pdf(snapshot: PageSnapshot) -> Extracted:
+    """A PDF's text layer, page by page (see `chatagent.pdf`)."""
+    notes = list(snapshot.notes)
+    try:
+        doc = pdf.read_text(snapshot.pdf)
+    except pdf.PdfError as exc:
+        doc = pdf.PdfText()
+        notes.append(f"This PDF could not be read (it may be damaged, or protected by a password): {exc}.")
+    text = "" if doc.scanned else pdf.as_text(doc)
+    if doc.scanned:
+        notes.append(
+            f"This PDF has no text layer ({_pages(doc.page_count)}, scanned or drawn): there is no text to read "
+            "here; a screenshot shows its current page."
+        )
+    elif len(doc.pages) < doc.page_count:
+        notes.append(
+            f"This PDF has {doc.page_count:,} pages; the text of its first {len(doc.pages):,} was read "
+            f"(the reading stops at {pdf.MAX_PDF_TEXT_CHARS:,} characters or {pdf.MAX_PDF_READ_S:g} s)."
+        )
+    return Extracted(
+        tab_id=snapshot.tab_id,
+        url=snapshot.url,
+        title=_pdf_title(snapshot, doc),
+        text=text,
+        method="pdf",
+        content_hash=snapshot.content_hash,
+        notes=notes,
+    )
+
+
 def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
     """Pure, CPU-bound: call it off the event loop (see `Extractor`)."""
+    if snapshot.pdf:
+        return extract_pdf(snapshot)
     html = snapshot.html
     rendered, rendered_cut = _capped(snapshot.visible_text.strip())
     notes = list(snapshot.notes)

@@ -79,6 +79,7 @@ _TOOLS = (
     "time, look at its result, then decide. When you have the answer, reply in plain text "
     "with no tool call. If you cannot find the answer, say so plainly."
 )
+_PAGES = "In a PDF's text every passage starts with its page number, [p. N]: cite a fact from a PDF with its page, as [Tab N, p. P]."
 _OMITTED = "Markers like [… N tokens … left out …] show where page text was cut to fit."
 
 
@@ -95,6 +96,8 @@ def _untrusted(fence: Fence) -> str:
 def system_prompt(context: PageContext, fence: Fence, *, tools: bool) -> str:
     readable = [t for t in context.tabs if t.ok]
     parts = [_ROLE, _untrusted(fence), _MULTI if len(readable) > 1 else _SINGLE]
+    if any(t.method == "pdf" for t in readable):
+        parts.append(_PAGES)
     if any(t.truncated or t.selected for t in readable):
         parts.append(_OMITTED)
     parts.append(_TOOLS if tools else _ESCALATE)

@@ -14,6 +14,7 @@ from chatagent.browser.base import Tab, TabFailure
 from chatagent.browser.playwright import PlaywrightBrowser, PlaywrightTab
 from chatagent.context import ContextBuilder
 from chatagent.errors import BrowserNotFoundError, ToolError
+from chatagent.extraction import extract_snapshot
 
 from conftest import ROOT, Site
 
@@ -88,12 +89,14 @@ class TestOpenTabs:
         assert f.code == "bad_url"
         assert "no-such-report.html" in f.message and "https://" not in f.message
 
-    async def test_pdf_is_refused_with_a_clear_reason(self, site: Site, open_tabs) -> None:
-        (result,) = await open_tabs([site.url("/data.pdf")])
-        f = _failure(result)
-        # Headless Chromium either downloads a PDF or shows it in its viewer.
-        assert f.code in {"download", "not_html"}
-        assert "pdf" in f.message.lower() or "download" in f.message.lower()
+    async def test_a_pdf_opens_as_a_pdf_tab(self, site: Site, open_tabs) -> None:
+        # A one-page PDF with no text at all: read as a PDF, and said to have no text layer.
+        (tab,) = await open_tabs([site.url("/data.pdf")])
+        assert isinstance(tab, Tab)
+        snap = await tab.snapshot()
+        assert snap.pdf.startswith(b"%PDF") and snap.html == ""
+        ex = extract_snapshot(snap)
+        assert ex.method == "pdf" and any("no text layer" in n for n in ex.notes)
 
     async def test_content_rendered_after_load_is_waited_for(self, open_tabs) -> None:
         # A data: URL has no HTTP response; the post-load settle must still run.

@@ -25,11 +25,15 @@ class PageSnapshot(BaseModel):
     html: str = ""
     visible_text: str = ""
     notes: list[str] = Field(default_factory=list)
+    # A tab showing a PDF: the document's bytes (read as text by extraction) and their SHA-256.
+    pdf: bytes = b""
+    pdf_digest: str = ""
 
     @property
     def content_hash(self) -> str:
         h = hashlib.sha256()
-        for part in (self.url, self.title, self.html, self.visible_text):
+        digest = self.pdf_digest or (hashlib.sha256(self.pdf).hexdigest() if self.pdf else "")
+        for part in (self.url, self.title, self.html, self.visible_text, digest):
             h.update(part.encode("utf-8", "replace"))
             h.update(b"\0")
         return h.hexdigest()
@@ -43,11 +47,16 @@ class ScrollResult(BaseModel):
     page_height: int = 0
     viewport_height: int = 0
     at_bottom: bool = False
+    pdf_page: int = 0  # a PDF: the page now shown (from 1), of `pdf_pages`
+    pdf_pages: int = 0
 
     def describe(self) -> str:
-        where = f"viewport at {self.scroll_y}px of {self.page_height}px"
+        if self.pdf_pages:
+            where = f"page {self.pdf_page} of {self.pdf_pages}"
+        else:
+            where = f"viewport at {self.scroll_y}px of {self.page_height}px"
         if self.at_bottom:
-            where += " (bottom of page)"
+            where += " (the last page)" if self.pdf_pages else " (bottom of page)"
         return f"[{where}]\n{self.text}" if self.text else f"[{where}] (no text visible)"
 
 

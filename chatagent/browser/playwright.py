@@ -25,6 +25,7 @@ from ..settings import Settings
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .localfiles import LocalFiles, is_local
+from .pdf_view import PdfView
 from .targets import normalize_target
 
 log = logging.getLogger(__name__)
@@ -55,6 +56,9 @@ IGNORE_DEFAULT_ARGS = ("--disable-popup-blocking",)
 DEFAULT_LOAD_TIMEOUT_S: float = Settings.model_fields["timeout"].default
 VIEWPORT = {"width": 1280, "height": 900}
 _TEXTUAL_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "image/svg")
+PDF_TYPE = "application/pdf"
+# The PDF viewer's own document is an empty body; a page this small with no text may be one.
+_VIEWER_MAX_HTML = 2_000
 
 # Text of the elements that intersect the viewport, in document order.
 _VIEWPORT_TEXT_JS = """
@@ -170,7 +174,7 @@ class PlaywrightTab(Tab):
     def __init__(
         self, tab_id: str, page: Page, notes: list[str] | None = None, *,
         local_files: frozenset[str] = frozenset(), display_url: Callable[[str], str] = str,
-        status: tuple[int, str] | None = None, close_popups: bool = True,
+        status: tuple[int, str] | None = None, close_popups: bool = True, pdf: bool = False,
     ) -> None:
         self.tab_id = tab_id
         self.page = page
@@ -184,6 +188,8 @@ class PlaywrightTab(Tab):
         self._close_popups = close_popups
         self._stamp_key = "__chatagent_" + secrets.token_hex(8)
         self._last: tuple[str, str, PageSnapshot] | None = None  # (url, stamp, snapshot)
+        self._pdf_loaded = pdf  # the document loaded is a PDF (its response said so)
+        self._pdf: PdfView | None = None
         self._watch(page)
 
     def _watch(self, page: Page) -> None:
@@ -254,6 +260,8 @@ class PlaywrightTab(Tab):
             await self._reload_after_crash()
         if gone := self._gone():
             raise TabError(gone)
+        if self._pdf_loaded or self._pdf_view() is not None:
+            return await self._pdf_snapshot()
         try:
             # One CDP round trip, and no HTML moved when the page has not changed.
             async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
@@ -273,6 +281,8 @@ class PlaywrightTab(Tab):
             raise TabError(self._gone() or f"Tab {self.label} ({self._display_url(self.page.url)}) could not be read: {_short(exc)}") from exc
         # After the read, not before: the page may have navigated meanwhile.
         self._check_readable("reading it is")
+        if not data.get("same") and await self._is_pdf_viewer(data):
+            return await self._pdf_snapshot()
         notes = [*self._load_notes, *self._once_notes]
         self._once_notes.clear()
         if data.get("same") and self._last:
@@ -288,8 +298,35 @@ class PlaywrightTab(Tab):
         self._last = (url, data.get("stamp") or "", snap)
         return snap
 
+    def _pdf_view(self) -> PdfView | None:
+        """The PDF this tab shows, once read; None when it shows something else now."""
+        if self._pdf is not None and _strip_fragment(self._pdf.url) == _strip_fragment(self.page.url):
+            return self._pdf
+        return None
+
+    async def _is_pdf_viewer(self, data: dict[str, Any]) -> bool:
+        """Whether the page is Chromium's PDF viewer (one more round trip, only for an empty page)."""
+        if data.get("text") or len(data.get("html") or "") > _VIEWER_MAX_HTML:
+            return False
+        try:
+            return await self.page.evaluate("document.contentType") == PDF_TYPE
+        except PlaywrightError:
+            return False
+
+    async def _pdf_snapshot(self) -> PageSnapshot:
+        view = self._pdf_view()
+        if view is None:
+            view = self._pdf = await PdfView.fetch(self.page.context, self.page.url, self.label)
+            self._pdf_loaded = False
+        self._check_readable("reading it is")
+        notes = [*self._load_notes, *self._once_notes]
+        self._once_notes.clear()
+        return view.snapshot(self.tab_id, self._display_url(self.page.url), "", notes)
+
     async def screenshot(self) -> bytes:
         self._check_readable("a screenshot is", ToolError)
+        if (view := self._pdf_view()) is not None:
+            return await view.screenshot()
         try:
             return await self.page.screenshot(type="png", timeout=10_000)
         except PlaywrightError as exc:
@@ -305,6 +342,9 @@ class PlaywrightTab(Tab):
             raise ToolError(f"Tab {self.label} did not respond to scrolling within {SCROLL_TIMEOUT_S:g} s.") from None
 
     async def _scroll(self, direction: ScrollDirection, to_text: str | None) -> ScrollResult:
+        if (view := self._pdf_view()) is not None:
+            self._check_readable("scrolling it is", ToolError)
+            return await view.scroll(direction, to_text, self.label)
         try:
             if to_text:
                 found = await self.page.evaluate(_SCROLL_TO_TEXT_JS, to_text)
@@ -478,18 +518,20 @@ class PlaywrightBrowser(Browser):
             else:
                 msg = _describe_net_error(msg)
             return TabFailure(tab_id=tab_id, url=url, code=code, message=f"{url}: {msg}")
+        is_pdf = False
         if response is not None:
             ctype = (await response.all_headers()).get("content-type", "").split(";")[0].strip().lower()
-            if ctype and not ctype.startswith(_TEXTUAL_TYPES) and "html" not in ctype:
+            is_pdf = ctype == PDF_TYPE
+            if ctype and not is_pdf and not ctype.startswith(_TEXTUAL_TYPES) and "html" not in ctype:
                 await _close_quietly(page)
                 return TabFailure(
                     tab_id=tab_id, url=url, code="not_html",
-                    message=f"{url} is {ctype}, not a web page; chatagent reads HTML and text pages.",
+                    message=f"{url} is {ctype}, not a web page; chatagent reads web pages, text and PDFs.",
                 )
-        if loaded:  # data: and about: URLs have no response but may still render late
+        if loaded and not is_pdf:  # data: and about: URLs have no response but may still render late
             await _settle_after_load(page, timeout_s)
         status = (response.status, response.status_text) if response is not None else None
-        return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status)
+        return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf)
 
     async def close(self) -> None:
         try:

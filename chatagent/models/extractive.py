@@ -39,6 +39,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from ..browser.base import ScrollResult
+from ..pdf import PAGE_MARK
 from ..prompts import ESCALATION_MARKER, is_fenced, message_text, parse_tabs, unfence
 from ..ranking import CONTENT_WORDS, BM25Ranker, Query, RankerFactory
 from ..ranking.base import fold
@@ -132,7 +133,12 @@ class _Passage:
             if found:
                 t = found[0]
                 return f"{t.caption}: {t.render(len(t.rows) - 1)}" if t.caption else t.render(len(t.rows) - 1)
-        return clean(self.text.lstrip("#").strip())
+        return clean(PAGE_MARK.sub("", self.text).lstrip("#").strip())
+
+    def cite(self) -> str:
+        """[Tab N], with the page for a passage of a PDF: [Tab N, p. 3]."""
+        page = PAGE_MARK.match(self.text)
+        return f"[Tab {self.tab_id}, p. {page.group(1)}]" if page else f"[Tab {self.tab_id}]"
 
 
 def _terms(text: str) -> list[str]:
@@ -431,7 +437,7 @@ def _format_answer(hits: list[tuple[float, float, _Passage]]) -> str:
         h for h in hits[1:]
         if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6 and not h[2].text.startswith("#")
     ]
-    return "\n\n".join(f"{h[2].quote()} [Tab {h[2].tab_id}]" for h in keep[:MAX_PASSAGES_SINGLE])
+    return "\n\n".join(f"{h[2].quote()} {h[2].cite()}" for h in keep[:MAX_PASSAGES_SINGLE])
 
 
 def _named_tabs(question: str, tab_ids: Sequence[str], turn: _Turn) -> list[str]:

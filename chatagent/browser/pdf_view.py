@@ -1,0 +1,84 @@
+"""A tab showing a PDF: its bytes, read by chatagent rather than by the page.
+
+Chromium shows a PDF in its viewer, a plugin whose text no page script can
+read and which headless Chromium does not scroll. So the document is fetched
+once (in the tab's browser context: same cookies), extraction reads its text
+(`chatagent.pdf`), and the browser tools work on pages: scrolling moves from
+page to page and returns the page's text, and a screenshot is the current
+page rendered by PDFium, which is how a scanned PDF can still be read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from dataclasses import dataclass
+
+from playwright.async_api import BrowserContext, Error as PlaywrightError
+
+from .. import pdf
+from ..errors import TabError, ToolError
+from .base import PageSnapshot, ScrollDirection, ScrollResult
+
+MAX_PDF_BYTES = 200_000_000  # a bound on memory: a PDF larger than this is not fetched
+FETCH_TIMEOUT_S = 60.0
+
+
+@dataclass
+class PdfView:
+    url: str  # the browser's URL of the document (fetched again only when the tab leaves it)
+    data: bytes
+    digest: str
+    pages: int
+    current: int = 0  # the page the tools are on, from 0
+
+    @classmethod
+    async def fetch(cls, context: BrowserContext, url: str, label: str) -> "PdfView":
+        try:
+            response = await context.request.get(url, timeout=FETCH_TIMEOUT_S * 1000, fail_on_status_code=True)
+            size = int(response.headers.get("content-length") or 0)
+            if size > MAX_PDF_BYTES:
+                raise TabError(
+                    f"Tab {label} is a PDF of {size / 1e6:.0f} MB; chatagent reads PDFs up to {MAX_PDF_BYTES / 1e6:.0f} MB."
+                )
+            data = await response.body()
+        except PlaywrightError as exc:
+            raise TabError(f"Tab {label} shows a PDF that could not be fetched again to read it: {exc}") from exc
+        if len(data) > MAX_PDF_BYTES:
+            raise TabError(f"Tab {label} is a PDF of {len(data) / 1e6:.0f} MB; chatagent reads PDFs up to {MAX_PDF_BYTES / 1e6:.0f} MB.")
+        try:
+            pages = await asyncio.to_thread(pdf.page_count, data)
+        except pdf.PdfError as exc:
+            raise TabError(f"Tab {label} shows a PDF that cannot be read (damaged, or protected by a password): {exc}") from exc
+        return cls(url=url, data=data, digest=hashlib.sha256(data).hexdigest(), pages=pages)
+
+    def snapshot(self, tab_id: str, url: str, title: str, notes: list[str]) -> PageSnapshot:
+        return PageSnapshot(tab_id=tab_id, url=url, title=title, notes=notes, pdf=self.data, pdf_digest=self.digest)
+
+    async def screenshot(self) -> bytes:
+        """The current page as a PNG."""
+        return await asyncio.to_thread(pdf.render_page, self.data, self.current)
+
+    async def scroll(self, direction: ScrollDirection, to_text: str | None, label: str) -> ScrollResult:
+        if to_text:
+            found = await asyncio.to_thread(pdf.find_page, self.data, to_text)
+            if found is None:
+                raise ToolError(f"Text {to_text!r} not found in the PDF on tab {label}.")
+            self.current = found
+        elif self.pages == 0:
+            raise ToolError(f"The PDF on tab {label} has no pages.")
+        else:
+            last = self.pages - 1
+            self.current = {
+                "down": min(self.current + 1, last),
+                "up": max(self.current - 1, 0),
+                "top": 0,
+                "bottom": last,
+            }[direction]
+        text = await asyncio.to_thread(pdf.page_text, self.data, self.current)
+        return ScrollResult(
+            text=text,
+            at_bottom=self.current == self.pages - 1,
+            pdf_page=self.current + 1,
+            pdf_pages=self.pages,
+        )
