@@ -21,13 +21,13 @@ _TAB_ID = "The tab number, e.g. '1'; may be left out when one tab is open."
 
 
 class screenshot_tool(BaseModel):  # noqa: N801 - the name the model sees
-    """Take a screenshot of a tab's visible viewport and look at it. Use for images, charts, canvases, colours and layout."""
+    """Take a screenshot of a tab's visible viewport (of a PDF: its current page) and look at it. Use for images, charts, canvases, colours, layout and scanned PDFs."""
 
     tab_id: str | None = Field(default=None, description=_TAB_ID)
 
 
 class scroll_tool(BaseModel):  # noqa: N801
-    """Scroll a tab and return the text that is then visible. Use to reach content further down the page, including content that loads only when scrolled to."""
+    """Scroll a tab and return the text that is then visible (a PDF scrolls by pages). Use to reach content further down the page, including content that loads only when scrolled to."""
 
     tab_id: str | None = Field(default=None, description=_TAB_ID)
     direction: Literal["down", "up", "top", "bottom"] = Field(
