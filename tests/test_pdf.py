@@ -13,12 +13,14 @@ from PIL import Image
 from chatagent import pdf
 from chatagent.agent import ChatAgent
 from chatagent.browser.base import PageSnapshot, Tab
+from chatagent.browser.playwright import PlaywrightBrowser
 from chatagent.context import ContextBuilder
 from chatagent.events import Done, Screenshot, ToolCall
 from chatagent.extraction import Extractor, extract_snapshot
 from chatagent.models import load_model
 
 from conftest import Site
+from test_context_cli import running_chrome  # noqa: F401 - a fixture
 
 in_session = pytest.mark.asyncio(loop_scope="session")  # Playwright objects live on the session loop
 
@@ -120,3 +122,18 @@ def test_passages_end_at_sentence_ends_or_at_twice_their_size() -> None:
     assert pdf.passages(f"{sentence}\nA short line") == [sentence, "A short line"]
     run_on = [" ".join(["word"] * 40)] * 4  # no sentence end: cut at the line end past 90 words
     assert pdf.passages("\n".join(run_on)) == ["\n".join(run_on[:3]), run_on[3]]
+
+
+@in_session
+@pytest.mark.parametrize("where", ["http", "local file"])
+async def test_a_pdf_open_in_the_users_own_browser_is_read(where: str, site: Site, running_chrome: str) -> None:
+    # Over --cdp the tab was not opened by chatagent: it is seen to be a PDF when read.
+    users_chrome = await PlaywrightBrowser.connect_cdp(running_chrome)
+    try:
+        page = users_chrome.context.pages[0]
+        await page.goto(site.url("report.pdf") if where == "http" else site.path("report.pdf").as_uri())
+        (tab,) = users_chrome.existing_tabs()
+        ex = await Extractor().extract(await tab.snapshot())
+    finally:
+        await users_chrome.close()
+    assert ex.method == "pdf" and f"[p. 4] {LAST_PAGE_FACT}" in ex.text

@@ -13,12 +13,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+from urllib.request import url2pathname
 
 from playwright.async_api import BrowserContext, Error as PlaywrightError
 
 from .. import pdf
 from ..errors import TabError, ToolError
 from .base import PageSnapshot, ScrollDirection, ScrollResult
+from .localfiles import is_local
 
 MAX_PDF_BYTES = 200_000_000  # a bound on memory: a PDF larger than this is not fetched
 FETCH_TIMEOUT_S = 60.0
@@ -34,18 +38,9 @@ class PdfView:
 
     @classmethod
     async def fetch(cls, context: BrowserContext, url: str, label: str) -> "PdfView":
-        try:
-            response = await context.request.get(url, timeout=FETCH_TIMEOUT_S * 1000, fail_on_status_code=True)
-            size = int(response.headers.get("content-length") or 0)
-            if size > MAX_PDF_BYTES:
-                raise TabError(
-                    f"Tab {label} is a PDF of {size / 1e6:.0f} MB; chatagent reads PDFs up to {MAX_PDF_BYTES / 1e6:.0f} MB."
-                )
-            data = await response.body()
-        except PlaywrightError as exc:
-            raise TabError(f"Tab {label} shows a PDF that could not be fetched again to read it: {exc}") from exc
-        if len(data) > MAX_PDF_BYTES:
-            raise TabError(f"Tab {label} is a PDF of {len(data) / 1e6:.0f} MB; chatagent reads PDFs up to {MAX_PDF_BYTES / 1e6:.0f} MB.")
+        """The document at `url`: over HTTP in `context`, or, for a local file
+        (a tab of the user's own browser showing one they had open), from disk."""
+        data = await (asyncio.to_thread(_read_file, url, label) if is_local(url) else _download(context, url, label))
         try:
             pages = await asyncio.to_thread(pdf.page_count, data)
         except pdf.PdfError as exc:
@@ -82,3 +77,31 @@ class PdfView:
             pdf_page=self.current + 1,
             pdf_pages=self.pages,
         )
+
+
+def _too_large(label: str, size: int) -> TabError:
+    return TabError(f"Tab {label} is a PDF of {size / 1e6:.0f} MB; chatagent reads PDFs up to {MAX_PDF_BYTES / 1e6:.0f} MB.")
+
+
+async def _download(context: BrowserContext, url: str, label: str) -> bytes:
+    try:
+        response = await context.request.get(url, timeout=FETCH_TIMEOUT_S * 1000, fail_on_status_code=True)
+        size = int(response.headers.get("content-length") or 0)
+        if size > MAX_PDF_BYTES:
+            raise _too_large(label, size)
+        data = await response.body()
+    except PlaywrightError as exc:
+        raise TabError(f"Tab {label} shows a PDF that could not be fetched again to read it: {exc}") from exc
+    if len(data) > MAX_PDF_BYTES:
+        raise _too_large(label, len(data))
+    return data
+
+
+def _read_file(url: str, label: str) -> bytes:
+    path = Path(url2pathname(unquote(urlsplit(url).path)))
+    try:
+        if path.stat().st_size > MAX_PDF_BYTES:
+            raise _too_large(label, path.stat().st_size)
+        return path.read_bytes()
+    except OSError as exc:
+        raise TabError(f"Tab {label} shows a PDF file that could not be read: {exc}") from exc

@@ -314,11 +314,12 @@ class PlaywrightTab(Tab):
             return False
 
     async def _pdf_snapshot(self) -> PageSnapshot:
+        # Before fetching: a local file the user did not name is never read, not even by us.
+        self._check_readable("reading it is")
         view = self._pdf_view()
         if view is None:
             view = self._pdf = await PdfView.fetch(self.page.context, self.page.url, self.label)
             self._pdf_loaded = False
-        self._check_readable("reading it is")
         notes = [*self._load_notes, *self._once_notes]
         self._once_notes.clear()
         return view.snapshot(self.tab_id, self._display_url(self.page.url), "", notes)
