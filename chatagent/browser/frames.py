@@ -303,9 +303,12 @@ def _bounded(deadline: float) -> asyncio.Timeout:
 
 def _origin(url: str, parent: str) -> str:
     """Where a frame's content comes from, as its mark names it."""
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # a malformed address: say no more than its parent's
+        return parent or "an unknown origin"
     if parts.scheme in ("http", "https") and parts.netloc:
-        return f"{parts.scheme}://{parts.netloc}"
+        return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"  # never a user name or password
     if parts.scheme == "about" or not parts.scheme:
         return parent or url  # about:blank and about:srcdoc are their parent's
     if parts.scheme == "blob":
