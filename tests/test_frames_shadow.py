@@ -15,7 +15,7 @@ from playwright.async_api import Error as PlaywrightError, Frame
 
 from chatagent.agent import ChatAgent
 from chatagent.browser.base import Tab
-from chatagent.browser.frames import MAX_DEPTH, MAX_FRAMES
+from chatagent.browser.frames import MAX_DEPTH, MAX_FRAMES, _origin
 from chatagent.browser.playwright import PlaywrightTab
 from chatagent.context import ContextBuilder, TabContext
 from chatagent.events import Done, ErrorEvent, Event
@@ -251,6 +251,15 @@ async def test_a_question_answered_from_a_cross_origin_frame(
     events = await ask(ChatAgent(load_model("extractive"), [tab]), "Which berth does the ferry to Skerryholm leave from?")
     done = events[-1]
     assert isinstance(done, Done) and "berth 4" in done.answer, done
+
+
+async def test_a_frames_mark_names_its_origin_and_nothing_else() -> None:
+    page = "http://127.0.0.1:8000"
+    assert _origin("https://user:secret@widgets.example:8443/w?id=7#top", page) == "https://widgets.example:8443"
+    assert _origin("about:srcdoc", page) == _origin("about:blank", page) == page  # a parent's own document
+    assert _origin("blob:https://widgets.example/5f1c", page) == "https://widgets.example"
+    assert _origin("data:text/html,<p>hi</p>", page) == "data:"
+    assert _origin("http://[::1", page) == page  # malformed: no error
 
 
 # --- shadow roots -------------------------------------------------------------------
