@@ -293,7 +293,8 @@ class FrameReader:
                 mark = FRAME_MARK.format(origin=doc.origins[frame])
                 filled[n] = (f"<div><p>{html.escape(mark)}</p>\n{body}\n</div>", f"{mark}\n{text.strip()}")
         body = self._placeholder.sub(lambda m: filled[int(m[1])][0] if int(m[1]) in filled else "", doc.html)
-        return body, "\n\n".join([doc.text, *(filled[n][1] for n in doc.order if n in filled)])
+        texts = [doc.text, *(filled[n][1] for n in doc.order if n in filled)]
+        return body, "\n\n".join(t for t in texts if t)  # a frameset's own text is empty
 
 
 def _bounded(deadline: float) -> asyncio.Timeout:
