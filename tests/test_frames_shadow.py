@@ -253,6 +253,20 @@ async def test_a_question_answered_from_a_cross_origin_frame(
     assert isinstance(done, Done) and "berth 4" in done.answer, done
 
 
+async def test_a_frameset_page_is_read_from_its_frames(site: Site, open_tabs, tmp_path: Path) -> None:
+    page = tmp_path / "frameset.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>Harbour</title></head><frameset cols='50%,50%'>"
+        f"<frame src='{site.url('frame_inner')}'><frame src='{site.url('frame_nested')}'></frameset></html>"
+    )
+    tab = await _open(open_tabs, str(page))
+    mark = f"Frame from {site.base}:"
+    snap = await tab.snapshot()
+    assert snap.visible_text.startswith(mark)
+    _in_order(snap.visible_text, mark, INNER, mark, NESTED)
+    _in_order((await _context(tab)).text, mark, INNER, mark, NESTED)
+
+
 async def test_a_frames_mark_names_its_origin_and_nothing_else() -> None:
     page = "http://127.0.0.1:8000"
     assert _origin("https://user:secret@widgets.example:8443/w?id=7#top", page) == "https://widgets.example:8443"
