@@ -187,6 +187,23 @@ def site() -> Iterator[Site]:
 
 
 @pytest.fixture(scope="session")
+def other_site() -> Iterator[Site]:
+    """The same fixtures from a second loopback server: another origin (for
+    cross-origin frames); as http://localhost:PORT, another site too, so
+    Chromium gives its frames a process of their own."""
+    server = _FixtureServer(("127.0.0.1", 0), _Handler)
+    server.stopping = threading.Event()
+    thread = threading.Thread(target=server.serve_forever, name="fixture-server-2", daemon=True)
+    thread.start()
+    try:
+        yield Site(f"http://127.0.0.1:{server.server_address[1]}")
+    finally:
+        server.stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="session")
 def closed_port_url() -> str:
     """A URL on 127.0.0.1 where nothing listens: connection refused, at once."""
     with socket.socket() as s:

@@ -24,6 +24,7 @@ from ..errors import BrowserError, ChatAgentError, TabError, ToolError
 from ..settings import Settings
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
+from .frames import FrameReader
 from .localfiles import LocalFiles, is_local
 from .pdf_view import PdfView
 from .targets import normalize_target
@@ -94,39 +95,6 @@ _VIEWPORT_TEXT_JS = """
 }
 """
 
-# A tab's snapshot in one evaluate: the HTML exactly as `page.content()` builds it
-# (doctype + documentElement.outerHTML), the rendered text and the title.
-# Moving the HTML out of Chromium is most of a follow-up question's snapshot
-# time (10 ms for 80 kB), so the page keeps a stamp: a MutationObserver counts
-# every change the HTML or the rendered text can show; the viewport size (media
-# queries) and the style sheets' rule counts are part of it. With the stamp of the last snapshot passed in,
-# an unchanged page answers `{same: true}` and nothing is moved. A navigation
-# starts a new document: no observer, so a full snapshot. The state lives
-# under a per-tab random key that page scripts cannot guess; a new document's
-# id comes from here, not from the page's (replaceable) Math.random.
-_SNAPSHOT_JS = """
-([key, known, fresh]) => {
-  const d = document;
-  let st = window[key];
-  if (!st) {
-    st = { id: fresh, n: 0 };
-    st.obs = new MutationObserver((records) => { st.n += records.length; });
-    st.obs.observe(d, { subtree: true, childList: true, attributes: true, characterData: true });
-    Object.defineProperty(window, key, { value: st, enumerable: false });
-  }
-  st.n += st.obs.takeRecords().length;
-  // insertRule()/deleteRule() change what renders without touching the DOM.
-  let rules = 0;
-  for (const sheet of d.styleSheets) { try { rules += sheet.cssRules.length; } catch (e) { rules += 1; } }
-  const stamp = `${st.id}:${st.n}:${window.innerWidth}x${window.innerHeight}:${rules}`;
-  if (known === stamp) return { same: true, stamp };
-  let html = d.doctype ? new XMLSerializer().serializeToString(d.doctype) : '';
-  if (d.documentElement) html += d.documentElement.outerHTML;
-  const text = d.body ? d.body.innerText : (d.documentElement ? d.documentElement.innerText || '' : '');
-  return { html, text, title: d.title, stamp };
-}
-"""
-
 # Resolves once the DOM has had no mutations for `quiet` ms (or after `cap` ms):
 # single-page apps render after "load", often from a timer or a fetch.
 _DOM_QUIET_JS = """
@@ -186,7 +154,9 @@ class PlaywrightTab(Tab):
         self._display_url = display_url
         self._status = status
         self._close_popups = close_popups
-        self._stamp_key = "__chatagent_" + secrets.token_hex(8)
+        # Reads the page and its frames; its stamps' state lives under this
+        # per-tab random key in each document, out of page scripts' reach.
+        self._reader = FrameReader("__chatagent_" + secrets.token_hex(8), display_url)
         self._last: tuple[str, str, PageSnapshot] | None = None  # (url, stamp, snapshot)
         self._pdf_loaded = pdf  # the document loaded is a PDF (its response said so)
         self._pdf: PdfView | None = None
@@ -263,15 +233,13 @@ class PlaywrightTab(Tab):
         if self._pdf_loaded or self._pdf_view() is not None:
             return await self._pdf_snapshot()
         try:
-            # One CDP round trip, and no HTML moved when the page has not changed.
+            # One CDP round trip (and one per frame shown), and no HTML moved when nothing changed.
             async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
-                data: dict[str, Any] = await self.page.evaluate(
-                    _SNAPSHOT_JS, [self._stamp_key, self._last[1] if self._last else None, secrets.token_hex(8)]
-                )
+                data = await self._reader.read(self.page, self._last[1] if self._last else None)
                 url = self._display_url(self.page.url)
                 if data.get("same") and not (self._last and self._last[0] == url):
                     # Same DOM, new URL (history.pushState): a snapshot must carry the URL it is of.
-                    data = await self.page.evaluate(_SNAPSHOT_JS, [self._stamp_key, None, secrets.token_hex(8)])
+                    data = await self._reader.read(self.page, None)
         except TimeoutError:
             raise TabError(
                 f"Tab {self.label} ({self._display_url(self.page.url)}) is not responding: its page has been busy "
