@@ -104,7 +104,7 @@ async def open_and_snapshot(browser: PlaywrightBrowser, url: str) -> tuple[Tab |
 
 
 def pdf_name(page: str) -> str:
-    """"wtq/pages/203-page__733.html.gz" → "203-page__733.pdf"."""
+    """The printed page's file name: "wtq/pages/203-page__733.html.gz" → "203-page__733.pdf"."""
     return Path(page).name.removesuffix(".gz").removesuffix(".html") + ".pdf"
 
 
