@@ -1,13 +1,14 @@
 """PDF documents as text with page numbers, and their pages as images.
 
 pypdfium2 (PDFium, Chromium's own PDF engine) reads the text layer: on the
-WikiTableQuestions pages printed to PDF it reads the same text as pypdf, ten
-times faster (docs/pdf.md). Pages are read one at a time, within a character
+WikiTableQuestions pages printed to PDF it reads the same text as pypdf,
+about 17 times faster (docs/pdf.md). Pages are read one at a time, within a character
 and a time bound, so a 2,000-page PDF costs what its first pages need.
 
 The text is cut into passages of a few lines, each led by its page number
 ("[p. 3] …"): whichever passages the budgeter keeps, the model can cite the
-page (`[Tab 1, p. 3]`). A PDF with no text layer (a scan) reads as no text
+page (`[Tab 1, p. 3]`). Lines in a clearly larger font become headings, so
+the budgeter sees sections as it does in a web page. A PDF with no text layer (a scan) reads as no text
 and a note; its pages can still be seen, rendered as images (`render_page`).
 """
 
@@ -16,7 +17,9 @@ from __future__ import annotations
 import io
 import re
 import time
+from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -29,10 +32,15 @@ MAX_PDF_READ_S = 20.0
 MIN_PAGE_CHARS = 20
 # Lines per passage: a passage ends at a sentence end once it has this many words, and at twice as many anyway.
 PASSAGE_WORDS = 45
+# A line at least this much larger than the body text, and no longer than this, is a heading.
+HEADING_RATIO = 1.15
+HEADING_MAX_CHARS = 120
 RENDER_SCALE = 1.5  # 108 dpi: small print is legible in a screenshot
 # How a passage names its page: "[p. 3] …" (see `as_text`).
 PAGE_MARK = re.compile(r"^\[p\. (\d+)\] ")
 _SENTENCE_END = re.compile(r"[.!?:;)\]\"”]$")
+_DASH_END = re.compile(r"(?<=\w)[-\u2010-\u2015]$")
+_WORD = re.compile(r"\w")
 _WS = re.compile(r"[ \t\f\v]+")
 
 
@@ -40,16 +48,40 @@ class PdfError(Exception):
     """The bytes are not a PDF PDFium can open (damaged, or encrypted with a password)."""
 
 
+@dataclass(frozen=True)
+class Line:
+    text: str
+    size: float  # its font size in points (the smallest of a few of its characters)
+
+
 @dataclass
 class PdfText:
-    pages: list[str] = field(default_factory=list)  # the text of each page read, in order
+    lines: list[list[Line]] = field(default_factory=list)  # the lines of each page read, in order
     page_count: int = 0
     title: str = ""
 
     @property
+    def pages(self) -> list[str]:
+        return ["\n".join(line.text for line in page) for page in self.lines]
+
+    @property
     def scanned(self) -> bool:
         """No page read has a text layer worth the name."""
-        return bool(self.pages) and all(len(p.strip()) < MIN_PAGE_CHARS for p in self.pages)
+        return bool(self.lines) and all(len(p.strip()) < MIN_PAGE_CHARS for p in self.pages)
+
+    @cached_property
+    def body_size(self) -> float:
+        """The font size most of the text is in."""
+        sizes: Counter[float] = Counter()
+        for page in self.lines:
+            for line in page:
+                sizes[line.size] += len(line.text)
+        return sizes.most_common(1)[0][0] if sizes else 0.0
+
+    def is_heading(self, line: Line) -> bool:
+        # A short line in a clearly larger font: the budgeter then sees sections, as it does in HTML.
+        body = self.body_size
+        return body > 0 and line.size >= HEADING_RATIO * body and len(line.text) <= HEADING_MAX_CHARS and bool(_WORD.search(line.text))
 
 
 def _open(data: bytes) -> pdfium.PdfDocument:
@@ -61,24 +93,44 @@ def _open(data: bytes) -> pdfium.PdfDocument:
         raise PdfError(str(exc)) from exc
 
 
-def _page_text(doc: pdfium.PdfDocument, index: int) -> str:
+def _page_lines(doc: pdfium.PdfDocument, index: int) -> list[Line]:
+    import pypdfium2.raw as raw
+
     page = doc[index]
     try:
         textpage = page.get_textpage()
         try:
-            text = textpage.get_text_range()
+            lines: list[Line] = []
+            pos = 0
+            for line in textpage.get_text_range().split("\r\n"):
+                start, pos = pos, pos + len(line) + 2
+                # PDFium writes a hyphen at a line end as U+FFFE.
+                text = _WS.sub(" ", line.replace("\ufffe", "-")).strip()
+                if not text:
+                    continue
+                probes = [i for i in (0, len(line) // 2, len(line) - 1) if line[i].strip()]
+                size = min((raw.FPDFText_GetFontSize(textpage, start + i) for i in probes), default=0.0)
+                lines.append(Line(text, round(size, 1)))
         finally:
             textpage.close()
     finally:
         page.close()
-    # PDFium marks a hyphen at a line end with U+FFFE; the word goes on on the next line.
-    text = text.replace("\ufffe\r\n", "-").replace("\ufffe", "-")
-    lines = (_WS.sub(" ", line).strip() for line in text.replace("\r\n", "\n").replace("\r", "\n").split("\n"))
-    return "\n".join(line for line in lines if line)
+    return _joined(lines)
+
+
+def _joined(lines: list[Line]) -> list[Line]:
+    """A line ending in a dash goes on with the next ("2001–" and "02" are "2001–02")."""
+    out: list[Line] = []
+    for line in lines:
+        if out and _DASH_END.search(out[-1].text) and line.text[:1].isalnum():
+            out[-1] = Line(out[-1].text + line.text, min(out[-1].size, line.size))
+        else:
+            out.append(line)
+    return out
 
 
 def read_text(data: bytes, *, max_chars: int | None = None, max_seconds: float | None = None) -> PdfText:
-    """Each page's text, from the first, until the document ends or a bound
+    """Each page's lines, from the first, until the document ends or a bound
     (by default MAX_PDF_TEXT_CHARS, MAX_PDF_READ_S) is reached."""
     max_chars = MAX_PDF_TEXT_CHARS if max_chars is None else max_chars
     max_seconds = MAX_PDF_READ_S if max_seconds is None else max_seconds
@@ -89,30 +141,44 @@ def read_text(data: bytes, *, max_chars: int | None = None, max_seconds: float |
         for i in range(out.page_count):
             if chars >= max_chars or time.monotonic() - start > max_seconds:
                 break
-            text = _page_text(doc, i)
-            out.pages.append(text)
-            chars += len(text)
+            lines = _page_lines(doc, i)
+            out.lines.append(lines)
+            chars += sum(len(line.text) for line in lines)
         return out
     finally:
         doc.close()
 
 
-def passages(page: str) -> list[str]:
-    """A page's lines grouped into passages of about PASSAGE_WORDS words, ending at sentence ends."""
-    out: list[list[str]] = [[]]
+def passages(doc: PdfText, page: list[Line]) -> list[tuple[bool, str]]:
+    """A page's lines as (heading?, text): headings alone, the rest in passages
+    of about PASSAGE_WORDS words, ending at sentence ends."""
+    out: list[tuple[bool, list[str]]] = [(False, [])]
     words = 0
-    for line in page.splitlines():
-        out[-1].append(line)
-        words += len(line.split())
-        if words >= 2 * PASSAGE_WORDS or (words >= PASSAGE_WORDS and _SENTENCE_END.search(line)):
-            out.append([])
+    heading_size = 0.0  # of the heading just read: a heading wrapped over two lines is one
+    for line in page:
+        if doc.is_heading(line):
+            if heading_size == line.size and not out[-1][1]:
+                out[-2][1].append(line.text)
+            else:
+                out += [(True, [line.text]), (False, [])]
+            heading_size, words = line.size, 0
+            continue
+        heading_size = 0.0
+        out[-1][1].append(line.text)
+        words += len(line.text.split())
+        if words >= 2 * PASSAGE_WORDS or (words >= PASSAGE_WORDS and _SENTENCE_END.search(line.text)):
+            out.append((False, []))
             words = 0
-    return ["\n".join(p) for p in out if p]
+    return [(heading, (" " if heading else "\n").join(lines)) for heading, lines in out if lines]
 
 
-def as_text(pdf: PdfText) -> str:
-    """The pages read, as passages each led by its page number."""
-    blocks = [f"[p. {n}] {p}" for n, page in enumerate(pdf.pages, 1) for p in passages(page)]
+def as_text(doc: PdfText) -> str:
+    """The pages read: headings as Markdown headings, the rest as passages each led by its page number."""
+    blocks = [
+        f"## {text}" if heading else f"[p. {n}] {text}"
+        for n, page in enumerate(doc.lines, 1)
+        for heading, text in passages(doc, page)
+    ]
     return "\n\n".join(blocks)
 
 
@@ -138,6 +204,10 @@ def page_count(data: bytes) -> int:
         return len(doc)
     finally:
         doc.close()
+
+
+def _page_text(doc: pdfium.PdfDocument, index: int) -> str:
+    return "\n".join(line.text for line in _page_lines(doc, index))
 
 
 def page_text(data: bytes, index: int) -> str:

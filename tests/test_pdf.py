@@ -117,11 +117,21 @@ def test_a_long_pdf_is_read_within_its_bound_and_says_so(monkeypatch: pytest.Mon
     assert any("has 4 pages; the text of its first 1 was read" in n for n in cut.notes)
 
 
-def test_passages_end_at_sentence_ends_or_at_twice_their_size() -> None:
+def test_passages_end_at_sentence_ends_or_at_twice_their_size_and_headings_stand_alone() -> None:
     sentence = " ".join(["word"] * 50) + " ends here."
-    assert pdf.passages(f"{sentence}\nA short line") == [sentence, "A short line"]
     run_on = [" ".join(["word"] * 40)] * 4  # no sentence end: cut at the line end past 90 words
-    assert pdf.passages("\n".join(run_on)) == ["\n".join(run_on[:3]), run_on[3]]
+    lines = [sentence, "A short line", "Results of the", "year", *run_on]
+    doc = pdf.PdfText(lines=[[pdf.Line(t, 14.0 if t in lines[2:4] else 10.0) for t in lines]], page_count=1)
+    assert pdf.passages(doc, doc.lines[0]) == [
+        (False, f"{sentence}"), (False, "A short line"), (True, "Results of the year"),
+        (False, "\n".join(run_on[:3])), (False, run_on[3]),
+    ]
+    assert pdf.as_text(doc).split("\n\n")[1:3] == ["[p. 1] A short line", "## Results of the year"]
+
+
+def test_a_line_ending_in_a_dash_goes_on_with_the_next() -> None:
+    lines = [pdf.Line("Season 2001–", 10.0), pdf.Line("02 was the best", 10.0), pdf.Line("well-", 10.0), pdf.Line("- a list", 10.0)]
+    assert [line.text for line in pdf._joined(lines)] == ["Season 2001–02 was the best", "well-", "- a list"]
 
 
 @in_session
