@@ -327,7 +327,9 @@ class _Page:
 
     def prepare(self) -> None:
         """Build now what every question's scoring reads."""
-        _ = self.chunk_index, self.reference, self.block_index, self.header_index
+        _ = self.chunk_index, self.reference
+        if len(self.blocks) > 1:  # else `_scores` reads no block (a long rendered text is one)
+            _ = self.block_index, self.header_index
 
     def table_units(self, block: int) -> list[_Unit]:
         return [u for i in self.blocks[block] for u in self.chunks[i].units]
@@ -550,8 +552,14 @@ def _project(page: _Page, block: int, query: Query, room: int) -> list[_Chunk] |
     An aggregate question over a table too big to keep whole ("how many
     candidates are over 1.8 m tall?") needs every row, but only the rows' names
     and the column it is about."""
+    units = page.table_units(block)
+    # Every row stays, in two tokens or more (a cell and its line break): a
+    # table with more rows than that fits is not worth working out the columns
+    # of (60k rows: 17 s).
+    if 2 * (len(units) - 1) >= room:
+        return None
     cols = page.columns(block)
-    if cols is None or room <= 0:
+    if cols is None:
         return None
     width = len(cols.names)
     heads = cols.heads.scores(query)
@@ -564,7 +572,6 @@ def _project(page: _Page, block: int, query: Query, room: int) -> list[_Chunk] |
     top_head, top_cells = max(heads) or 1.0, max(cells) or 1.0
     score = [h / top_head + c / top_cells for h, c in zip(heads, cells)]
     matched = sorted((j for j in range(1, width) if score[j] > 0), key=lambda j: -score[j])
-    units = page.table_units(block)
     # Estimated from the columns' own tokens; the exact count is checked below.
     estimate = sum(u.tokens for u, ok in zip(units, cols.aligned) if not ok) + cols.cost[0] + sum(cols.aligned)
     shown = [0]
