@@ -15,7 +15,6 @@ from .budget import TextFitter, allocate, may_select
 from .errors import ChatAgentError
 from .extraction import Extracted, Extractor
 from .settings import Settings
-from .tokens import count_tokens
 
 DEFAULT_TAB_BUDGET: int = Settings.model_fields["budget"].default
 
@@ -174,7 +173,7 @@ class ContextBuilder:
                 method=e.method,
                 content_hash=e.content_hash,
                 reused=e.reused,
-                notes=e.notes,
+                notes=[*e.notes, f.note] if f and f.note else e.notes,
             )
         return out
 
@@ -194,7 +193,7 @@ class ContextBuilder:
     def _count(self, body: str) -> int:
         n = self._tokens.get(body)
         if n is None:
-            n = count_tokens(body)
+            n = self._fitter.tokens(body)
             with self._tokens_lock:
                 if len(self._tokens) >= _TOKEN_CACHE_SIZE:
                     self._tokens.pop(next(iter(self._tokens)))
