@@ -40,9 +40,11 @@ how it was fitted, so a page that size is not taken for one read in part.
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache, partial
+from functools import cached_property
 
 from pydantic import BaseModel
 
@@ -69,6 +71,10 @@ NEIGHBOUR_SHARE = 0.5  # of a chunk's score passed on to the chunks either side 
 REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
 FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its marker's count
 PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
+# ...and no more text than this between them: a long text's analysis holds ~15
+# bytes a character (310 MB at extraction's 20M-character bound), so the cache
+# stays within ~600 MB (four 10 MB pages, or two at the bound).
+PAGE_CACHE_CHARS = 40_000_000
 # Longer texts (~125k tokens, 60× a tab's default budget, and more: the biggest
 # pages) have their tokens counted line by line, each line once (see
 # `_LineTokens`), and a note says how they were fitted.
@@ -387,14 +393,35 @@ class _Page:
 
 
 class TextFitter:
-    """`fit_text` that keeps the analyses of the last `size` texts it fitted.
+    """`fit_text` that keeps the analyses of the last `size` texts it fitted,
+    and of no more than `chars` characters of text between them (the last one
+    is kept whatever its size).
 
     ContextBuilder fits tabs on worker threads: two threads asking at once may
     analyse a text (or one of its parts) twice, but the results are equal and
     only ever added, never changed, so that costs time only."""
 
-    def __init__(self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = BM25Ranker) -> None:
-        self._analysed = lru_cache(maxsize=size)(partial(_Page, ranker=ranker))
+    def __init__(
+        self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = BM25Ranker, chars: int = PAGE_CACHE_CHARS
+    ) -> None:
+        self._size, self._chars, self._ranker = size, chars, ranker
+        self._pages: OrderedDict[str, _Page] = OrderedDict()  # least recently used first
+        self._lock = threading.Lock()
+
+    def _analysed(self, text: str) -> _Page:
+        with self._lock:
+            page = self._pages.get(text)
+            if page is not None:
+                self._pages.move_to_end(text)
+                return page
+        page = _Page(text, self._ranker)  # unlocked: counting a long text's tokens takes a second
+        with self._lock:
+            page = self._pages.setdefault(text, page)
+            self._pages.move_to_end(text)
+            kept = sum(map(len, self._pages))
+            while len(self._pages) > 1 and (len(self._pages) > self._size or kept > self._chars):
+                kept -= len(self._pages.popitem(last=False)[0])
+        return page
 
     def fit(self, text: str, budget: int, question: str | None = None) -> Fitted:
         return _fit(self._analysed(text), budget, question)

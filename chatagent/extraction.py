@@ -61,9 +61,11 @@ TABLE_SAMPLE_ROWS = 50  # rows checked per table when deciding whether the main 
 MAX_HTML_CHARS = 5_000_000
 MAX_HTML_ELEMENTS = 20_000
 # Text beyond this is not kept, a bound on memory and time: ~6M tokens, twice the
-# 10 MB test page, whose 9.3M characters the budgeter analyses in ~4 s (CPU) into
-# ~110 MB. A question's answer may be anywhere on a page, so nothing less is cut.
+# 10 MB test page; the budgeter analyses this much in ~8.5 s (CPU) into ~310 MB.
+# A question's answer may be anywhere on a page, so nothing less is cut.
 MAX_TEXT_CHARS = 20_000_000
+# The extraction cache keeps no more text than this (the newest result whatever its size).
+CACHE_CHARS = 40_000_000
 BYLINE_MAX_CHARS = 200  # a rendered line longer than this is prose, not a byline
 OWNER_CHECK_S = 1.0  # how often an extraction worker checks that its owner is alive
 # Each worker holds ~75 MB; a question rarely has more tabs than a few workers can share.
@@ -469,7 +471,8 @@ class ExtractionPool(ProcessPoolExecutor):
 
 
 class Extractor:
-    """Extracts snapshots concurrently off the event loop, caching by content hash.
+    """Extracts snapshots concurrently off the event loop, caching by content hash
+    (the last `cache_size` results, within CACHE_CHARS of text).
 
     `executor`: where extraction runs; None is the loop's default thread pool,
     an `ExtractionPool` runs tabs in parallel. If the pool breaks (a worker
@@ -503,9 +506,10 @@ class Extractor:
     async def _extract_and_keep(self, key: str, snapshot: PageSnapshot) -> tuple[Extracted, list[str]]:
         result = await self._run(snapshot)
         kept = (result, result.notes[len(snapshot.notes):])
-        if len(self._cache) >= self._cache_size:
-            self._cache.pop(next(iter(self._cache)))
         self._cache[key] = kept
+        chars = sum(len(e.text) for e, _ in self._cache.values())
+        while len(self._cache) > 1 and (len(self._cache) > self._cache_size or chars > CACHE_CHARS):
+            chars -= len(self._cache.pop(next(iter(self._cache)))[0].text)
         return kept
 
     def _finished(self, key: str, job: asyncio.Future[tuple[Extracted, list[str]]]) -> None:

@@ -151,6 +151,15 @@ def test_a_very_long_text_is_selected_from_as_a_whole_and_says_so() -> None:
     assert not fit_text(text[:LONG_TEXT_CHARS], 2000, "Where is the spare ferry ramp stored?").note
 
 
+def test_the_fitter_keeps_the_analyses_of_no_more_text_than_its_bound() -> None:
+    fitter = TextFitter(chars=10_000)
+    texts = [" ".join(_sentences(80, i * 80)) for i in range(3)]
+    assert all(5_000 < len(t) < 10_000 for t in texts)
+    for text in texts:
+        fitter.fit(text, 200, "How many parcels did the depot handle?")
+    assert list(fitter._pages) == texts[2:]
+
+
 def _page_with_table(rows: list[str], header: str = "|Club|Season|Goals|") -> str:
     prose = [" ".join(_sentences(3, i * 3)) for i in range(60)]
     return "\n\n".join(["# Club records", *prose[:30], "## Scorers", "\n".join([header, *rows]), *prose[30:]])

@@ -243,6 +243,18 @@ async def test_a_text_over_the_memory_bound_says_exactly_what_is_left_out(monkey
                             f"only its first {kept:,} characters are used; the last {len(rendered) - kept:,} are left out.")
 
 
+async def test_the_extraction_cache_keeps_no_more_text_than_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Texts can be 20M characters long now: the cache is bounded by their length, not only their number.
+    monkeypatch.setattr(extraction, "CACHE_CHARS", 5_000)
+    extractor = Extractor()
+    pages = [PageSnapshot(tab_id="1", url=f"http://x/{i}.html", visible_text=f"Page {i}. " + "word " * 700)
+             for i in range(3)]
+    for page in pages:
+        await extractor.extract(page)
+    assert (await extractor.extract(pages[2])).reused  # the newest stays
+    assert not (await extractor.extract(pages[1])).reused  # two would be over the bound
+
+
 async def test_image_only_page_gets_a_note_and_no_invented_text(site: Site, open_tabs) -> None:
     source = Site.path("image_only").read_text()
     assert "B12" not in source and "14:35" not in source
