@@ -166,13 +166,13 @@ def _table_header(lines: list[str]) -> int:
 class _LineTokens:
     """Token counts for a very long text, each of its lines tokenized once.
 
-    Exact counts tokenize such a text four times over (whole for its total,
-    then by paragraph, by line and by sentence: 4.3 s for 9 MB, against
-    1.5 s here). Here a string of several lines counts as its lines plus one
-    token per line break, an estimate: tiktoken often merges a break with the
-    punctuation before it, so it runs over by up to a token a line (1.5% on
-    a 9 MB log, 6% for short lines that all end in a full stop). The
-    selection sent is counted exactly all the same."""
+    Exact counts tokenize such a text up to four times over (whole for its
+    total, then by paragraph, by line and by sentence: 4.3 s for 9 MB,
+    against 1.5 s here). Here a string of several lines counts as its lines
+    plus one token per line break, an estimate: tiktoken often merges a break
+    with the punctuation before it, so it runs over by up to a token a line
+    (1.5% on a 9 MB log, 6% for short lines that all end in a full stop).
+    The selection sent is counted exactly all the same."""
 
     def __init__(self, text: str) -> None:
         lines = dict.fromkeys(text.splitlines())

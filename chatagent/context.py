@@ -15,6 +15,7 @@ from .budget import LONG_TEXT_CHARS, TextFitter, allocate, may_select
 from .errors import ChatAgentError
 from .extraction import Extracted, Extractor
 from .settings import Settings
+from .tokens import count_tokens
 
 DEFAULT_TAB_BUDGET: int = Settings.model_fields["budget"].default
 
@@ -195,7 +196,7 @@ class ContextBuilder:
             return self._fitter.tokens(body)  # kept with its analysis, where memory is bounded
         n = self._tokens.get(body)
         if n is None:
-            n = self._fitter.tokens(body)
+            n = count_tokens(body)
             with self._tokens_lock:
                 if len(self._tokens) >= _TOKEN_CACHE_SIZE:
                     self._tokens.pop(next(iter(self._tokens)))
