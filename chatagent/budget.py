@@ -30,13 +30,21 @@ question: a `TextFitter` (one per `ContextBuilder`) keeps it for the last few
 texts, so a follow-up question on the same tab only scores and assembles.
 `fit_text` is the same without the cache. The indexes are `ranking.Ranker`s
 made by the factory given (BM25 by default) over `ANALYSER`'s terms.
+
+A very long text (over LONG_TEXT_CHARS: the biggest pages, read whole so that
+a question can find its answer anywhere in them) is analysed alike, with its
+tokens estimated line by line (`_LineTokens`); its fit carries a note saying
+how it was fitted, so a page that size is not taken for one read in part.
 """
 
 from __future__ import annotations
 
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property, lru_cache, partial
+from functools import cached_property
 
 from pydantic import BaseModel
 
@@ -63,6 +71,14 @@ NEIGHBOUR_SHARE = 0.5  # of a chunk's score passed on to the chunks either side 
 REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
 FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its marker's count
 PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
+# ...and no more text than this between them: a long text's analysis holds ~15
+# bytes a character (310 MB at extraction's 20M-character bound), so the cache
+# stays within ~600 MB (four 10 MB pages, or two at the bound).
+PAGE_CACHE_CHARS = 40_000_000
+# Longer texts (~125k tokens, 60× a tab's default budget, and more: the biggest
+# pages) have their tokens counted line by line, each line once (see
+# `_LineTokens`), and a note says how they were fitted.
+LONG_TEXT_CHARS = 500_000
 # Pages and questions alike: only the stop words that carry nothing ("which", "most"
 # and "first" can name what a table is about), accents folded.
 ANALYSER = ENGLISH
@@ -77,6 +93,7 @@ class Fitted(BaseModel):
     truncated: bool = False  # head kept, tail cut
     selected: bool = False  # question-relevant parts kept
     omitted_tokens: int = 0
+    note: str = ""  # for a very long text: how it was fitted
 
 
 def omitted_marker(tokens: int, *, selected: bool) -> str:
@@ -146,7 +163,30 @@ def _table_header(lines: list[str]) -> int:
     return n
 
 
-def _split_units(text: str) -> list[_Unit]:
+class _LineTokens:
+    """Token counts for a very long text, each of its lines tokenized once.
+
+    Exact counts tokenize such a text up to four times over (whole for its
+    total, then by paragraph, by line and by sentence: 4.3 s for 9 MB,
+    against 1.5 s here). Here a string of several lines counts as its lines
+    plus one token per line break, an estimate: tiktoken often merges a break
+    with the punctuation before it, so it runs over by up to a token a line
+    (1.5% on a 9 MB log, 6% for short lines that all end in a full stop).
+    The selection sent is counted exactly all the same."""
+
+    def __init__(self, text: str) -> None:
+        lines = dict.fromkeys(text.splitlines())
+        self._lines = dict(zip(lines, map(count_tokens, lines)))
+
+    def __call__(self, text: str) -> int:
+        n = self._lines.get(text)
+        if n is None:
+            lines = text.splitlines()
+            n = sum(map(self, lines)) + len(lines) - 1 if len(lines) > 1 else count_tokens(text)
+        return n
+
+
+def _split_units(text: str, count: Callable[[str], int] = count_tokens) -> list[_Unit]:
     units: list[_Unit] = []
     section = ""
     block = 0
@@ -168,25 +208,25 @@ def _split_units(text: str) -> list[_Unit]:
                 header = "\n".join(lines[:n])
                 block += 1
                 tblock = block
-                units.append(_Unit(header, count_tokens(header), section, block=tblock, in_table=True))
+                units.append(_Unit(header, count(header), section, block=tblock, in_table=True))
                 body = lines[n:]
             for row in body:
-                units.append(_Unit(row, count_tokens(row) + 1, section, header, "\n", tblock, True))
+                units.append(_Unit(row, count(row) + 1, section, header, "\n", tblock, True))
             table = (header, tblock)
             block += 1  # prose after a table is not part of it
             continue
         table = None
-        tokens = count_tokens(para)
+        tokens = count(para)
         if tokens <= CHUNK_TOKENS * 2:
             units.append(_Unit(para, tokens + 1, section, block=block))  # + the "\n\n" before it
             continue
         # Long paragraph (or a list): split into lines, then sentences.
         first = True
         for line in lines:
-            pieces = _SENTENCE.split(line) if count_tokens(line) > CHUNK_TOKENS else [line]
+            pieces = _SENTENCE.split(line) if count(line) > CHUNK_TOKENS else [line]
             for j, piece in enumerate(pieces):
                 joiner = "\n\n" if first else (" " if j else "\n")
-                units.append(_Unit(piece, count_tokens(piece) + 1, section, "", joiner, block))
+                units.append(_Unit(piece, count(piece) + 1, section, "", joiner, block))
                 first = False
     return units
 
@@ -279,12 +319,17 @@ class _Page:
     def __init__(self, text: str, ranker: RankerFactory = BM25Ranker) -> None:
         self.text = text
         self.ranker = ranker
-        self.total = count_tokens(text)
+        self._count: Callable[[str], int] = _LineTokens(text) if len(text) > LONG_TEXT_CHARS else count_tokens
+        self.total = self._count(text)
         self._columns: dict[int, _Columns | None] = {}  # per table, worked out when first projected
 
     @cached_property
     def units(self) -> list[_Unit]:
-        return _split_units(self.text)
+        units = _split_units(self.text, self._count)
+        # A long text's line counts (a copy of its lines, 35 MB for 9 MB) are
+        # not needed any more; a thread splitting it meanwhile counts exactly.
+        self._count = count_tokens
+        return units
 
     @cached_property
     def chunks(self) -> list[_Chunk]:
@@ -327,7 +372,9 @@ class _Page:
 
     def prepare(self) -> None:
         """Build now what every question's scoring reads."""
-        _ = self.chunk_index, self.reference, self.block_index, self.header_index
+        _ = self.chunk_index, self.reference
+        if len(self.blocks) > 1:  # else `_scores` reads no block (a long rendered text is one)
+            _ = self.block_index, self.header_index
 
     def table_units(self, block: int) -> list[_Unit]:
         return [u for i in self.blocks[block] for u in self.chunks[i].units]
@@ -346,17 +393,43 @@ class _Page:
 
 
 class TextFitter:
-    """`fit_text` that keeps the analyses of the last `size` texts it fitted.
+    """`fit_text` that keeps the analyses of the last `size` texts it fitted,
+    and of no more than `chars` characters of text between them (the last one
+    is kept whatever its size).
 
     ContextBuilder fits tabs on worker threads: two threads asking at once may
     analyse a text (or one of its parts) twice, but the results are equal and
     only ever added, never changed, so that costs time only."""
 
-    def __init__(self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = BM25Ranker) -> None:
-        self._analysed = lru_cache(maxsize=size)(partial(_Page, ranker=ranker))
+    def __init__(
+        self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = BM25Ranker, chars: int = PAGE_CACHE_CHARS
+    ) -> None:
+        self._size, self._chars, self._ranker = size, chars, ranker
+        self._pages: OrderedDict[str, _Page] = OrderedDict()  # least recently used first
+        self._lock = threading.Lock()
+
+    def _analysed(self, text: str) -> _Page:
+        with self._lock:
+            page = self._pages.get(text)
+            if page is not None:
+                self._pages.move_to_end(text)
+                return page
+        page = _Page(text, self._ranker)  # unlocked: counting a long text's tokens takes a second
+        with self._lock:
+            page = self._pages.setdefault(text, page)
+            self._pages.move_to_end(text)
+            kept = sum(map(len, self._pages))
+            while len(self._pages) > 1 and (len(self._pages) > self._size or kept > self._chars):
+                kept -= len(self._pages.popitem(last=False)[0])
+        return page
 
     def fit(self, text: str, budget: int, question: str | None = None) -> Fitted:
         return _fit(self._analysed(text), budget, question)
+
+    def tokens(self, text: str) -> int:
+        """`count_tokens(text)`, except that a text over LONG_TEXT_CHARS is
+        analysed for it (and kept): the estimate its fitting uses, counted once."""
+        return self._analysed(text).total if len(text) > LONG_TEXT_CHARS else count_tokens(text)
 
     def prepare(self, text: str) -> None:
         """Analyse `text` now, ahead of the questions that will be asked about it."""
@@ -387,8 +460,18 @@ def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
     if question:
         fitted = _select(page, budget, ANALYSER.query(question))
         if fitted is not None:
-            return fitted
-    return _head(page.units, budget, total)
+            return _noted(page, fitted, "the parts that match the question were selected from all of it")
+    head = _head(page.units, budget, total)
+    why = "nothing in it matches the question" if question else "no question was asked to select parts by"
+    return _noted(page, head, f"{why}, so only its start is shown")
+
+
+def _noted(page: _Page, fitted: Fitted, how: str) -> Fitted:
+    """`fitted` with a note on how it was fitted, if its text is very long
+    (a page that size may otherwise seem to have been read only in part)."""
+    if len(page.text) <= LONG_TEXT_CHARS:
+        return fitted
+    return fitted.model_copy(update={"note": f"This page's text is very long (about {page.total:,} tokens): {how}."})
 
 
 def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
@@ -550,8 +633,14 @@ def _project(page: _Page, block: int, query: Query, room: int) -> list[_Chunk] |
     An aggregate question over a table too big to keep whole ("how many
     candidates are over 1.8 m tall?") needs every row, but only the rows' names
     and the column it is about."""
+    units = page.table_units(block)
+    # Every row stays, in two tokens or more (a cell and its line break): a
+    # table with more rows than that fits is not worth working out the columns
+    # of (60k rows: 17 s).
+    if 2 * (len(units) - 1) >= room:
+        return None
     cols = page.columns(block)
-    if cols is None or room <= 0:
+    if cols is None:
         return None
     width = len(cols.names)
     heads = cols.heads.scores(query)
@@ -564,7 +653,6 @@ def _project(page: _Page, block: int, query: Query, room: int) -> list[_Chunk] |
     top_head, top_cells = max(heads) or 1.0, max(cells) or 1.0
     score = [h / top_head + c / top_cells for h, c in zip(heads, cells)]
     matched = sorted((j for j in range(1, width) if score[j] > 0), key=lambda j: -score[j])
-    units = page.table_units(block)
     # Estimated from the columns' own tokens; the exact count is checked below.
     estimate = sum(u.tokens for u, ok in zip(units, cols.aligned) if not ok) + cols.cost[0] + sum(cols.aligned)
     shown = [0]

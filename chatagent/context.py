@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from .browser.base import PageSnapshot, Tab, TabFailure
-from .budget import TextFitter, allocate, may_select
+from .budget import LONG_TEXT_CHARS, TextFitter, allocate, may_select
 from .errors import ChatAgentError
 from .extraction import Extracted, Extractor
 from .settings import Settings
@@ -174,7 +174,7 @@ class ContextBuilder:
                 method=e.method,
                 content_hash=e.content_hash,
                 reused=e.reused,
-                notes=e.notes,
+                notes=[*e.notes, f.note] if f and f.note else e.notes,
             )
         return out
 
@@ -192,6 +192,8 @@ class ContextBuilder:
         return None
 
     def _count(self, body: str) -> int:
+        if len(body) > LONG_TEXT_CHARS:
+            return self._fitter.tokens(body)  # kept with its analysis, where memory is bounded
         n = self._tokens.get(body)
         if n is None:
             n = count_tokens(body)

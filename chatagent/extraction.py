@@ -15,7 +15,8 @@ Tables are written tersely ("|a|b|c|"): on table-heavy pages they are most of
 the text, and the spaces markdown pads pipes with cost 8% of a table's tokens
 for nothing (5% of all the text of the WTQ pages).
 Pages too big for trafilatura (its time grows faster than the DOM) are not
-given to it: their rendered text is used, and a note says so.
+given to it: their rendered text is used, all of it up to a bound on memory
+(the budgeter then selects what a question needs), and a note says so.
 """
 
 from __future__ import annotations
@@ -61,9 +62,12 @@ TABLE_SAMPLE_ROWS = 50  # rows checked per table when deciding whether the main 
 # (or, with none, the HTML's head up to the caps).
 MAX_HTML_CHARS = 5_000_000
 MAX_HTML_ELEMENTS = 20_000
-# Text beyond this is not kept: ~125k tokens, 60× a tab's default budget, 7× the
-# longest page of the evaluation data; analysing more for the budgeter takes seconds.
-MAX_TEXT_CHARS = 500_000
+# Text beyond this is not kept, a bound on memory and time: ~6M tokens, twice the
+# 10 MB test page; the budgeter analyses this much in ~8.5 s (CPU) into ~310 MB.
+# A question's answer may be anywhere on a page, so nothing less is cut.
+MAX_TEXT_CHARS = 20_000_000
+# The extraction cache keeps no more text than this (the newest result whatever its size).
+CACHE_CHARS = 40_000_000
 BYLINE_MAX_CHARS = 200  # a rendered line longer than this is prose, not a byline
 OWNER_CHECK_S = 1.0  # how often an extraction worker checks that its owner is alive
 # Each worker holds ~75 MB; a question rarely has more tabs than a few workers can share.
@@ -316,12 +320,22 @@ def _head_of(html: str) -> str:
     return html[: at if at > 0 else cut]
 
 
-def _capped(text: str) -> tuple[str, bool]:
-    """`text` cut at the last line break within MAX_TEXT_CHARS, and whether it was cut."""
+def _capped(text: str) -> tuple[str, tuple[int, int] | None]:
+    """`text` cut at the last line break within MAX_TEXT_CHARS, and if it was
+    cut, its length and the characters kept."""
     if len(text) <= MAX_TEXT_CHARS:
-        return text, False
+        return text, None
     cut = text.rfind("\n", 0, MAX_TEXT_CHARS)
-    return text[: cut if cut > 0 else MAX_TEXT_CHARS], True
+    kept = cut if cut > 0 else MAX_TEXT_CHARS
+    return text[:kept], (len(text), kept)
+
+
+def _cut_note(what: str, cut: tuple[int, int]) -> str:
+    length, kept = cut
+    return (
+        f"This page's {what} is too long to read whole ({length:,} characters): only its first {kept:,} "
+        f"characters are used; the last {length - kept:,} are left out."
+    )
 
 
 def _pdf_title(snapshot: PageSnapshot, doc: pdf.PdfText) -> str:
@@ -373,10 +387,6 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
     if oversized := _oversized(html):
         if rendered:
             html = ""  # the rendered text is already there: nothing to parse
-            notes.append(
-                f"This page is very large ({oversized}): its visible text is used as it is, without "
-                "main-text extraction, so menus and other page furniture may be in it."
-            )
         else:
             html = _head_of(html)
             notes.append(f"This page is very large ({oversized}): only the start of its HTML was read.")
@@ -397,8 +407,15 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
             text = f"{main}\n\n{SUPPLEMENT_HEADING}\n\n" + "\n".join(missing)
             method += "+rendered"
     text, text_cut = _capped(text)
-    if text_cut or (rendered_cut and "rendered" in method):
-        notes.append(f"This page's text is very long: only its first {MAX_TEXT_CHARS:,} characters are used.")
+    if oversized and rendered:
+        notes.append(
+            f"This page is very large ({oversized}): its visible text ({len(text):,} characters) is used as it "
+            "is, without main-text extraction, so menus and other page furniture may be in it."
+        )
+    if rendered_cut and "rendered" in method:
+        notes.append(_cut_note("visible text", rendered_cut))
+    if text_cut:
+        notes.append(_cut_note("text", text_cut))
     if not text.strip():
         notes.append("No readable text on this page (it may be an image, a canvas or still loading).")
     return Extracted(
@@ -497,7 +514,8 @@ class ExtractionPool(ProcessPoolExecutor):
 
 
 class Extractor:
-    """Extracts snapshots concurrently off the event loop, caching by content hash.
+    """Extracts snapshots concurrently off the event loop, caching by content hash
+    (the last `cache_size` results, within CACHE_CHARS of text).
 
     `executor`: where extraction runs; None is the loop's default thread pool,
     an `ExtractionPool` runs tabs in parallel. If the pool breaks (a worker
@@ -531,9 +549,10 @@ class Extractor:
     async def _extract_and_keep(self, key: str, snapshot: PageSnapshot) -> tuple[Extracted, list[str]]:
         result = await self._run(snapshot)
         kept = (result, result.notes[len(snapshot.notes):])
-        if len(self._cache) >= self._cache_size:
-            self._cache.pop(next(iter(self._cache)))
         self._cache[key] = kept
+        chars = sum(len(e.text) for e, _ in self._cache.values())
+        while len(self._cache) > 1 and (len(self._cache) > self._cache_size or chars > CACHE_CHARS):
+            chars -= len(self._cache.pop(next(iter(self._cache)))[0].text)
         return kept
 
     def _finished(self, key: str, job: asyncio.Future[tuple[Extracted, list[str]]]) -> None:

@@ -14,9 +14,11 @@ import socket
 import struct
 import threading
 import zlib
+from bisect import bisect_left
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from functools import cache
+from itertools import accumulate
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -71,6 +73,37 @@ def huge_page() -> bytes:
     ).encode()
 
 
+HUGE_DEEP_FACT = "The spare key to the harbour master's boathouse is kept in locker 4471."
+HUGE_DEEP_QUESTION = "Where is the spare key to the harbour master's boathouse kept?"
+_SHIPS = ("Aldebaran", "Brisk Tern", "Calloway", "Dunmore Star", "Eastwind", "Fairhaven", "Gull Rock")
+_CARGO = ("timber", "grain", "salt", "machine parts", "wool bales", "cement", "citrus fruit", "coal")
+HUGE_DEEP_ENTRIES = 46_000
+
+
+def _log_entry(i: int) -> str:
+    ship, cargo = _SHIPS[i % len(_SHIPS)], _CARGO[i * 3 % len(_CARGO)]
+    return (
+        f"<h2>Entry {i}: {ship}</h2><p>The {ship} berthed at quay {i % 41} at {i % 24:02d}:{i * 7 % 60:02d} "
+        f"carrying {100 + i * 13 % 900} tonnes of {cargo}. Crew {i % 17} unloaded it by "
+        f"{(i + 5) % 24:02d}:{i * 11 % 60:02d}; tide gauge {i * 31 % 500} cm, wind {i % 9} Beaufort "
+        f"from the {('north', 'east', 'south', 'west')[i % 4]}. Pilot fee {i * 29 % 700} EUR paid.</p>\n"
+    )
+
+
+@cache
+def huge_deep_page() -> bytes:
+    """10 MB of HTML (9.3M characters of visible text, 92k elements): a harbour
+    log of 46,000 entries, with one fact 90% of the way down, far past any
+    head-of-page cut."""
+    entries = [_log_entry(i) for i in range(HUGE_DEEP_ENTRIES)]
+    sizes = list(accumulate(map(len, entries)))
+    entries.insert(bisect_left(sizes, 0.9 * sizes[-1]), f"<h2>Notice</h2><p>{HUGE_DEEP_FACT}</p>\n")
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8"><title>Harbour log</title></head><body>'
+        "<h1>Harbour log</h1>" + "".join(entries) + "</body></html>"
+    ).encode()
+
+
 class _FixtureServer(ThreadingHTTPServer):
     daemon_threads = True
     stopping: threading.Event
@@ -110,6 +143,8 @@ class _Handler(SimpleHTTPRequestHandler):
             self._send(200, "image/png", PNG_BODY)
         elif route == "/huge.html":
             self._send(200, "text/html; charset=utf-8", huge_page())
+        elif route == "/huge_deep.html":
+            self._send(200, "text/html; charset=utf-8", huge_deep_page())
         elif route == "/latin1.html":
             # The header, not only the <meta>, declares the legacy charset.
             self._send(200, "text/html; charset=windows-1252", (PAGES / "latin1.html").read_bytes())

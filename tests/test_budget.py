@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from chatagent.browser.static import StaticTab
-from chatagent.budget import CONFIDENT_SHARE, TextFitter, allocate, fit_text
+from chatagent.budget import CONFIDENT_SHARE, LONG_TEXT_CHARS, TextFitter, allocate, fit_text
 from chatagent.context import ContextBuilder
 from chatagent.extraction import Extractor
 from chatagent.tokens import count_tokens
@@ -128,6 +128,36 @@ def test_fit_text_long_fixture_needle_within_2000_tokens() -> None:
     assert f.selected and needle in f.text and count_tokens(f.text) <= 2000
     head = fit_text(text, 2000)
     assert head.truncated and needle not in head.text and count_tokens(head.text) <= 2000
+
+
+def test_a_very_long_text_is_selected_from_as_a_whole_and_says_so() -> None:
+    # A rendered page's shape (one line per line, no blank lines), over
+    # LONG_TEXT_CHARS: its tokens are estimated from its lines, the question
+    # still finds a line 90% of the way down, and a note says how it was fitted.
+    lines = _sentences(12_000)
+    needle = "The spare ferry ramp is stored at the Skarvøy boatyard next to the crane."
+    lines.insert(len(lines) * 9 // 10, needle)
+    text = "# Depot log\n" + "\n".join(lines)
+    assert len(text) > LONG_TEXT_CHARS
+    f = fit_text(text, 2000, "Where is the spare ferry ramp stored?")
+    assert f.selected and needle in f.text and count_tokens(f.text) <= 2000
+    # Over by at most a token a line: here every line's full stop merges with its break.
+    assert count_tokens(text) <= f.original_tokens <= count_tokens(text) + text.count("\n")
+    assert f.note == (f"This page's text is very long (about {f.original_tokens:,} tokens): "
+                      "the parts that match the question were selected from all of it.")
+    head = fit_text(text, 2000)
+    assert head.truncated and needle not in head.text and count_tokens(head.text) <= 2000
+    assert head.note.endswith("no question was asked to select parts by, so only its start is shown.")
+    assert not fit_text(text[:LONG_TEXT_CHARS], 2000, "Where is the spare ferry ramp stored?").note
+
+
+def test_the_fitter_keeps_the_analyses_of_no_more_text_than_its_bound() -> None:
+    fitter = TextFitter(chars=10_000)
+    texts = [" ".join(_sentences(80, i * 80)) for i in range(3)]
+    assert all(5_000 < len(t) < 10_000 for t in texts)
+    for text in texts:
+        fitter.fit(text, 200, "How many parcels did the depot handle?")
+    assert list(fitter._pages) == texts[2:]
 
 
 def _page_with_table(rows: list[str], header: str = "|Club|Season|Goals|") -> str:

@@ -12,13 +12,14 @@ import sys
 
 import pytest
 
+from chatagent import extraction
 from chatagent.browser.base import Tab
 from chatagent.context import ContextBuilder, PageContext, TabContext
 from chatagent.extraction import Extracted, ExtractionPool, Extractor, extract_snapshot
 from chatagent.browser.base import PageSnapshot
 from chatagent.tokens import count_tokens
 
-from conftest import ROOT, Site
+from conftest import HUGE_DEEP_ENTRIES, HUGE_DEEP_FACT, HUGE_DEEP_QUESTION, ROOT, Site
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -201,6 +202,57 @@ async def test_huge_page_note_survives_the_extraction_cache() -> None:
     hit = await extractor.extract(again)
     assert hit.tab_id == "2" and hit.notes[0] == "Loaded after a redirect."
     assert any(_is_huge_note(n) for n in hit.notes)
+
+
+async def test_a_fact_deep_in_a_10_mb_page_is_selected_from_all_of_its_text(site: Site, open_tabs) -> None:
+    # 10 MB of HTML with the fact 90% of the way down: its whole visible text
+    # is read, and the question selects the fact from all of it.
+    (tab,) = await open_tabs([site.url("/huge_deep.html")], timeout_s=60)
+    assert isinstance(tab, Tab), tab
+    builder = ContextBuilder(EXTRACTOR, budget_per_tab=2000)
+    (tc,) = (await builder.build([tab], HUGE_DEEP_QUESTION)).tabs
+    assert tc.ok and tc.method == "rendered" and tc.selected and tc.tokens <= 2000
+    assert HUGE_DEEP_FACT in tc.text
+
+    # The notes say what was done, and only that: the visible text was used
+    # whole (its length is the extracted text's, to the character, and that
+    # text runs to the page's last entry), nothing was left out before the
+    # question, and the question's parts were selected from all of it.
+    extracted = await EXTRACTOR.extract(await tab.snapshot())
+    assert f"Entry {HUGE_DEEP_ENTRIES - 1}: " in extracted.text[-400:] and extracted.text.endswith("EUR paid.")
+    large, selected = tc.notes
+    assert _is_huge_note(large) and "MB of HTML" in large
+    assert f"its visible text ({len(extracted.text):,} characters) is used as it is, without main-text extraction" in large
+    assert selected == (f"This page's text is very long (about {tc.original_tokens:,} tokens): "
+                        "the parts that match the question were selected from all of it.")
+
+    # With no question the text is cut to its start, by design, and the note says so.
+    (head,) = (await builder.build([tab])).tabs
+    assert head.truncated and not head.selected and HUGE_DEEP_FACT not in head.text
+    assert head.notes[1].endswith("no question was asked to select parts by, so only its start is shown.")
+
+
+async def test_a_text_over_the_memory_bound_says_exactly_what_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The cap that remains is a bound on memory (lowered here): what it drops is said to the character.
+    monkeypatch.setattr(extraction, "MAX_TEXT_CHARS", 100_000)
+    rendered = "\n".join(f"Line {i} of the departures log." for i in range(5_000))
+    ex = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/t.html", html=_huge_html(12_000), visible_text=rendered))
+    kept = rendered.rfind("\n", 0, 100_000)
+    assert ex.text == rendered[:kept]
+    assert ex.notes[-1] == (f"This page's visible text is too long to read whole ({len(rendered):,} characters): "
+                            f"only its first {kept:,} characters are used; the last {len(rendered) - kept:,} are left out.")
+
+
+async def test_the_extraction_cache_keeps_no_more_text_than_its_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Texts can be 20M characters long now: the cache is bounded by their length, not only their number.
+    monkeypatch.setattr(extraction, "CACHE_CHARS", 5_000)
+    extractor = Extractor()
+    pages = [PageSnapshot(tab_id="1", url=f"http://x/{i}.html", visible_text=f"Page {i}. " + "word " * 700)
+             for i in range(3)]
+    for page in pages:
+        await extractor.extract(page)
+    assert (await extractor.extract(pages[2])).reused  # the newest stays
+    assert not (await extractor.extract(pages[1])).reused  # two would be over the bound
 
 
 async def test_image_only_page_gets_a_note_and_no_invented_text(site: Site, open_tabs) -> None:

@@ -23,7 +23,7 @@ from chatagent.testing.gemini_server import (
 )
 from chatagent.tools import TOOL_NAMES
 
-from conftest import HUGE_FACT, Site
+from conftest import HUGE_DEEP_FACT, HUGE_DEEP_QUESTION, HUGE_FACT, Site
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -127,6 +127,24 @@ async def test_a_huge_page_gets_a_note_and_still_answers_next_to_a_normal_tab(si
     done = events[-1]
     assert isinstance(done, Done) and "1,250 EUR" in done.answer and HUGE_FACT.split(" is ")[0] in done.answer
     assert [c.tab_id for c in done.citations] == ["2"]
+
+
+async def test_a_fact_deep_in_a_10_mb_page_is_answered_in_pass_1(site: Site, open_tabs) -> None:
+    # The fact is 90% of the way down 10 MB of HTML. The model answers only
+    # from what it is sent: the page line naming a locker, else it asks for the
+    # browser tools. The fact must reach pass 1, with no tools needed.
+    def reads_the_page(req: RecordedRequest) -> Reply:
+        line = next((line for line in req.text().splitlines() if "locker" in line), None)
+        return TextReply(text=f"{line} [Tab 1]") if line else TextReply(text=NEED)
+
+    (tab,) = await open_tabs([site.url("/huge_deep.html")], timeout_s=60)
+    with GeminiServer(responder=reads_the_page, ttft_s=0.0, tokens_per_s=None) as gemini:
+        agent = ChatAgent(load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url)), [tab])
+        events = await ask(agent, HUGE_DEEP_QUESTION)
+    done = events[-1]
+    assert isinstance(done, Done) and done.pass_ == 1 and HUGE_DEEP_FACT in done.answer
+    assert [c.tab_id for c in done.citations] == ["1"] and not any(isinstance(e, ToolCall) for e in events)
+    assert any(isinstance(e, Note) and "selected from all of it" in e.text for e in events)
 
 
 async def test_a_tab_closed_during_an_answer_is_reported_to_the_model(site: Site, open_tabs) -> None:
