@@ -16,6 +16,7 @@ import threading
 import zlib
 from bisect import bisect_left
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from itertools import accumulate
@@ -207,11 +208,11 @@ def private_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     return path
 
 
-@pytest.fixture(scope="session")
-def site() -> Iterator[Site]:
+@contextmanager
+def _serving(name: str) -> Iterator[Site]:
     server = _FixtureServer(("127.0.0.1", 0), _Handler)
     server.stopping = threading.Event()
-    thread = threading.Thread(target=server.serve_forever, name="fixture-server", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
     thread.start()
     try:
         yield Site(f"http://127.0.0.1:{server.server_address[1]}")
@@ -219,23 +220,34 @@ def site() -> Iterator[Site]:
         server.stopping.set()
         server.shutdown()
         server.server_close()
+
+
+@pytest.fixture(scope="session")
+def site() -> Iterator[Site]:
+    with _serving("fixture-server") as served:
+        yield served
 
 
 @pytest.fixture(scope="session")
 def other_site() -> Iterator[Site]:
-    """The same fixtures from a second loopback server: another origin (for
-    cross-origin frames); as http://localhost:PORT, another site too, so
-    Chromium gives its frames a process of their own."""
-    server = _FixtureServer(("127.0.0.1", 0), _Handler)
-    server.stopping = threading.Event()
-    thread = threading.Thread(target=server.serve_forever, name="fixture-server-2", daemon=True)
-    thread.start()
-    try:
-        yield Site(f"http://127.0.0.1:{server.server_address[1]}")
-    finally:
-        server.stopping.set()
-        server.shutdown()
-        server.server_close()
+    """The same fixtures from a second loopback server: another origin, for cross-origin frames."""
+    with _serving("fixture-server-2") as served:
+        yield served
+
+
+def record_evaluate(tab: Tab, replies: list[dict] | None = None) -> list[dict]:
+    """Every reply the tab's page gives to `page.evaluate` from now on, added to `replies`."""
+    page = tab.page  # type: ignore[attr-defined] - a PlaywrightTab
+    replies = [] if replies is None else replies
+    evaluate = page.evaluate
+
+    async def recording(*args, **kwargs):
+        reply = await evaluate(*args, **kwargs)
+        replies.append(reply)
+        return reply
+
+    page.evaluate = recording
+    return replies
 
 
 @pytest.fixture(scope="session")

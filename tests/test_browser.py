@@ -16,7 +16,7 @@ from chatagent.context import ContextBuilder
 from chatagent.errors import BrowserNotFoundError, ToolError
 from chatagent.extraction import extract_snapshot
 
-from conftest import ROOT, Site
+from conftest import ROOT, Site, record_evaluate
 
 LAZY_FACT = "The warehouse code is ZX-4471"
 
@@ -189,15 +189,8 @@ class TestScrollAndScreenshot:
         tab = _tab(result)
         assert isinstance(tab, PlaywrightTab)
         first = await tab.snapshot()
-        replies: list[dict] = []
-        evaluate = tab.page.evaluate
-
-        async def recording(*args, **kwargs):
-            reply = await evaluate(*args, **kwargs)
-            replies.append(reply)
-            return reply
-
-        tab.page.evaluate = recording  # type: ignore[method-assign]
+        evaluate = tab.page.evaluate  # the page's own, unrecorded
+        replies = record_evaluate(tab)
         again = await tab.snapshot()
         assert replies[-1].get("same") and "html" not in replies[-1]  # nothing moved
         assert again.content_hash == first.content_hash and again.visible_text == first.visible_text

@@ -24,7 +24,7 @@ from chatagent.models import load_model
 from chatagent.settings import Settings
 from chatagent.testing.gemini_server import GeminiServer, TextReply
 
-from conftest import Site
+from conftest import Site, record_evaluate
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -100,16 +100,6 @@ def recorded(monkeypatch: pytest.MonkeyPatch) -> list[dict]:
     return replies
 
 
-def _record_page(tab: PlaywrightTab, replies: list[dict]) -> None:
-    evaluate = tab.page.evaluate
-
-    async def recording(*args, **kwargs):
-        reply = await evaluate(*args, **kwargs)
-        replies.append(reply)
-        return reply
-
-    tab.page.evaluate = recording  # type: ignore[method-assign]
-
 
 # --- frames -----------------------------------------------------------------------
 
@@ -144,7 +134,7 @@ async def test_an_unchanged_page_and_its_frames_move_no_html(
     site: Site, other_site: Site, open_tabs, recorded: list[dict]
 ) -> None:
     tab = await _open(open_tabs, frames_url(site, other_site))
-    _record_page(tab, recorded)
+    record_evaluate(tab, recorded)
     first = await tab.snapshot()
     assert any("html" in r for r in recorded)
     recorded.clear()
@@ -312,7 +302,7 @@ async def test_a_page_without_frames_or_shadow_roots_is_read_as_before(
     site: Site, open_tabs, recorded: list[dict], name: str
 ) -> None:
     tab = await _open(open_tabs, site.url(name))
-    _record_page(tab, recorded)
+    record_evaluate(tab, recorded)
     snap = await tab.snapshot()
     assert len(recorded) == 1  # one evaluate: the page's, no frame's
     assert snap.html == await tab.page.content()

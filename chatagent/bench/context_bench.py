@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import multiprocessing
 import os
 import statistics
@@ -54,7 +53,7 @@ from .data import (
     DEFAULT_DATA_DIR, AebPage, HotpotQuestion, WcxbPage, WtqQuestion, load_aeb, load_hotpot, load_wcxb, load_wtq,
     read_html,
 )
-from .report import HOTPOT_HEAD, hotpot_rows, machine, progress_bar
+from .report import HOTPOT_HEAD, hotpot_rows, machine, progress_bar, write_json
 from .scoring import NormalizedText, answer_in_context, snippet_check, word_prf
 from .server import PageServer, browser_version, launch_browser
 from .stats import median, quantile
@@ -598,8 +597,7 @@ def main(argv: list[str] | None = None) -> int:
     print_report(result, Console())
     Console().print(f"total {result['total_s']:.0f} s")
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_json(args.out, result)
     return 0
 
 

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
-import json
 import sys
 import tempfile
 import threading
@@ -48,7 +47,7 @@ from ..browser.base import PageSnapshot, Tab
 from ..browser.playwright import PlaywrightBrowser, PlaywrightTab
 from .context_bench import DEFAULT_BUDGET, group_by_page, process_pool, run_pool, summarise_wtq, wtq_page
 from .data import DEFAULT_DATA_DIR, WtqQuestion, load_wtq
-from .report import describe_machine, machine, progress_bar
+from .report import describe_machine, machine, progress_bar, write_json
 from .scoring import NormalizedText, answer_in_context
 from .server import PageServer, browser_version, launch_browser
 from .stats import median, quantile
@@ -385,8 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     result = asyncio.run(run(args.data, args.pages, args.budget, Console(stderr=True)))
     print_report(result, Console())
     if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+        write_json(args.out, result)
     return 0
 
 

@@ -7,9 +7,11 @@ loaded back); the section helpers skip whatever part a run did not measure.
 
 from __future__ import annotations
 
+import json
 import os
 import platform
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from rich.console import Console
@@ -61,6 +63,12 @@ def describe_machine(m: dict[str, Any]) -> str:
 
 
 # ---------------------------------------------------------------- progress
+
+
+def write_json(path: Path, result: dict[str, Any]) -> None:
+    """A bench's figures as JSON (`--out`), its folder made if need be."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
 
 
 def progress_bar(console: Console) -> Progress:
