@@ -459,16 +459,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Libraries that chatter at INFO and below: -v is about chatagent, -vv about them too.
+_CHATTY_LIBRARIES = frozenset(("bm25s", "httpx", "trafilatura", "htmldate", "asyncio"))
+
+
+def _quiet_libraries(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or record.name.partition(".")[0] not in _CHATTY_LIBRARIES
+
+
 def _setup_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(SanitizingFormatter("%(levelname)s %(name)s: %(message)s"))
+    # Levels and filters on the handler, not on the libraries' loggers: those are
+    # imported later, as commands need them, and one may set its own level then
+    # (bm25s sets DEBUG), which would override ours.
+    handler.setLevel(level)
+    if verbosity < 2:
+        handler.addFilter(_quiet_libraries)
     logging.basicConfig(level=level, handlers=[handler])
     logging.captureWarnings(True)  # library warnings may quote page text: through the same formatter
-    if verbosity < 2:
-        # Libraries chatter at INFO (bm25s, httpx, trafilatura); keep -v about chatagent.
-        for name in ("bm25s", "httpx", "trafilatura", "htmldate", "asyncio"):
-            logging.getLogger(name).setLevel(logging.WARNING)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
