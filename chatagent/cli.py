@@ -34,12 +34,12 @@ from rich.rule import Rule
 from rich.text import Text
 
 from . import __version__
-from .context import PageContext, TabContext
 from .errors import ChatAgentError
 from .settings import MIN_INPUT_BUDGET, MIN_TAB_BUDGET, Settings
 from .terminal import SanitizingFormatter, json_safe, no_echo, safe_text, sanitize
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the extraction and ranking libraries: only for commands that read pages
+    from .context import PageContext, TabContext
     from .runtime import Conversation, Runtime
 
 log = logging.getLogger("chatagent")
