@@ -38,7 +38,7 @@ from .errors import ChatAgentError
 from .settings import MIN_INPUT_BUDGET, MIN_TAB_BUDGET, Settings
 from .terminal import SanitizingFormatter, json_safe, no_echo, safe_text, sanitize
 
-if TYPE_CHECKING:  # the extraction and ranking libraries: only for commands that read pages
+if TYPE_CHECKING:  # the extraction and ranking libraries: imported by the runtime, off the event loop
     from .context import PageContext, TabContext
     from .runtime import Conversation, Runtime
 
@@ -127,7 +127,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _runtime(args: argparse.Namespace) -> "Runtime":
-    from .runtime import Runtime  # the agent and its libraries: only for commands that read pages
+    from .runtime import Runtime  # only for commands that read pages (it loads the agent's libraries)
 
     settings = _settings(args)
     if not args.targets and not settings.cdp:
@@ -144,6 +144,7 @@ async def cmd_context(args: argparse.Namespace) -> int:
         with err.status(f"Opening {_plural(len(args.targets), 'page')}…" if args.targets else "Reading the open tabs…"):
             tabs = await runtime.open_tabs(args.targets)
         with err.status("Extracting and fitting the text…"):
+            await runtime.load()
             ctx = await runtime.builder.build(tabs, args.question)
 
     if args.json:

@@ -7,30 +7,38 @@ builder with its caches, the answer cache and the model registry. It hands out
 elsewhere (the side panel's tabs). The CLI, the extension's host and the
 benchmarks are thin layers over it.
 
-Start-up overlaps: while the browser launches and the pages load, the model's
-client is created and its connection opened, and the text pipeline
-(tokenizer, BM25, the extraction workers with trafilatura loaded) is warmed,
-so the first question pays for none of it.
+Start-up overlaps. Importing this module and making a `Runtime` are cheap:
+what answering needs beyond the browser (the agent, LangChain, extraction,
+ranking; ~1 s of imports) is loaded on a worker thread from `async with`
+on (`load`), so the browser launches and the pages load meanwhile. While
+they do, the model's client is then created and its connection opened, and
+the text pipeline (tokenizer, BM25, the extraction workers with trafilatura
+loaded) is warmed, so the first question pays for none of it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
+import threading
 from collections.abc import AsyncIterator, Sequence
 from contextlib import suppress
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from .agent import ChatAgent
 from .browser import Browser, Tab, TabFailure, open_browser
-from .cache import AnswerCache
-from .context import ContextBuilder
 from .errors import ChatAgentError
 from .events import ErrorEvent, Event
-from .extraction import ExtractionPool, Extractor, warm_extraction
-from .history import History
-from .hooks import RunHooks
-from .models import ModelRegistry
 from .settings import Settings
+
+if TYPE_CHECKING:  # loaded by `_load_parts`, off the event loop
+    from .agent import ChatAgent
+    from .cache import AnswerCache
+    from .context import ContextBuilder
+    from .extraction import ExtractionPool
+    from .hooks import RunHooks
+    from .models import ModelRegistry
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +54,8 @@ class Conversation:
         self, runtime: "Runtime", tabs: Sequence[Tab | TabFailure], *, model: str | None = None,
         hooks: RunHooks | None = None,
     ) -> None:
+        from .history import History  # loaded with the runtime's parts (`Runtime.conversation` loads them)
+
         self.runtime = runtime
         self.tabs = list(tabs)
         self.model_name = model
@@ -86,6 +96,8 @@ class Conversation:
         settings = self.runtime.settings
         answers = self.runtime.answers if cache and settings.cache else None
         chosen = self.runtime.models.get(model)
+        from .agent import ChatAgent  # loaded with the runtime's parts, as the line above made sure
+
         agent = self._agent
         if agent is None or agent.tabs != tabs or agent.model is not chosen:
             agent = ChatAgent(
@@ -98,26 +110,88 @@ class Conversation:
         return agent
 
 
+@dataclass
+class _Parts:
+    """What a runtime needs beyond the browser, all from libraries slow to
+    import (`_load_parts`)."""
+
+    models: ModelRegistry
+    builder: ContextBuilder
+    answers: AnswerCache
+    pool: ExtractionPool | None
+
+
+def _load_parts(settings: Settings, extraction_workers: bool) -> _Parts:
+    from .cache import AnswerCache
+    from .context import ContextBuilder
+    from .extraction import ExtractionPool, Extractor
+    from .models import ModelRegistry
+
+    importlib.import_module(".agent", __package__)  # what a conversation's first question imports
+    pool = ExtractionPool() if extraction_workers else None
+    return _Parts(ModelRegistry(settings), ContextBuilder(Extractor(pool), budget_per_tab=settings.budget),
+                  AnswerCache(), pool)
+
+
 class Runtime:
     def __init__(self, settings: Settings | None = None, *, extraction_workers: bool = False) -> None:
         """`extraction_workers`: extract tabs in worker processes, in parallel
-        (worth it for several tabs; starting them costs ~0.3 s of CPU)."""
+        (worth it for several tabs; starting them costs ~0.3 s of CPU).
+        Cheap: the rest loads from `async with` on (see `load`)."""
         self.settings = settings or Settings.load()
-        self.models = ModelRegistry(self.settings)
-        self._pool = ExtractionPool() if extraction_workers else None
-        self.builder = ContextBuilder(Extractor(self._pool), budget_per_tab=self.settings.budget)
-        self.answers = AnswerCache()
+        self._extraction_workers = extraction_workers
+        self._parts: _Parts | None = None
+        self._parts_lock = threading.Lock()  # taken on the loading thread, or on a first use before it ends
+        self._loading: asyncio.Future[_Parts] | None = None
         self._browser: Browser | None = None
         self._browser_lock = asyncio.Lock()
         self._opened: list[Tab] = []
+
+    # --- what answering needs besides the browser ---------------------------------------
+
+    async def load(self) -> None:
+        """Load the model registry, the context builder and the answer cache on
+        a worker thread (their imports take ~1 s, in which the browser can
+        launch and pages load). Once: later calls wait for the same loading."""
+        # Shielded: a caller giving up must not leave a cancelled loading for the others.
+        await asyncio.shield(self._start_loading())
+
+    def _start_loading(self) -> "asyncio.Future[_Parts]":
+        if self._loading is None:
+            self._loading = asyncio.get_running_loop().run_in_executor(None, self._loaded)
+            # Seen even if nobody awaits it (the command failed first); whoever does gets it too.
+            self._loading.add_done_callback(_retrieve)
+        return self._loading
+
+    def _loaded(self) -> _Parts:
+        # Whoever comes first loads; anyone else waits for it, so nothing is made twice.
+        with self._parts_lock:
+            if self._parts is None:
+                self._parts = _load_parts(self.settings, self._extraction_workers)
+            return self._parts
+
+    @property
+    def models(self) -> ModelRegistry:
+        return self._loaded().models
+
+    @property
+    def builder(self) -> ContextBuilder:
+        return self._loaded().builder
+
+    @property
+    def answers(self) -> AnswerCache:
+        return self._loaded().answers
 
     def reconfigure(self, settings: Settings) -> None:
         """Answer from now on as `settings` say (the side panel saved new ones):
         models are made afresh from them; conversations keep their history.
         The browser stays: what opens it is not something a running front end changes."""
+        from .models import ModelRegistry
+
+        parts = self._loaded()
         self.settings = settings
-        self.models = ModelRegistry(settings)
-        self.builder.budget_per_tab = settings.budget
+        parts.models = ModelRegistry(settings)
+        parts.builder.budget_per_tab = settings.budget
 
     # --- the browser ---------------------------------------------------------------
 
@@ -156,6 +230,7 @@ class Runtime:
     def conversation(
         self, tabs: Sequence[Tab | TabFailure] = (), *, model: str | None = None, hooks: RunHooks | None = None,
     ) -> Conversation:
+        self._loaded()
         return Conversation(self, tabs, model=model, hooks=hooks)
 
     async def open(
@@ -165,6 +240,7 @@ class Runtime:
         """Open `targets` and start a conversation about them, warming the
         model and the text pipeline while the pages load. `prefetch`: read the
         pages as soon as they are open, while the user types the first question."""
+        self._start_loading()  # now, not after opening the tabs has imported Playwright here on the loop
         warm = asyncio.ensure_future(self.warm(model))
         try:
             tabs = await self.open_tabs(targets)
@@ -185,10 +261,15 @@ class Runtime:
         """Create the model's client and open its connection, and load the text
         pipeline's lazy parts. A model that cannot be made raises (it is a
         setting to fix); anything else only costs the first question time."""
-        await asyncio.gather(self.models.warm(model), _warm_pipeline(self._pool))
+        await self.load()
+        parts = self._loaded()
+        await asyncio.gather(parts.models.warm(model), _warm_pipeline(parts.pool))
 
     async def close(self) -> None:
-        self.builder.cancel_prefetch()
+        # Parts still loading are left to finish: they hold nothing to release until used.
+        parts = self._parts
+        if parts is not None:
+            parts.builder.cancel_prefetch()
         try:
             # Ours only: over CDP the user's own tabs stay open.
             for tab in self._opened:
@@ -197,14 +278,20 @@ class Runtime:
             if self._browser is not None:
                 await self._browser.close()
         finally:
-            if self._pool is not None:
-                self._pool.shutdown(wait=False, cancel_futures=True)
+            if parts is not None and parts.pool is not None:
+                parts.pool.shutdown(wait=False, cancel_futures=True)
 
     async def __aenter__(self) -> "Runtime":
+        self._start_loading()  # under way while the caller starts the browser
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+def _retrieve(loading: "asyncio.Future[_Parts]") -> None:
+    if not loading.cancelled() and (exc := loading.exception()) is not None:
+        log.debug("loading the runtime failed: %s", exc)
 
 
 _WARM_TEXT = "\n\n".join(
@@ -215,6 +302,7 @@ _WARM_TEXT = "\n\n".join(
 
 def _warm_pipeline_sync(extraction: bool) -> None:
     from .budget import fit_text
+    from .extraction import warm_extraction
     from .tokens import encoding
 
     encoding()  # tiktoken's BPE tables: ~0.15-0.45 s on first use

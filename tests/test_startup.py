@@ -1,4 +1,6 @@
-"""Start-up: commands that read no page import none of the libraries that read pages."""
+"""Start-up: commands that read no page import none of the libraries that
+read pages, and `ask` starts the browser while the rest of the runtime loads.
+What a user would notice stays the same: the answers and the errors."""
 
 from __future__ import annotations
 
@@ -7,11 +9,18 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 
 import pytest
 
-from conftest import ROOT
+from chatagent import runtime as runtime_module
+from chatagent.browser.base import Browser, Tab, TabFailure
+from chatagent.browser.static import StaticTab
+from chatagent.events import Done, Event
+from chatagent.runtime import Runtime
+from chatagent.settings import Settings
+from conftest import ROOT, Site
 
 PAGE_LIBRARIES = ("trafilatura", "bm25s", "numpy", "playwright", "langchain_google_genai")
 
@@ -28,10 +37,10 @@ _IMPORTS_OF = textwrap.dedent("""
 """)
 
 
-def imported_by(tmp_path: Path, *args: str) -> set[str]:
+def imported_by(tmp_path: Path, *args: str, code: str = _IMPORTS_OF) -> set[str]:
     out = tmp_path / "modules.json"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
-    proc = subprocess.run([sys.executable, "-c", _IMPORTS_OF, str(out), *args], cwd=ROOT, env=env,
+    proc = subprocess.run([sys.executable, "-c", code, str(out), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     return set(json.loads(out.read_text()))
@@ -47,3 +56,66 @@ def page_libraries(modules: set[str]) -> list[str]:
 ], ids=" ".join)
 def test_commands_that_read_no_page_import_no_page_libraries(tmp_path: Path, args: list[str]) -> None:
     assert page_libraries(imported_by(tmp_path, *args)) == []
+
+
+def test_making_a_runtime_imports_no_page_libraries(tmp_path: Path) -> None:
+    """They load on a worker thread once the runtime starts (`async with`),
+    so a command can start the browser first."""
+    code = textwrap.dedent("""
+        import json, sys
+        from chatagent.runtime import Runtime
+        Runtime()
+        with open(sys.argv[1], "w") as out:
+            json.dump(sorted(sys.modules), out)
+    """)
+    assert page_libraries(imported_by(tmp_path, code=code)) == []
+
+
+PAGE = """<!DOCTYPE html><html><head><title>Springfield</title></head><body>
+<h1>Springfield</h1><p>Springfield is a town in the valley. Its population was 30,720 in the last census.</p>
+</body></html>"""
+
+
+class _StaticBrowser(Browser):
+    async def open_tabs(self, targets: list[str], *, timeout_s: float | None = None) -> list[Tab | TabFailure]:
+        return [StaticTab(str(i), url, PAGE) for i, url in enumerate(targets, 1)]
+
+    async def close(self) -> None:
+        pass
+
+
+async def test_the_browser_starts_while_the_runtime_loads(monkeypatch: pytest.MonkeyPatch) -> None:
+    started = threading.Event()
+    load = runtime_module._load_parts
+
+    def load_once_the_browser_started(settings: Settings, extraction_workers: bool) -> object:
+        # Were the browser started only after the runtime loaded, this would wait in vain.
+        assert started.wait(60), "the browser was not started while the runtime loaded"
+        return load(settings, extraction_workers)
+
+    async def open_browser(settings: Settings) -> Browser:
+        started.set()
+        return _StaticBrowser()
+
+    monkeypatch.setattr(runtime_module, "_load_parts", load_once_the_browser_started)
+    monkeypatch.setattr(runtime_module, "open_browser", open_browser)
+    async with Runtime(Settings.load(model="extractive")) as runtime:
+        conversation = await runtime.open(["https://springfield.example/"])
+        events: list[Event] = [e async for e in conversation.ask("What was the population of Springfield?")]
+    done = events[-1]
+    assert isinstance(done, Done) and "30,720" in done.answer
+
+
+@pytest.mark.parametrize(("model", "says"), [
+    ("gemini-2.5-flash", "needs a Gemini API key"),
+    ("no-such-model", "Unknown model 'no-such-model'"),
+])
+def test_a_model_that_cannot_be_made_is_reported_as_before(site: Site, model: str, says: str) -> None:
+    """The model is made on a worker thread while the page loads: its error is
+    still the one clear message, with nothing after it."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
+    proc = subprocess.run([sys.executable, "-m", "chatagent", "ask", site.url("product"), "-q", "How much is it?",
+                           "--model", model], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("error: ") and says in proc.stderr
+    assert "Traceback" not in proc.stderr and "never retrieved" not in proc.stderr
