@@ -97,9 +97,8 @@ class ContextBuilder:
 
     async def _prefetch(self, tabs: list[Tab | TabFailure]) -> None:
         try:
-            snapshots = await self._snapshots(tabs)
-            extracted = await self.extractor.extract_many([s for s in snapshots if isinstance(s, PageSnapshot)])
-            await asyncio.to_thread(self._prepare, extracted)
+            read = await asyncio.gather(*(self._read(t) for t in tabs))
+            await asyncio.to_thread(self._prepare, [e for e in read if isinstance(e, Extracted)])
         except Exception as exc:  # noqa: BLE001 - build() does the work itself
             log.debug("reading the tabs ahead failed: %s", exc)
 
@@ -116,9 +115,15 @@ class ContextBuilder:
             return TabFailure(tab_id=tab.label, url="", code=exc.code, message=exc.message)
         return snap if snap.tab_id == tab.label else snap.model_copy(update={"tab_id": tab.label})
 
-    async def _snapshots(self, tabs: list[Tab | TabFailure]) -> list[PageSnapshot | TabFailure]:
-        """Every tab read at once; a tab that could not be opened stays its failure."""
-        return list(await asyncio.gather(*(self.snapshot(t) if isinstance(t, Tab) else _failed(t) for t in tabs)))
+    async def _read(self, tab: Tab | TabFailure) -> Extracted | TabFailure:
+        """The tab's snapshot, extracted as soon as it is taken: tabs are read
+        at once, and none waits for the others' snapshots to be extracted.
+        A tab that could not be opened stays its failure."""
+        snapshot = await self.snapshot(tab) if isinstance(tab, Tab) else await _failed(tab)
+        return await self._extract(snapshot)
+
+    async def _extract(self, snapshot: PageSnapshot | TabFailure) -> Extracted | TabFailure:
+        return snapshot if isinstance(snapshot, TabFailure) else await self.extractor.extract(snapshot)
 
     async def build(
         self,
@@ -128,19 +133,18 @@ class ContextBuilder:
         snapshots: list[PageSnapshot | TabFailure] | None = None,
     ) -> PageContext:
         t0 = time.perf_counter()
-        if snapshots is None:
-            snapshots = await self._snapshots(tabs)
-        ok = [s for s in snapshots if isinstance(s, PageSnapshot)]
-        extracted = {e.tab_id: e for e in await self.extractor.extract_many(ok)}
+        reads = [self._read(t) for t in tabs] if snapshots is None else [self._extract(s) for s in snapshots]
+        read = await asyncio.gather(*reads)
+        extracted = {e.tab_id: e for e in read if isinstance(e, Extracted)}
         t1 = time.perf_counter()
         fitted = await asyncio.to_thread(self._fit, list(extracted.values()), question)
         t2 = time.perf_counter()
         out: list[TabContext] = []
-        for s in snapshots:
-            if isinstance(s, TabFailure):
-                out.append(TabContext(tab_id=s.tab_id, url=s.url, error=s.message, notes=[s.message]))
+        for r in read:
+            if isinstance(r, TabFailure):
+                out.append(TabContext(tab_id=r.tab_id, url=r.url, error=r.message, notes=[r.message]))
             else:
-                out.append(fitted[s.tab_id])
+                out.append(fitted[r.tab_id])
         return PageContext(
             tabs=out,
             budget_per_tab=self.budget_per_tab,

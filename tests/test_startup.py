@@ -1,9 +1,11 @@
 """Start-up: commands that read no page import none of the libraries that
 read pages, and `ask` starts the browser while the rest of the runtime loads.
-What a user would notice stays the same: the answers and the errors."""
+What a user would notice stays the same: the answers, the page context and
+the errors."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,9 +17,11 @@ from pathlib import Path
 import pytest
 
 from chatagent import runtime as runtime_module
-from chatagent.browser.base import Browser, Tab, TabFailure
+from chatagent.browser.base import Browser, PageSnapshot, Tab, TabFailure
 from chatagent.browser.static import StaticTab
+from chatagent.context import ContextBuilder
 from chatagent.events import Done, Event
+from chatagent.extraction import Extracted, Extractor
 from chatagent.runtime import Runtime
 from chatagent.settings import Settings
 from conftest import ROOT, Site
@@ -119,3 +123,50 @@ def test_a_model_that_cannot_be_made_is_reported_as_before(site: Site, model: st
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: ") and says in proc.stderr
     assert "Traceback" not in proc.stderr and "never retrieved" not in proc.stderr
+
+
+class _LateTab(StaticTab):
+    """A tab whose snapshot is ready only once another tab has been extracted."""
+
+    def __init__(self, tab_id: str, url: str, html: str, after: asyncio.Event) -> None:
+        super().__init__(tab_id, url, html)
+        self.after = after
+
+    async def snapshot(self) -> PageSnapshot:
+        await self.after.wait()
+        return await super().snapshot()
+
+
+class _Watching(Extractor):
+    def __init__(self) -> None:
+        super().__init__()
+        self.extracted: dict[str, asyncio.Event] = {}
+
+    def done(self, tab_id: str) -> asyncio.Event:
+        return self.extracted.setdefault(tab_id, asyncio.Event())
+
+    async def extract(self, snapshot: PageSnapshot) -> Extracted:
+        result = await super().extract(snapshot)
+        self.done(snapshot.tab_id).set()
+        return result
+
+
+async def test_each_tab_is_extracted_as_soon_as_it_is_read_with_the_same_context(site: Site) -> None:
+    """Tab 2's snapshot waits for tab 1's extraction: were every snapshot
+    taken before any extraction started, the build would never end."""
+    extractor = _Watching()
+    html = {name: site.path(name).read_text() for name in ("article", "table")}
+    tabs: list[Tab | TabFailure] = [
+        StaticTab("1", site.url("article"), html["article"]),
+        _LateTab("2", site.url("table"), html["table"], after=extractor.done("1")),
+        TabFailure(tab_id="3", url="https://gone.example/", code="unreachable", message="could not load the page"),
+    ]
+    question = "What does the table say?"
+    ctx = await asyncio.wait_for(ContextBuilder(extractor, budget_per_tab=300).build(tabs, question), 60)
+
+    # The same as from snapshots all taken first, by a builder with empty caches.
+    snapshots = [await t.snapshot() if isinstance(t, Tab) else t for t in tabs]
+    before = await ContextBuilder(Extractor(), budget_per_tab=300).build([], question, snapshots=snapshots)
+    timings = {"extraction_ms", "budget_ms"}
+    assert ctx.model_dump(exclude=timings) == before.model_dump(exclude=timings)
+    assert [t.ok for t in ctx.tabs] == [True, True, False] and ctx.tabs[2].error == "could not load the page"
