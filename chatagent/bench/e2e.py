@@ -108,6 +108,8 @@ class Run:
     recall: bool
     answer: str  # as the process gave it: chatagent's `done.answer`, the script's whole output
     timings: dict[str, Any] | None  # chatagent's `done.timings`
+    spawned_at: float  # time.time(): the runs' order, and when, to set against the load
+    load1: float  # the 1-minute load average then
 
 
 # ---------------------------------------------------------------- the questions
@@ -200,6 +202,7 @@ async def _spawn(argv: Sequence[str], env: dict[str, str], token: Callable[[byte
 
 async def run_one(side: str, task: Task, server: GeminiServer, env: dict[str, str], browser: str) -> Run:
     before = len(server.requests)
+    spawned_at, load1 = time.time(), os.getloadavg()[0]
     t0, t_token, out = await _spawn(command(side, task, browser), env, has_token(side))
     sent: list[RecordedRequest] = [r for r in server.requests[before:] if r.is_generate]
     first = sent[0] if sent else None
@@ -217,7 +220,7 @@ async def run_one(side: str, task: Task, server: GeminiServer, env: dict[str, st
         answer, timings = done[0]["answer"], done[0]["timings"]
         phases["startup"] = ms(t0, t_token) - timings["first_token_ms"]
     return Run(side, len(task.urls), ms(t0, t_token), phases, answer_in_context(task.question.answers, context),
-               answer, timings)
+               answer, timings, spawned_at, load1)
 
 
 # ---------------------------------------------------------------- the warm daemon
@@ -365,7 +368,9 @@ def markdown_section(result: dict[str, Any]) -> str:
         "order (interleaved); ratio = chatagent / script per pair.", "",
         _md_table(HEAD, table_rows(result)), "",
         "Where the time goes (per-phase medians, ms) and answer recall (the page text sent holds the WTQ answer):", "",
-        _md_table(PHASE_HEAD, phase_rows(result)),
+        _md_table(PHASE_HEAD, phase_rows(result)), "",
+        f"1-minute load average as the runs started: {_range(summary(r['load1'] for r in result['runs']), '{:.1f}')} "
+        f"on {result['machine']['cpus']} CPUs.",
     ]) + "\n"
 
 
