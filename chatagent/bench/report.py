@@ -356,6 +356,11 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
 
         out += ["", "## Offline answers: the `extractive` model (`python -m chatagent.bench.offline`)", "",
                 markdown_section(o).rstrip()]
+    if e := result.get("e2e"):
+        from .e2e import markdown_section as e2e_section
+
+        out += ["", "## End to end: `chatagent ask` against a minimal script (`python -m chatagent.bench.e2e`)", "",
+                e2e_section(e).rstrip()]
     if m := result.get("mcp"):
         from .mcp_bench import report as mcp_report
 

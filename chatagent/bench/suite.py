@@ -12,6 +12,8 @@
 5. Offline answers (`offline`): how often the `extractive` model's answer holds
    the answer on WTQ, quotes both gold tabs' evidence on HotpotQA comparisons,
    and answers the two-laptop questions from both tabs.
+6. End to end (`e2e`): whole-process time to the first token of `chatagent ask`
+   against a minimal Playwright + LangChain script, interleaved pairs, 1 and 10 tabs.
 
 Writes `results.json` (with a `summary`), `report.md` and PNG plots to `--out`;
 a progress bar on stderr while it runs, the summary tables on stdout at the end.
@@ -38,11 +40,12 @@ from ..prompts import build_messages
 from ..tokens import count_tokens
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
 from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_wcxb, load_wtq
+from .e2e import run_e2e
 from .latency import GOALS_MS, run_latency
 from .mcp_bench import run_mcp_bench
 from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
-from .report import SCENARIOS, machine, markdown_report, print_summary, progress_bar
+from .report import SCENARIOS, machine, markdown_report, plural, print_summary, progress_bar
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import finite
 
@@ -62,7 +65,8 @@ class BenchError(ChatAgentError):
 class Plan:
     """How much of everything to run. Sample sizes are items per dataset (None: all):
     WTQ pages (with all their questions), AEB and WCXB pages, HotpotQA questions,
-    and pass-1 questions per kind (text / needs the browser)."""
+    and pass-1 questions per kind (text / needs the browser); `e2e_pairs`: the
+    end-to-end pairs per tab count."""
 
     quick: bool
     reps: int
@@ -75,6 +79,7 @@ class Plan:
     data_dir: Path
     model: str | None
     offline: OfflinePlan
+    e2e_pairs: int
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "Plan":
@@ -90,7 +95,9 @@ class Plan:
             raise BenchError("--reps and --limit must be at least 1.")
         return cls(quick, reps, *sizes, budget=getattr(args, "budget", None) or DEFAULT_BUDGET,
                    data_dir=Path(getattr(args, "data", None) or DEFAULT_DATA_DIR), model=args.model,
-                   offline=OfflinePlan.make(quick, limit))
+                   offline=OfflinePlan.make(quick, limit),
+                   # Two fresh processes per pair and tab count: seconds each, so few when quick.
+                   e2e_pairs=1 if limit is not None else 3 if quick else 12)
 
 
 def _check_data(data_dir: Path) -> None:
@@ -115,7 +122,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     at_start = machine()
     result: dict[str, Any] = {"machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
     with progress_bar(console) as progress, PageServer() as site:
-        overall = progress.add_task("chatagent bench", total=8 if real else 7)
+        overall = progress.add_task("chatagent bench", total=9 if real else 8)
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
@@ -129,6 +136,9 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
                     plan.reps, progress=progress, model=plan.model, browser=browser, site=site, data_dir=plan.data_dir,
                 )
                 progress.advance(overall)
+            # Its own page and model servers and processes; the bench's browser stays idle meanwhile.
+            result["e2e"] = await run_e2e(plan.e2e_pairs, SERVER_TTFT_MS, data_dir=plan.data_dir, progress=progress)
+            progress.advance(overall)
             with process_pool() as pool:
                 result["wtq"] = await bench_wtq(plan.data_dir, questions, plan.budget, browser, site, pool, progress)
                 progress.advance(overall)
@@ -222,6 +232,12 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         "WTQ answer recall, below the whole page text's", f"≤ {RECALL_SLACK:.2f}",
         f"{gap:+.3f} ({recall['chatagent']:.3f} vs {recall['full_text']:.3f})", gap <= RECALL_SLACK, gap,
     )
+    for n, row in result.get("e2e", {}).get("rows", {}).items():
+        r = row["ratio"]["p50"]
+        goals[f"e2e_cold_{n}tab"] = _goal(
+            f"whole-process first token, `chatagent ask` / minimal script, cold, {plural(int(n), 'tab')} "
+            "(median per-pair ratio)", f"≤ {row['goal_ratio']:g}", f"{r:.2f}", bool(row["goal_met"]), r,
+        )
     summary["goals"] = goals
     return summary
 
@@ -279,4 +295,5 @@ def _describe_samples(plan: Plan) -> str:
         n(plan.hotpot_questions, "HotpotQA questions"),
         f"{'all' if plan.pass1_questions is None else f'up to {plan.pass1_questions}'} pass-1 questions per kind",
         f"offline answers: {plan.offline.describe()}",
+        f"end to end {plan.e2e_pairs} pairs per tab count",
     ])

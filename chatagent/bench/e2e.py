@@ -1,0 +1,419 @@
+"""End-to-end benchmark: whole-process time to the first answer token of
+`chatagent ask`, against the minimal script (`minimal_script`: plain Playwright
+and LangChain) doing the same job.
+
+    python -m chatagent.bench.e2e [--pairs 12] [--ttft-ms 300] [--tabs 1,10] [--out FILE.json] [--data DIR]
+                                  [--seed 20] [--network-as-is]
+
+Setup: WikiTableQuestions pages (real Wikipedia pages) served on 127.0.0.1
+(`server.PageServer`), and the local Gemini-compatible server
+(`chatagent.testing.gemini_server`, a fixed model TTFT, a scripted answer),
+both in this process. Each run is a fresh process of this interpreter, as a
+user starts one: `python -m chatagent ask URL... -q Q --json` or `python -m
+chatagent.bench.minimal_script URL... -q Q`, with GOOGLE_GEMINI_BASE_URL and
+GOOGLE_API_KEY pointing both at the local server (and chatagent's own settings
+file and CHATAGENT_* variables left out, so its defaults hold).
+
+The pages link third-party images (upload.wikimedia.org). The other benchmarks
+launch Chromium with every host but 127.0.0.1 unresolvable; `ask` takes no
+browser flags, so here both processes get the same environment instead: a
+proxy that refuses at once (`all_proxy`, `http_proxy`, `https_proxy` at a
+closed port on 127.0.0.1, `no_proxy=127.0.0.1,localhost`), which Chromium on
+Linux and httpx both honour. Without it (`--network-as-is`) the "load" event
+of a page waits on this machine's resolver, which under a burst of lookups
+leaves some unanswered for 5 s: noise of seconds on both sides.
+
+Measured per run, all `perf_counter()` stamps of this process (the servers are
+threads of it, so they compare exactly):
+- **first token** = spawn → the first token read from the process's stdout
+  (chatagent: the first `token` event line; the script: its first output);
+- **model TTFT** = the server's own request arrival → first chunk written;
+- `to_request` = spawn → the generate request arrived (start-up, browser,
+  pages, text); `to_token` = first chunk written → first token read;
+- chatagent's `done.timings`: `startup` = first token − `first_token_ms`
+  (spawn → its agent starting the question: imports, browser, pages opened,
+  client warmed), and its `extraction_ms` and `budget_ms`;
+- **recall**: the page text each process sent the model (every generate
+  request it made, as the server recorded it) holds the WTQ gold answer
+  (`scoring.answer_in_context`, the bench's lenient match). The answer itself
+  is scripted here, so the context is what can be checked.
+
+Pairs: for each pair and tab count, one chatagent run and one script run in an
+order drawn at random (interleaved A/B, so drifting load on the machine falls
+on both); the ratio is chatagent / script per pair. 1 tab: the question's
+page; 10 tabs: it and the 9 pages after it (the script opens all in one
+context at once). One untimed pair first: the first process of a run pays for
+reading the libraries from disk. Every process is cold: the "warm daemon" row
+(`chatagent ask` with a daemon already started) stays "not available" until
+`chatagent` has a `daemon` subcommand (see `daemon_status`).
+
+Goals (the issue): median per-pair ratio ≤ 0.8 for cold processes; with a
+warm daemon, first token within 400 ms of the model's own TTFT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+
+from ..browser.discovery import find_browser
+from ..testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+from .data import DEFAULT_DATA_DIR, WtqQuestion, load_wtq, sample
+from .report import _md_table, describe_machine, machine, plural, progress_bar, write_json
+from .scoring import answer_in_context
+from .server import PageServer, free_port
+from .stats import median, summary
+
+ROOT = Path(__file__).resolve().parents[2]
+MODEL_NAME = "gemini-2.5-flash"
+ANSWER = "The answer is in the table on this page [Tab 1]."
+TOKENS_PER_S = 50.0
+SIDES = ("chatagent", "minimal")
+RATIO_GOAL = 0.8
+DAEMON_GOAL_MS = 400.0  # first token with a warm daemon, above the model's own TTFT
+RUN_TIMEOUT_S = 120.0
+PHASES = ("to_request", "model_ttft", "to_token")
+PROXY_VARIABLES = ("all_proxy", "http_proxy", "https_proxy", "no_proxy")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One question and the pages both processes are given for it (its own page first)."""
+
+    question: WtqQuestion
+    urls: tuple[str, ...]
+
+
+@dataclass
+class Run:
+    side: str
+    tabs: int
+    first_token_ms: float
+    phases_ms: dict[str, float]
+    recall: bool
+    answer: str  # as the process gave it: chatagent's `done.answer`, the script's whole output
+    timings: dict[str, Any] | None  # chatagent's `done.timings`
+    spawned_at: float  # time.time(): the runs' order, and when, to set against the load
+    load1: float  # the 1-minute load average then
+
+
+# ---------------------------------------------------------------- the questions
+
+
+def tasks(data_dir: Path, site: PageServer, pairs: int, tabs: int) -> list[Task]:
+    """`pairs` questions, one per page, spread over the set (the same every run)."""
+    by_page: dict[str, WtqQuestion] = {}
+    for q in load_wtq(data_dir):
+        by_page.setdefault(q.page, q)
+    pages = sorted(by_page)
+    chosen = sample(pages, pairs) if pairs <= len(pages) else (pages * pairs)[:pairs]
+    out = []
+    for page in chosen:
+        at = pages.index(page)
+        urls = [site.file_url(data_dir / pages[(at + k) % len(pages)]) for k in range(tabs)]
+        out.append(Task(by_page[page], tuple(urls)))
+    return out
+
+
+# ---------------------------------------------------------------- one process
+
+
+def _env(server: GeminiServer, config_dir: str, offline: bool) -> dict[str, str]:
+    """This environment, pointed at the local server, without the user's chatagent
+    settings; `offline`: every host but 127.0.0.1 behind a proxy that refuses at once."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CHATAGENT_")}
+    if offline:
+        env = {k: v for k, v in env.items() if k.lower() not in PROXY_VARIABLES}
+        dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+        env |= {"all_proxy": dead, "http_proxy": dead, "https_proxy": dead, "no_proxy": "127.0.0.1,localhost"}
+    path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    return {**env, "PYTHONPATH": path, "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": server.url,
+            "CHATAGENT_CONFIG": str(Path(config_dir) / "absent.toml")}
+
+
+def command(side: str, task: Task, browser: str) -> list[str]:
+    if side == "chatagent":
+        return [sys.executable, "-m", "chatagent", "ask", *task.urls, "-q", task.question.question, "--json",
+                "--model", MODEL_NAME]
+    return [sys.executable, "-m", "chatagent.bench.minimal_script", *task.urls, "-q", task.question.question,
+            "--model", MODEL_NAME, "--browser", browser]
+
+
+def _json_lines(out: bytes) -> list[dict[str, Any]]:
+    """The complete lines of `out` that are JSON objects."""
+    lines = []
+    for line in out.split(b"\n")[:-1]:
+        try:
+            value = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            lines.append(value)
+    return lines
+
+
+def has_token(side: str) -> Callable[[bytes], bool]:
+    """Whether the stdout read so far holds the first token: a `token` event line
+    for chatagent, any output for the script (it prints only the answer)."""
+    if side == "chatagent":
+        return lambda out: any(e.get("type") == "token" for e in _json_lines(out))
+    return lambda out: bool(out.strip())
+
+
+async def _spawn(argv: Sequence[str], env: dict[str, str], token: Callable[[bytes], bool]) -> tuple[float, float, str]:
+    """Run `argv` to its end; (spawned, first token read) stamps and its stdout."""
+    t0 = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(*argv, env=env, cwd=ROOT, stdout=asyncio.subprocess.PIPE,
+                                                stderr=asyncio.subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    errors = asyncio.ensure_future(proc.stderr.read())  # drained all along: a full pipe would stall the process
+    out, t_token = b"", None
+    try:
+        async with asyncio.timeout(RUN_TIMEOUT_S):
+            while chunk := await proc.stdout.read(65536):
+                out += chunk
+                if t_token is None and token(out):
+                    t_token = time.perf_counter()
+            await proc.wait()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    err = (await errors).decode(errors="replace")
+    if proc.returncode != 0 or t_token is None:
+        raise RuntimeError(f"{' '.join(argv[1:4])} exited {proc.returncode} without a first token: {err[-2000:]}")
+    return t0, t_token, out.decode(errors="replace")
+
+
+async def run_one(side: str, task: Task, server: GeminiServer, env: dict[str, str], browser: str) -> Run:
+    before = len(server.requests)
+    spawned_at, load1 = time.time(), os.getloadavg()[0]
+    t0, t_token, out = await _spawn(command(side, task, browser), env, has_token(side))
+    sent: list[RecordedRequest] = [r for r in server.requests[before:] if r.is_generate]
+    first = sent[0] if sent else None
+    if first is None or first.first_chunk_at is None:
+        raise RuntimeError(f"{side}: the local server saw no answered generate request")
+    ms = lambda a, b: (b - a) * 1000  # noqa: E731
+    context = "\n".join(f"{r.system_text()}\n{r.text()}" for r in sent)
+    phases = {"to_request": ms(t0, first.arrived_at), "model_ttft": ms(first.arrived_at, first.first_chunk_at),
+              "to_token": ms(first.first_chunk_at, t_token)}
+    answer, timings = out.strip(), None
+    if side == "chatagent":
+        done = [e for e in _json_lines(out.encode()) if e.get("type") == "done"]
+        if not done:
+            raise RuntimeError(f"chatagent printed no done event: {out[-2000:]}")
+        answer, timings = done[0]["answer"], done[0]["timings"]
+        phases["startup"] = ms(t0, t_token) - timings["first_token_ms"]
+    return Run(side, len(task.urls), ms(t0, t_token), phases, answer_in_context(task.question.answers, context),
+               answer, timings, spawned_at, load1)
+
+
+# ---------------------------------------------------------------- the warm daemon
+
+
+def daemon_status() -> dict[str, Any]:
+    """WARM DAEMON: the place for the row of `chatagent ask` with a daemon already
+    started. It is "not available" while `python -m chatagent --help` lists no
+    `daemon` subcommand; once one exists, this is where to start it, run the
+    pairs' chatagent side against it, and check first token − model TTFT ≤ DAEMON_GOAL_MS."""
+    help_text = _help()
+    if not re.search(r"\bdaemon\b", help_text):
+        return {"available": False, "note": "not available: `chatagent --help` lists no `daemon` subcommand"}
+    return {"available": False, "note": "`chatagent daemon` exists, but this bench does not start it yet"}
+
+
+def _help() -> str:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    done = subprocess.run([sys.executable, "-m", "chatagent", "--help"], env=env, cwd=ROOT, capture_output=True,
+                          text=True, timeout=60, check=False)
+    return done.stdout
+
+
+# ---------------------------------------------------------------- the pairs
+
+
+def summarise(tabs: int, runs: list[Run]) -> dict[str, Any]:
+    """One row: each side's first token, the per-pair ratios, phases and recall."""
+    by_side = {side: [r for r in runs if r.side == side] for side in SIDES}
+    ratios = [a.first_token_ms / b.first_token_ms for a, b in zip(by_side["chatagent"], by_side["minimal"])]
+    ratio = summary(ratios)
+    out: dict[str, Any] = {
+        "tabs": tabs,
+        "pairs": len(ratios),
+        "ratios": ratios,
+        "ratio": ratio,
+        "ratio_of_medians": median(r.first_token_ms for r in by_side["chatagent"])
+        / median(r.first_token_ms for r in by_side["minimal"]),
+        "chatagent_slower": sum(x > 1 for x in ratios),
+        "goal_ratio": RATIO_GOAL,
+        "goal_met": ratio["p50"] <= RATIO_GOAL,
+    }
+    for side, rs in by_side.items():
+        out[side] = {
+            "first_token_ms": [r.first_token_ms for r in rs],
+            "first_token": summary(r.first_token_ms for r in rs),
+            "phases_p50_ms": {p: median(r.phases_ms[p] for r in rs) for p in rs[0].phases_ms},
+            "recall": sum(r.recall for r in rs) / len(rs),
+        }
+    timings = [r.timings for r in by_side["chatagent"] if r.timings]
+    out["chatagent"]["timings_p50_ms"] = {k: median(t[k] for t in timings)
+                                          for k in ("first_token_ms", "extraction_ms", "budget_ms")}
+    return out
+
+
+async def run_e2e(
+    pairs: int = 12,
+    ttft_ms: float = 300.0,
+    tab_counts: Sequence[int] = (1, 10),
+    *,
+    data_dir: Path = DEFAULT_DATA_DIR,
+    progress: Progress | None = None,
+    seed: int = 20,
+    offline: bool = True,
+) -> dict[str, Any]:
+    """Run `pairs` interleaved pairs per tab count; see the module docstring."""
+    started = time.perf_counter()
+    at_start = machine()
+    rng = random.Random(seed)
+    browser = find_browser()
+    daemon = daemon_status()
+    runs: dict[int, list[Run]] = {n: [] for n in tab_counts}
+    with GeminiServer(responder=lambda _r: TextReply(text=ANSWER), ttft_s=ttft_ms / 1000,
+                      tokens_per_s=TOKENS_PER_S) as server, PageServer() as site, \
+            tempfile.TemporaryDirectory() as config_dir:
+        env = _env(server, config_dir, offline)
+        work = {n: tasks(data_dir, site, pairs, n) for n in tab_counts}
+        task = progress.add_task("end to end, pairs", total=pairs * len(tab_counts)) if progress else None
+        warm_up = work[tab_counts[0]][0]
+        for side in SIDES:  # untimed: the first process of a run reads the libraries from disk
+            await run_one(side, warm_up, server, env, browser)
+        # Tab counts interleaved too, so drifting load spreads over both rows.
+        for i in range(pairs):
+            for n in tab_counts:
+                done = {}
+                for side in rng.sample(SIDES, len(SIDES)):
+                    done[side] = await run_one(side, work[n][i], server, env, browser)
+                runs[n] += [done[side] for side in SIDES]
+                if progress is not None and task is not None:
+                    progress.advance(task)
+    return {
+        "config": {"pairs": pairs, "server_ttft_ms": ttft_ms, "tokens_per_s": TOKENS_PER_S, "tabs": list(tab_counts),
+                   "model": MODEL_NAME, "seed": seed, "offline": offline, "data_dir": str(data_dir),
+                   "questions": [t.question.id for t in work[tab_counts[0]]]},
+        "machine": {**machine(), "loadavg_at_start": at_start["loadavg"]},
+        "model_ttft": summary(r.phases_ms["model_ttft"] for rs in runs.values() for r in rs),
+        "rows": {str(n): summarise(n, rs) for n, rs in runs.items()},
+        "warm_daemon": daemon,
+        "runs": [asdict(r) for rs in runs.values() for r in rs],
+        "wall_s": time.perf_counter() - started,
+    }
+
+
+# ---------------------------------------------------------------- report
+
+
+def _range(s: dict[str, float], fmt: str = "{:,.0f}") -> str:
+    return f"{fmt.format(s['p50'])} ({fmt.format(s['min'])}–{fmt.format(s['max'])})"
+
+
+def table_rows(result: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for n, row in result["rows"].items():
+        met = "✓" if row["goal_met"] else "✗"
+        rows.append([f"cold process, {plural(int(n), 'tab')}", _range(row["chatagent"]["first_token"]),
+                     _range(row["minimal"]["first_token"]), _range(row["ratio"], "{:.2f}"),
+                     f"{row['chatagent_slower']} of {row['pairs']}", f"≤ {row['goal_ratio']:g} {met}"])
+    rows.append(["warm daemon, 1 tab", result["warm_daemon"]["note"], "", "", "",
+                 f"≤ model TTFT + {DAEMON_GOAL_MS:g} ms"])
+    return rows
+
+
+def phase_rows(result: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for n, row in result["rows"].items():
+        for side in SIDES:
+            p = row[side]["phases_p50_ms"]
+            rows.append([plural(int(n), "tab"), side] + [f"{p[k]:,.0f}" for k in PHASES] + [
+                f"{p['startup']:,.0f}" if "startup" in p else "–", f"{row[side]['recall']:.2f}"])
+    return rows
+
+
+HEAD = ["scenario", "chatagent ms p50 (min–max)", "minimal ms p50 (min–max)", "ratio p50 (min–max)",
+        "chatagent slower", "goal (ratio p50)"]
+PHASE_HEAD = ["tabs", "process", "spawn → request", "model TTFT", "first chunk → token read", "chatagent start-up",
+              "recall"]
+
+
+def markdown_section(result: dict[str, Any]) -> str:
+    c = result["config"]
+    return "\n".join([
+        f"`chatagent ask --json` against the minimal script (Playwright + LangChain), each a fresh process; "
+        f"spawn → first token read from its stdout. Local Gemini-compatible server, model TTFT {c['server_ttft_ms']:g} "
+        f"ms (measured p50 {result['model_ttft']['p50']:.0f} ms); {plural(c['pairs'], 'pair')} per row in random "
+        "order (interleaved); ratio = chatagent / script per pair.", "",
+        _md_table(HEAD, table_rows(result)), "",
+        "Where the time goes (per-phase medians, ms) and answer recall (the page text sent holds the WTQ answer):", "",
+        _md_table(PHASE_HEAD, phase_rows(result)), "",
+        f"1-minute load average as the runs started: {_range(summary(r['load1'] for r in result['runs']), '{:.1f}')} "
+        f"on {result['machine']['cpus']} CPUs.",
+    ]) + "\n"
+
+
+def format_report(result: dict[str, Any]) -> str:
+    c = result["config"]
+    lines = [markdown_section(result), "Per-pair ratios (chatagent / minimal):"]
+    for n, row in result["rows"].items():
+        lines.append(f"  {plural(int(n), 'tab')}: " + " ".join(f"{x:.2f}" for x in row["ratios"])
+                     + f"; ratio of the medians {row['ratio_of_medians']:.2f}")
+        t = row["chatagent"]["timings_p50_ms"]
+        lines.append(f"  {plural(int(n), 'tab')}: chatagent done.timings p50: first_token_ms {t['first_token_ms']:,.0f}, "
+                     f"extraction_ms {t['extraction_ms']:,.0f}, budget_ms {t['budget_ms']:,.0f}")
+    lines += ["", f"questions: {', '.join(c['questions'])}",
+              f"wall time {result['wall_s']:.0f} s; {describe_machine(result['machine'])}"]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.e2e", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pairs", type=int, default=12)
+    ap.add_argument("--ttft-ms", type=float, default=300.0, help="the local server's model TTFT")
+    ap.add_argument("--tabs", default="1,10", help="tab counts, comma-separated (default 1,10)")
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="evaluation data dir (default: ../shared/data)")
+    ap.add_argument("--seed", type=int, default=20, help="the pairs' random order")
+    ap.add_argument("--network-as-is", dest="offline", action="store_false",
+                    help="leave the processes' network alone (default: hosts but 127.0.0.1 refused at once)")
+    ap.add_argument("--out", type=Path, help="write the full results (every run) as JSON")
+    args = ap.parse_args(argv)
+    tab_counts = [int(x) for x in args.tabs.split(",") if x.strip()]
+    if args.pairs < 1 or not tab_counts or min(tab_counts) < 1:
+        ap.error("--pairs and every --tabs count must be at least 1")
+
+    async def go() -> dict[str, Any]:
+        with progress_bar(Console(stderr=True)) as progress:
+            return await run_e2e(args.pairs, args.ttft_ms, tab_counts, data_dir=args.data, progress=progress,
+                                 seed=args.seed, offline=args.offline)
+
+    result = asyncio.run(go())
+    if args.out:
+        write_json(args.out, result)
+    print(format_report(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
