@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 
+import chatagent.browser.playwright as pw_backend
 from chatagent.browser.base import PageSnapshot, Tab
 from chatagent.browser.playwright import PlaywrightTab
 
@@ -58,3 +59,20 @@ async def test_a_page_rendered_in_steps_is_read_after_its_last_step(site: Site, 
     _, snap = await _open(open_tabs, site.url("steps"))
     assert "Notices for travellers at Lindqvist Central" in snap.visible_text  # an early step
     assert "Platform 4 closes for resurfacing from 12 to 16 May" in snap.visible_text  # the last one
+
+
+async def test_a_page_caught_mid_render_is_followed_to_its_last_step(
+    site: Site, open_tabs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # On a loaded machine the page may be two steps in (text enough not to
+    # look empty) when chatagent first looks: the changes it made meanwhile
+    # still count, so it is read after its last step.
+    settle = pw_backend._settle
+
+    async def late_settle(page, *args):
+        await page.wait_for_function("document.querySelectorAll('#app > *').length >= 2")
+        await settle(page, *args)
+
+    monkeypatch.setattr(pw_backend, "_settle", late_settle)
+    _, snap = await _open(open_tabs, site.url("steps"))
+    assert "Platform 4 closes for resurfacing from 12 to 16 May" in snap.visible_text

@@ -10,6 +10,7 @@ about to change, and never longer than `SETTLE_CAP_S`. The rule is at
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import secrets
@@ -118,7 +119,8 @@ _VIEWPORT_TEXT_JS = """
 #   (a frame, then the grace) to run and change the text;
 # - the text changed (a node with text added or removed, or text edited)
 #   less than SETTLE_QUIET_MS ago: a page that renders in steps is read after
-#   its last step, not its first;
+#   its last step, not its first. Changes are recorded in the page from
+#   DOMContentLoaded on, so those made before we first look count too;
 # - after a load, the page has no text yet (under BARE_TEXT_CHARS: an app's
 #   empty shell, a "Loading…" line): it waits for its first change, then as
 #   above; after a scroll, lazy loaders get SCROLL_FIRST_MS to react.
@@ -134,58 +136,75 @@ _TEXT_TYPES_OF_PAGE = frozenset({"script", "fetch", "xhr", "stylesheet"})
 # Where a document keeps its text watcher: a page script cannot guess the key.
 _SETTLE_KEY = "__chatagent_settle_" + secrets.token_hex(8)
 
-# Starts watching the document's text for this settle (the previous settle's
-# watcher stops; this one stops itself after `capMs`) and says whether the
-# page has no text yet (fewer than `bareChars` characters outside scripts and styles).
-_SETTLE_WATCH_JS = """
-([key, capMs, bareChars]) => {
+# The document's text watcher, made once per document: when its text last
+# changed (`performance.now()`), and the wait to tell.
+_TEXT_WATCHER_FN = """
+(key) => {
   const d = document;
-  if (d[key]) d[key].stop();
+  if (d[key]) return d[key];
   const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'LINK', 'META']);
   const textual = (n) => n.nodeType === 3 ? /\\S/.test(n.data) : n.nodeType === 1 && !SKIP.has(n.nodeName);
-  const st = { last: -Infinity, stopped: false, wake: () => {} };
-  const obs = new MutationObserver((records) => {
+  const st = { last: -Infinity, wake: null };
+  new MutationObserver((records) => {
     const changed = records.some((r) => r.type === 'characterData'
       ? !SKIP.has(r.target.parentNode && r.target.parentNode.nodeName)
       : [...r.addedNodes].some(textual) || [...r.removedNodes].some(textual));
-    if (changed) { st.last = performance.now(); st.wake(); }
-  });
-  obs.observe(d, { subtree: true, childList: true, characterData: true });
-  const capTimer = setTimeout(() => st.stop(), capMs);
-  st.stop = () => { obs.disconnect(); clearTimeout(capTimer); st.stopped = true; st.wake(); };
-  Object.defineProperty(d, key, { value: st, configurable: true });
-  const root = d.body || d.documentElement;
-  if (!root) return true;
-  const walker = d.createTreeWalker(root, NodeFilter.SHOW_TEXT);
-  let chars = 0;
-  for (let t = walker.nextNode(); t && chars < bareChars; t = walker.nextNode()) {
-    if (!SKIP.has(t.parentNode.nodeName)) chars += t.data.trim().length;
-  }
-  return chars < bareChars;
+    if (changed) { st.last = performance.now(); if (st.wake) st.wake(); }
+  }).observe(d, { subtree: true, childList: true, characterData: true });
+  Object.defineProperty(d, key, { value: st });
+  return st;
 }
 """
 
+# A tab we open starts each new page's watcher as soon as the page is parsed
+# (not before: each of the parser's insertions would be a record), so a change
+# made while we have not looked yet (Python busy, a loaded machine) counts too.
+_SETTLE_INIT_JS = """
+(() => {
+  if (window !== window.top) return;
+  const watch = () => (__WATCHER__)(__KEY__);
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', watch, { once: true });
+  else watch();
+})();
+""".replace("__WATCHER__", _TEXT_WATCHER_FN).replace("__KEY__", json.dumps(_SETTLE_KEY))
+
+# Whether the page has no text yet (fewer than `bareChars` characters outside
+# scripts and styles) and whether its text changed less than `quietMs` ago.
+_SETTLE_STATE_JS = """
+([key, bareChars, quietMs]) => {
+  const st = (__WATCHER__)(key);
+  const changing = performance.now() - st.last < quietMs;
+  const root = document.body || document.documentElement;
+  if (!root) return { bare: true, changing };
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  let chars = 0;
+  for (let t = walker.nextNode(); t && chars < bareChars; t = walker.nextNode()) {
+    if (!['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE'].includes(t.parentNode.nodeName)) chars += t.data.trim().length;
+  }
+  return { bare: chars < bareChars, changing };
+}
+""".replace("__WATCHER__", _TEXT_WATCHER_FN)
+
 # Resolves, after the next frame (scroll handlers and IntersectionObservers
-# run in it), once `firstMs` have passed with no text change, or `quietMs`
-# after the last change: whichever the latest change makes due.
+# run in it), `quietMs` after the last text change if there was one in the
+# last `quietMs`, else `firstMs` after it started; a change moves it on.
 _SETTLE_QUIET_JS = """
 ([key, firstMs, quietMs]) => new Promise((resolve) => {
-  const st = document[key];
-  if (!st || st.stopped) return resolve();
+  const st = (__WATCHER__)(key);
   requestAnimationFrame(() => {
     const t0 = performance.now();
     let timer = 0;
-    const done = () => { clearTimeout(timer); st.wake = () => {}; resolve(); };
-    st.wake = () => {
-      if (st.stopped) return done();
+    const done = () => { if (st.wake === wake) st.wake = null; resolve(); };
+    const wake = () => {
       clearTimeout(timer);
       const due = st.last > t0 - quietMs ? st.last + quietMs : t0 + firstMs;
       timer = setTimeout(done, due - performance.now());
     };
-    st.wake();
+    st.wake = wake;
+    wake();
   });
 })
-"""
+""".replace("__WATCHER__", _TEXT_WATCHER_FN)
 # A page whose script hogs its main thread answers no evaluate(): give up on
 # it after this long instead of holding every other tab's answer hostage.
 SNAPSHOT_TIMEOUT_S = 10.0
@@ -542,6 +561,7 @@ class PlaywrightBrowser(Browser):
         _refuse_popups(page)  # before it loads: a page can open windows from its first script
         notes: list[str] = []
         loaded = True
+        await page.add_init_script(_SETTLE_INIT_JS)
         with _TextRequests(page) as requests:  # from before the first request
             try:
                 # The HTML parsed is enough to start from: "load" would wait for every image and frame.
@@ -643,22 +663,25 @@ def _changes_text(request: Request, page: Page) -> bool:
 async def _settle(page: Page, requests: _TextRequests, cap_s: float, first_ms: int | None) -> None:
     """Wait, at most `cap_s`, until the page's text is ready to read (the rule
     at `SETTLE_CAP_S`). `first_ms` is how long to watch for a first text change
-    when nothing else is pending; None (after a load): only if the page has no
-    text yet, and then until that first change."""
+    when nothing else is pending; None (after a load): not at all unless the
+    text is changing, or the page has none yet (then until its first change)."""
     deadline = asyncio.get_running_loop().time() + cap_s
     try:
         async with asyncio.timeout_at(deadline):
-            cap_ms = int(cap_s * 1000)
             bare_chars = BARE_TEXT_CHARS if first_ms is None else 0
-            bare = await page.evaluate(_SETTLE_WATCH_JS, [_SETTLE_KEY, cap_ms, bare_chars])
-            wait_ms = first_ms if first_ms is not None else cap_ms if bare else 0
+            state = await page.evaluate(_SETTLE_STATE_JS, [_SETTLE_KEY, bare_chars, SETTLE_QUIET_MS])
+            wait_ms = first_ms
+            if wait_ms is None and state["bare"]:
+                wait_ms = int(cap_s * 1000)
+            elif wait_ms is None and state["changing"]:
+                wait_ms = 0  # due SETTLE_QUIET_MS after the last change
             while True:
                 seen = requests.activity
                 await requests.idle()
                 if requests.activity != seen:
-                    wait_ms = max(wait_ms, SETTLE_GRACE_MS)
-                if not wait_ms:
-                    return  # the text is there and nothing can change it soon
+                    wait_ms = max(wait_ms or 0, SETTLE_GRACE_MS)
+                if wait_ms is None:
+                    return  # the text is there, not changing, and nothing in flight can change it
                 seen = requests.activity
                 await page.evaluate(_SETTLE_QUIET_JS, [_SETTLE_KEY, wait_ms, SETTLE_QUIET_MS])
                 if requests.activity == seen:
