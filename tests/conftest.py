@@ -22,7 +22,7 @@ from functools import cache
 from itertools import accumulate
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import pytest_asyncio
@@ -59,6 +59,12 @@ def _png(width: int = 8, height: int = 8) -> bytes:
 
 
 PNG_BODY = _png()
+# What /api/late answers, after LATE_S, to fetched.html's two fetches (?part=1, ?part=2).
+LATE_S = 0.6
+LATE_TEXT = {
+    "1": "The last boat to Kalvøya tonight leaves at 23:15 from pier 6.",
+    "2": "From 1 November the first boat leaves at 06:40 instead of 06:10.",
+}
 HUGE_FACT = "The reserve for lot 77777 is 1,250 EUR."
 
 
@@ -146,6 +152,12 @@ class _Handler(SimpleHTTPRequestHandler):
             self._send(200, "text/html; charset=utf-8", huge_page())
         elif route == "/huge_deep.html":
             self._send(200, "text/html; charset=utf-8", huge_deep_page())
+        elif route in ("/stalled.png", "/poll"):
+            self._hold()
+        elif route == "/api/late":
+            self.server.stopping.wait(timeout=LATE_S)
+            part = parse_qs(urlsplit(self.path).query).get("part", [""])[0]
+            self._send(200, "text/plain; charset=utf-8", LATE_TEXT.get(part, "").encode())
         elif route == "/latin1.html":
             # The header, not only the <meta>, declares the legacy charset.
             self._send(200, "text/html; charset=windows-1252", (PAGES / "latin1.html").read_bytes())
@@ -164,6 +176,11 @@ class _Handler(SimpleHTTPRequestHandler):
             self.server.stopping.wait(timeout=300)
         except OSError:
             pass  # the browser gave up and closed the connection
+
+    def _hold(self) -> None:
+        """Read the request, answer nothing until the server stops: an image
+        that never arrives, a long poll with no news, a tag manager that hangs."""
+        self.server.stopping.wait(timeout=300)
 
 
 @dataclass(frozen=True)

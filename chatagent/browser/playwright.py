@@ -1,12 +1,21 @@
-"""Playwright backend: a real (headless) Chromium, launched or attached over CDP."""
+"""Playwright backend: a real (headless) Chromium, launched or attached over CDP.
+
+A tab is read as soon as its content is there, not when every image has
+arrived: `_open` waits for DOMContentLoaded (the HTML parsed, its deferred
+scripts run), then `_settle` waits only while something says the text is
+about to change, and never longer than `SETTLE_CAP_S`. The rule is at
+`SETTLE_CAP_S`; scrolling (`PlaywrightTab.scroll`) settles by the same rule.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
 import secrets
 from collections.abc import Callable
+from contextlib import suppress
 from typing import Any
 
 from playwright.async_api import (
@@ -15,6 +24,7 @@ from playwright.async_api import (
     Error as PlaywrightError,
     Page,
     Playwright,
+    Request,
     Response,
     TimeoutError as PlaywrightTimeout,
     async_playwright,
@@ -95,25 +105,110 @@ _VIEWPORT_TEXT_JS = """
 }
 """
 
-# Resolves once the DOM has had no mutations for `quiet` ms (or after `cap` ms):
-# single-page apps render after "load", often from a timer or a fetch.
-_DOM_QUIET_JS = """
-([quiet, cap]) => new Promise((resolve) => {
-  let timer = null, capTimer = null;
-  const done = () => { obs.disconnect(); clearTimeout(timer); clearTimeout(capTimer); resolve(true); };
-  const obs = new MutationObserver(() => { clearTimeout(timer); timer = setTimeout(done, quiet); });
-  obs.observe(document, { subtree: true, childList: true, characterData: true });
-  timer = setTimeout(done, quiet);
-  capTimer = setTimeout(done, cap);
-})
+# When a page's text is ready to read. After DOMContentLoaded (or a scroll) the
+# page is read at once, unless one of these says its text is about to change:
+# - a request that can change the text is in flight (`_changes_text`): a
+#   document (the page's, or a frame's: frames are read too), or one of the
+#   page's own scripts (they render), fetch/XHR calls (an app's data) or
+#   stylesheets (CSS decides what renders: a menu or a hidden block is text
+#   until its stylesheet hides it, and Chromium itself paints nothing before
+#   the head's). Images, fonts and media change pixels, not text; beacons and
+#   prefetches change nothing; WebSockets and EventSources stay open by
+#   design; a frame's own subresources are mostly an ad's. None is waited for;
+# - one of those requests has just ended: its handler gets SETTLE_GRACE_MS
+#   (a frame, then the grace) to run and change the text;
+# - the text changed (a node with text added or removed, or text edited)
+#   less than SETTLE_QUIET_MS ago: a page that renders in steps is read after
+#   its last step, not its first. Changes are recorded in the page from
+#   DOMContentLoaded on, so those made before we first look count too;
+# - after a load, the page has no text yet (under BARE_TEXT_CHARS: an app's
+#   empty shell, a "Loading…" line): it waits for its first change, then as
+#   above; after a scroll, lazy loaders get SCROLL_FIRST_MS to react.
+# Past SETTLE_CAP_S (a long poll, a stalled script, a text that never stops
+# changing) the page is read as it is. Attribute changes do not count: they
+# are mostly animation, and counting them would make many pages wait the cap.
+SETTLE_CAP_S = 1.5
+SETTLE_QUIET_MS = 200
+SETTLE_GRACE_MS = 50
+SCROLL_FIRST_MS = 100
+BARE_TEXT_CHARS = 100
+_TEXT_TYPES_OF_PAGE = frozenset({"script", "fetch", "xhr", "stylesheet"})
+# Where a document keeps its text watcher: a page script cannot guess the key.
+_SETTLE_KEY = "__chatagent_settle_" + secrets.token_hex(8)
+
+# The document's text watcher, made once per document: when its text last
+# changed (`performance.now()`), and the wait to tell.
+_TEXT_WATCHER_FN = """
+(key) => {
+  const d = document;
+  if (d[key]) return d[key];
+  const SKIP = new Set(['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE', 'LINK', 'META']);
+  const textual = (n) => n.nodeType === 3 ? /\\S/.test(n.data) : n.nodeType === 1 && !SKIP.has(n.nodeName);
+  const st = { last: -Infinity, wake: null };
+  new MutationObserver((records) => {
+    const changed = records.some((r) => r.type === 'characterData'
+      ? !SKIP.has(r.target.parentNode && r.target.parentNode.nodeName)
+      : [...r.addedNodes].some(textual) || [...r.removedNodes].some(textual));
+    if (changed) { st.last = performance.now(); if (st.wake) st.wake(); }
+  }).observe(d, { subtree: true, childList: true, characterData: true });
+  Object.defineProperty(d, key, { value: st });
+  return st;
+}
 """
-SETTLE_NETWORK_S = 2.0
+
+# A tab we open starts each new page's watcher as soon as the page is parsed
+# (not before: each of the parser's insertions would be a record), so a change
+# made while we have not looked yet (Python busy, a loaded machine) counts too.
+_SETTLE_INIT_JS = """
+(() => {
+  if (window !== window.top) return;
+  const watch = () => (__WATCHER__)(__KEY__);
+  if (document.readyState === 'loading') document.addEventListener('DOMContentLoaded', watch, { once: true });
+  else watch();
+})();
+""".replace("__WATCHER__", _TEXT_WATCHER_FN).replace("__KEY__", json.dumps(_SETTLE_KEY))
+
+# Whether the page has no text yet (fewer than `bareChars` characters outside
+# scripts and styles) and whether its text changed less than `quietMs` ago.
+_SETTLE_STATE_JS = """
+([key, bareChars, quietMs]) => {
+  const st = (__WATCHER__)(key);
+  const changing = performance.now() - st.last < quietMs;
+  const root = document.body || document.documentElement;
+  if (!root) return { bare: true, changing };
+  const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT);
+  let chars = 0;
+  for (let t = walker.nextNode(); t && chars < bareChars; t = walker.nextNode()) {
+    if (!['SCRIPT', 'STYLE', 'NOSCRIPT', 'TEMPLATE'].includes(t.parentNode.nodeName)) chars += t.data.trim().length;
+  }
+  return { bare: chars < bareChars, changing };
+}
+""".replace("__WATCHER__", _TEXT_WATCHER_FN)
+
+# Resolves, after the next frame (scroll handlers and IntersectionObservers
+# run in it), `quietMs` after the last text change if there was one in the
+# last `quietMs`, else `firstMs` after it started; a change moves it on.
+_SETTLE_QUIET_JS = """
+([key, firstMs, quietMs]) => new Promise((resolve) => {
+  const st = (__WATCHER__)(key);
+  requestAnimationFrame(() => {
+    const t0 = performance.now();
+    let timer = 0;
+    const done = () => { if (st.wake === wake) st.wake = null; resolve(); };
+    const wake = () => {
+      clearTimeout(timer);
+      const due = st.last > t0 - quietMs ? st.last + quietMs : t0 + firstMs;
+      timer = setTimeout(done, due - performance.now());
+    };
+    st.wake = wake;
+    wake();
+  });
+})
+""".replace("__WATCHER__", _TEXT_WATCHER_FN)
 # A page whose script hogs its main thread answers no evaluate(): give up on
 # it after this long instead of holding every other tab's answer hostage.
 SNAPSHOT_TIMEOUT_S = 10.0
 SCROLL_TIMEOUT_S = 15.0
-SETTLE_DOM_QUIET_MS = 300
-SETTLE_DOM_CAP_MS = 1500
 
 _SCROLL_TO_TEXT_JS = """
 (needle) => {
@@ -315,19 +410,21 @@ class PlaywrightTab(Tab):
             self._check_readable("scrolling it is", ToolError)
             return await view.scroll(direction, to_text, self.label)
         try:
-            if to_text:
-                found = await self.page.evaluate(_SCROLL_TO_TEXT_JS, to_text)
-                if not found:
-                    raise ToolError(f"Text {to_text!r} not found on tab {self.label}.")
-            else:
-                js = {
-                    "down": "window.scrollBy(0, Math.round(window.innerHeight * 0.85))",
-                    "up": "window.scrollBy(0, -Math.round(window.innerHeight * 0.85))",
-                    "top": "window.scrollTo(0, 0)",
-                    "bottom": "window.scrollTo(0, document.documentElement.scrollHeight)",
-                }[direction]
-                await self.page.evaluate(js)
-            await self._settle()
+            # Watched from before the scroll: a lazy loader starts its request as the page moves.
+            with _TextRequests(self.page) as requests:
+                if to_text:
+                    found = await self.page.evaluate(_SCROLL_TO_TEXT_JS, to_text)
+                    if not found:
+                        raise ToolError(f"Text {to_text!r} not found on tab {self.label}.")
+                else:
+                    js = {
+                        "down": "window.scrollBy(0, Math.round(window.innerHeight * 0.85))",
+                        "up": "window.scrollBy(0, -Math.round(window.innerHeight * 0.85))",
+                        "top": "window.scrollTo(0, 0)",
+                        "bottom": "window.scrollTo(0, document.documentElement.scrollHeight)",
+                    }[direction]
+                    await self.page.evaluate(js)
+                await _settle(self.page, requests, SETTLE_CAP_S, SCROLL_FIRST_MS)
             data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS)
         except PlaywrightError as exc:
             raise ToolError(self._gone() or f"Scrolling tab {self.label} failed: {_short(exc)}") from exc
@@ -335,14 +432,6 @@ class PlaywrightTab(Tab):
         result = ScrollResult(**data)
         result.at_bottom = result.scroll_y + result.viewport_height >= result.page_height - 2
         return result
-
-    async def _settle(self) -> None:
-        """Give lazy loaders (IntersectionObserver, scroll handlers) a moment."""
-        try:
-            await self.page.wait_for_load_state("networkidle", timeout=1500)
-        except PlaywrightTimeout:
-            pass
-        await self.page.evaluate("() => new Promise(r => requestAnimationFrame(() => setTimeout(r, 100)))")
 
     async def close(self) -> None:
         if not self.page.is_closed():
@@ -472,33 +561,36 @@ class PlaywrightBrowser(Browser):
         _refuse_popups(page)  # before it loads: a page can open windows from its first script
         notes: list[str] = []
         loaded = True
-        try:
-            response = await page.goto(address, wait_until="load", timeout=timeout_s * 1000)
-        except PlaywrightTimeout:
-            # Slow or never-ending page: keep what has rendered so far.
-            notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
-            response, loaded = None, False
-        except PlaywrightError as exc:
-            await _close_quietly(page)
-            msg = _short(exc)
-            code = "download" if "Download is starting" in msg else "unreachable"
-            if code == "download":
-                msg = "The URL is a file download, not a page."
-            else:
-                msg = _describe_net_error(msg)
-            return TabFailure(tab_id=tab_id, url=url, code=code, message=f"{url}: {msg}")
-        is_pdf = False
-        if response is not None:
-            ctype = (await response.all_headers()).get("content-type", "").split(";")[0].strip().lower()
-            is_pdf = ctype == PDF_TYPE
-            if ctype and not is_pdf and not ctype.startswith(_TEXTUAL_TYPES) and "html" not in ctype:
+        await page.add_init_script(_SETTLE_INIT_JS)
+        with _TextRequests(page) as requests:  # from before the first request
+            try:
+                # The HTML parsed is enough to start from: "load" would wait for every image and frame.
+                response = await page.goto(address, wait_until="domcontentloaded", timeout=timeout_s * 1000)
+            except PlaywrightTimeout:
+                # Slow or never-ending page: keep what has rendered so far.
+                notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
+                response, loaded = None, False
+            except PlaywrightError as exc:
                 await _close_quietly(page)
-                return TabFailure(
-                    tab_id=tab_id, url=url, code="not_html",
-                    message=f"{url} is {ctype}, not a web page; chatagent reads web pages, text and PDFs.",
-                )
-        if loaded and not is_pdf:  # data: and about: URLs have no response but may still render late
-            await _settle_after_load(page, timeout_s)
+                msg = _short(exc)
+                code = "download" if "Download is starting" in msg else "unreachable"
+                if code == "download":
+                    msg = "The URL is a file download, not a page."
+                else:
+                    msg = _describe_net_error(msg)
+                return TabFailure(tab_id=tab_id, url=url, code=code, message=f"{url}: {msg}")
+            is_pdf = False
+            if response is not None:
+                ctype = (await response.all_headers()).get("content-type", "").split(";")[0].strip().lower()
+                is_pdf = ctype == PDF_TYPE
+                if ctype and not is_pdf and not ctype.startswith(_TEXTUAL_TYPES) and "html" not in ctype:
+                    await _close_quietly(page)
+                    return TabFailure(
+                        tab_id=tab_id, url=url, code="not_html",
+                        message=f"{url} is {ctype}, not a web page; chatagent reads web pages, text and PDFs.",
+                    )
+            if loaded and not is_pdf:  # data: and about: URLs have no response but may still render late
+                await _settle(page, requests, min(SETTLE_CAP_S, timeout_s), None)
         status = (response.status, response.status_text) if response is not None else None
         return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf)
 
@@ -517,24 +609,91 @@ class PlaywrightBrowser(Browser):
             await self._pw.stop()
 
 
-async def _settle_after_load(page: Page, timeout_s: float) -> None:
-    """Wait (bounded) for late network requests and DOM updates after "load",
-    so content a page renders from a timer or a fetch is in the first snapshot.
-    Both waits run at once: the slower one bounds the delay."""
+class _TextRequests:
+    """The page's requests in flight that can change its text (`_changes_text`),
+    watched while in the `with` block."""
 
-    async def network() -> None:
-        try:
-            await page.wait_for_load_state("networkidle", timeout=min(SETTLE_NETWORK_S, timeout_s) * 1000)
-        except PlaywrightError:  # includes timeouts: long-polling pages never go idle
-            pass
+    def __init__(self, page: Page) -> None:
+        self._page = page
+        self._in_flight: set[Request] = set()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self.activity = 0  # such requests started or ended so far
 
-    async def dom() -> None:
-        try:
-            await page.evaluate(_DOM_QUIET_JS, [SETTLE_DOM_QUIET_MS, int(min(SETTLE_DOM_CAP_MS, timeout_s * 1000))])
-        except PlaywrightError:
-            pass  # navigated away mid-wait: the new document is what we read
+    def __enter__(self) -> "_TextRequests":
+        self._page.on("request", self._started)
+        self._page.on("requestfinished", self._ended)
+        self._page.on("requestfailed", self._ended)
+        return self
 
-    await asyncio.gather(network(), dom())
+    def __exit__(self, *exc: object) -> None:
+        self._page.remove_listener("request", self._started)
+        self._page.remove_listener("requestfinished", self._ended)
+        self._page.remove_listener("requestfailed", self._ended)
+
+    def _started(self, request: Request) -> None:
+        if _changes_text(request, self._page):
+            self._in_flight.add(request)
+            self._idle.clear()
+            self.activity += 1
+
+    def _ended(self, request: Request) -> None:
+        if request in self._in_flight:
+            self._in_flight.discard(request)
+            self.activity += 1
+            if not self._in_flight:
+                self._idle.set()
+
+    async def idle(self) -> None:
+        await self._idle.wait()
+
+
+def _changes_text(request: Request, page: Page) -> bool:
+    """Whether the answer to `request` can change the text we read (the rule at `SETTLE_CAP_S`)."""
+    if request.resource_type == "document":
+        return True
+    if request.resource_type not in _TEXT_TYPES_OF_PAGE:
+        return False
+    try:
+        return request.frame == page.main_frame
+    except PlaywrightError:  # a service worker's request, or a frame already gone
+        return False
+
+
+async def _settle(page: Page, requests: _TextRequests, cap_s: float, first_ms: int | None) -> None:
+    """Wait, at most `cap_s`, until the page's text is ready to read (the rule
+    at `SETTLE_CAP_S`). `first_ms` is how long to watch for a first text change
+    when nothing else is pending; None (after a load): not at all unless the
+    text is changing, or the page has none yet (then until its first change)."""
+    deadline = asyncio.get_running_loop().time() + cap_s
+    try:
+        async with asyncio.timeout_at(deadline):
+            bare_chars = BARE_TEXT_CHARS if first_ms is None else 0
+            state = await page.evaluate(_SETTLE_STATE_JS, [_SETTLE_KEY, bare_chars, SETTLE_QUIET_MS])
+            wait_ms = first_ms
+            if wait_ms is None and state["bare"]:
+                wait_ms = int(cap_s * 1000)
+            elif wait_ms is None and state["changing"]:
+                wait_ms = 0  # due SETTLE_QUIET_MS after the last change
+            while True:
+                seen = requests.activity
+                await requests.idle()
+                if requests.activity != seen:
+                    wait_ms = max(wait_ms or 0, SETTLE_GRACE_MS)
+                if wait_ms is None:
+                    return  # the text is there, not changing, and nothing in flight can change it
+                seen = requests.activity
+                await page.evaluate(_SETTLE_QUIET_JS, [_SETTLE_KEY, wait_ms, SETTLE_QUIET_MS])
+                if requests.activity == seen:
+                    return
+                wait_ms = SETTLE_GRACE_MS  # requests started meanwhile: wait for them, then their handlers
+    except TimeoutError:
+        pass  # the cap: read the page as it is
+    except PlaywrightError:
+        # Navigated mid-wait (a redirect by script): read the new document once it is parsed.
+        with suppress(PlaywrightError, TimeoutError):
+            async with asyncio.timeout_at(deadline):
+                await page.wait_for_load_state("domcontentloaded")
 
 
 # Chromium's net error names, in words a user can act on.
