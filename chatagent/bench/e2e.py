@@ -141,9 +141,13 @@ def _env(server: GeminiServer, config_dir: str, offline: bool) -> dict[str, str]
         env = {k: v for k, v in env.items() if k.lower() not in PROXY_VARIABLES}
         dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
         env |= {"all_proxy": dead, "http_proxy": dead, "https_proxy": dead, "no_proxy": "127.0.0.1,localhost"}
-    path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return {**env, "PYTHONPATH": path, "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": server.url,
+    return {**env, "PYTHONPATH": _pythonpath(env), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": server.url,
             "CHATAGENT_CONFIG": str(Path(config_dir) / "absent.toml")}
+
+
+def _pythonpath(env: dict[str, str]) -> str:
+    """This checkout first, so the processes run the code being measured."""
+    return os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
 
 
 def command(side: str, task: Task, browser: str) -> list[str]:
@@ -238,7 +242,7 @@ def daemon_status() -> dict[str, Any]:
 
 
 def _help() -> str:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)}
+    env = {**os.environ, "PYTHONPATH": _pythonpath(dict(os.environ))}
     done = subprocess.run([sys.executable, "-m", "chatagent", "--help"], env=env, cwd=ROOT, capture_output=True,
                           text=True, timeout=60, check=False)
     return done.stdout
