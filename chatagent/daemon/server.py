@@ -47,10 +47,18 @@ class _AskBrowser(PlaywrightBrowser):
 
     @classmethod
     async def within(cls, browser: PlaywrightBrowser) -> "_AskBrowser":
+        """A new context, with a blank page open in it: a context's first page
+        costs ~300 ms more than its next ones, paid here ahead of the ask
+        (the page stays until the context closes)."""
         launched = browser.context.browser
         if launched is None:
             raise DaemonError("The daemon's browser cannot open contexts of its own.")
         context = await launched.new_context(viewport=VIEWPORT, accept_downloads=False)
+        try:
+            await context.new_page()
+        except PlaywrightError:
+            await context.close()
+            raise
         return cls(browser._pw, launched, context, owned=False)  # noqa: SLF001 - the same driver
 
     async def close(self) -> None:
@@ -76,6 +84,7 @@ class Daemon:
         self._active: set[asyncio.Task[None]] = set()
         self._last = time.monotonic()
         self._browser: PlaywrightBrowser | None = None
+        self._spare: asyncio.Task[_AskBrowser] | None = None  # the next ask's context, made between asks
 
     async def warm(self) -> None:
         """Launch the browser, start the extraction workers, make the default model."""
@@ -85,10 +94,28 @@ class Daemon:
         self._browser = browser
         if (launched := browser.context.browser) is not None:  # a browser that dies takes the daemon with it
             launched.on("disconnected", lambda _: self.stop("the browser exited"))
+        self._prepare_spare()
         try:
             await self.runtime.warm()
         except ChatAgentError as exc:  # asks that use this model report it; others work
             log.warning("the default model cannot be used: %s", exc.message)
+        if self._spare is not None:  # ready means ready for the first ask too
+            await asyncio.wait({self._spare})
+
+    def _prepare_spare(self) -> None:
+        if self._spare is None and self._browser is not None:
+            self._spare = asyncio.ensure_future(_AskBrowser.within(self._browser))
+
+    async def _session(self) -> _AskBrowser:
+        """A context for one ask: the spare one, else a new one (two asks at once)."""
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            try:
+                return await spare
+            except (ChatAgentError, PlaywrightError) as exc:
+                log.info("the spare browser context failed (%s); making another", exc)
+        assert self._browser is not None
+        return await _AskBrowser.within(self._browser)
 
     # --- connections -------------------------------------------------------------------
 
@@ -139,14 +166,17 @@ class Daemon:
         n = self.asks
         log.info("ask %d from pid %s: %d target(s), model %s", n, pid, len(request.targets), request.model)
         ended: list[str] = []
+        t0 = time.perf_counter()
+        opened_ms: list[float] = []
 
         async def send(frame: Event | Failed | Opened) -> None:
+            if isinstance(frame, Opened):
+                opened_ms.append((time.perf_counter() - t0) * 1000)
             if frame.type in ("done", "error", "failed"):
                 ended.append(frame.type if frame.type == "done" else f"{frame.type} ({getattr(frame, 'code', '')})")
             data = frame.encode() if isinstance(frame, (Failed, Opened)) else frame.to_json().encode() + b"\n"
             await _send(writer, data)
 
-        t0 = time.perf_counter()
         ask = asyncio.create_task(self._ask(request, send), name=f"chatagent-daemon-ask-{n}")
         gone = asyncio.create_task(reader.read(1))  # the client sends nothing more: EOF means it left
         self._active.add(ask)
@@ -161,18 +191,20 @@ class Daemon:
             gone.cancel()
             self._active.discard(ask)
             self._last = time.monotonic()
-        log.info("ask %d ended: %s in %.0f ms", n, ended[0] if ended else "cancelled", (time.perf_counter() - t0) * 1000)
+            if not self.stopped.is_set():
+                self._prepare_spare()
+        log.info("ask %d ended: %s in %.0f ms%s", n, ended[0] if ended else "cancelled", (time.perf_counter() - t0) * 1000,
+                 f" (pages open after {opened_ms[0]:.0f} ms)" if opened_ms else "")
 
     async def _ask(self, request: AskRequest, send: Send) -> None:
         """Open the targets in a context of the ask's own while the model is
         made, then stream the agent's events. What `chatagent ask` does in its
         own process (`Runtime.open`, then `Conversation.ask`), with this ask's settings."""
-        assert self._browser is not None
         warm = asyncio.ensure_future(self.runtime.models.warm(request.model))
         session: _AskBrowser | None = None
         try:
             try:
-                session = await _AskBrowser.within(self._browser)
+                session = await self._session()
                 tabs = await session.open_tabs(request.targets, timeout_s=request.timeout)
                 model = await warm
             except ChatAgentError as exc:  # as `chatagent ask` fails in its own process: a setting to fix
@@ -238,9 +270,14 @@ class Daemon:
                 self.stop(f"no ask for {self.settings.daemon_idle:g} s (daemon_idle)")
 
     async def cancel_asks(self) -> None:
+        """Cancel the asks in progress (their contexts close) and drop the spare context."""
         for task in self._active:
             task.cancel()
         await asyncio.gather(*self._active, return_exceptions=True)
+        if self._spare is not None:
+            spare = await asyncio.gather(self._spare, return_exceptions=True)
+            if isinstance(spare[0], _AskBrowser):
+                await spare[0].close()
 
 
 class PeerError(Exception):
