@@ -14,7 +14,9 @@ daemon's extraction cache never helps it.
 `cold`: no daemon; the process launches its browser. `warm`: a daemon
 started beforehand answers. Runs alternate (cold, warm, warm, cold, ...) so
 drifting load on the machine lands on both. `floor` is `python -m chatagent
---version`: the interpreter and the CLI's imports alone.
+--version`: the interpreter and the CLI's imports alone. `its CPU` is the CPU
+time of the process and what it waited for (a cold run's browser too, not
+the daemon's): the part of the cost other load on the machine can only stretch.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import asyncio
 import csv
 import json
 import os
+import resource
 import sys
 import tempfile
 import time
@@ -54,6 +57,7 @@ def wtq_page(data_dir: Path, index: int) -> tuple[Path, str]:
 async def _spawn(args: list[str], env: dict[str, str], server: GeminiServer | None) -> dict[str, Any]:
     """One process: spawn → first token (ms), and the server's view of its model request."""
     before = len(server.requests) if server else 0
+    cpu0 = _children_cpu_s()
     t0 = time.perf_counter()
     proc = await asyncio.create_subprocess_exec(
         sys.executable, "-m", "chatagent", *args, cwd=ROOT, env=env,
@@ -85,7 +89,10 @@ async def _spawn(args: list[str], env: dict[str, str], server: GeminiServer | No
     events, err = await asyncio.gather(read_out(), read_err())
     code = await proc.wait()
     ms = lambda a, b: (b - a) * 1000  # noqa: E731
-    out: dict[str, Any] = {"exit": code, "total_ms": ms(t0, time.perf_counter()), "via_daemon": SERVED in err}
+    out: dict[str, Any] = {
+        "exit": code, "total_ms": ms(t0, time.perf_counter()), "via_daemon": SERVED in err,
+        "cpu_ms": (_children_cpu_s() - cpu0) * 1000,
+    }
     if server is None:
         return out
     ends = [e for e in events if e["type"] in ("done", "error")]
@@ -105,9 +112,17 @@ async def _spawn(args: list[str], env: dict[str, str], server: GeminiServer | No
     return out
 
 
+def _children_cpu_s() -> float:
+    """CPU time of this process's children that have ended: the ask process,
+    and in a cold run the browser it launched and waited for (a daemon is
+    no child of ours: it runs in a session of its own)."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _summaries(samples: list[dict[str, Any]]) -> dict[str, Any]:
     keys = ("first_token_ms", "overhead_ms", "server_ttft_ms", "spawn_to_request_ms", "spawn_to_opened_ms",
-            "chunk_to_token_ms", "total_ms")
+            "chunk_to_token_ms", "total_ms", "cpu_ms")
     return {k: summary([s[k] for s in samples if k in s]) for k in keys if any(k in s for s in samples)}
 
 
@@ -157,7 +172,7 @@ def format_report(result: dict[str, Any]) -> str:
         f"server TTFT {cfg['server_ttft_ms']:g} ms, {cfg['reps']} runs each, page {Path(cfg['page']).name}; "
         f"load average {m['loadavg_at_start'][0]:.1f} at start, {m['loadavg'][0]:.1f} at the end on {m['cpus']} CPUs",
         f"{'':6} {'first token p50':>16} {'p90':>8} {'overhead p50':>13} {'p90':>8} {'spawn→request p50':>18} "
-        f"{'spawn→opened p50':>17} {'process p50':>12}",
+        f"{'spawn→opened p50':>17} {'process p50':>12} {'its CPU p50':>12}",
     ]
     for name, scenario in result["scenarios"].items():
         s = scenario["summary"]
@@ -167,7 +182,7 @@ def format_report(result: dict[str, Any]) -> str:
 
         lines.append(f"{name:6} {p('first_token_ms'):>16} {p('first_token_ms', 'p90'):>8} {p('overhead_ms'):>13} "
                      f"{p('overhead_ms', 'p90'):>8} {p('spawn_to_request_ms'):>18} {p('spawn_to_opened_ms'):>17} "
-                     f"{p('total_ms'):>12}")
+                     f"{p('total_ms'):>12} {p('cpu_ms'):>12}")
     return "\n".join(lines)
 
 
