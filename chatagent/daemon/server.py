@@ -256,6 +256,7 @@ class Daemon:
     async def watch(self, bound: os.stat_result) -> None:
         """Stop when idle for `daemon_idle`, or when the socket file is removed or replaced."""
         tick = min(1.0, self.settings.daemon_idle / 4)
+        self._last = time.monotonic()  # idle from when it serves, not from before its warm-up
         while not self.stopped.is_set():
             with suppress(TimeoutError):
                 await asyncio.wait_for(self.stopped.wait(), tick)
