@@ -70,15 +70,15 @@ async def ask(targets: Sequence[str], question: str, settings: Settings, *, json
     if settings.cdp or not targets:
         return None
     try:
-        # Paths are resolved here, against this process's directory: only files the user named are read.
-        resolved = [normalize_target(t) for t in targets]
-    except TabError:
+        request = AskRequest(
+            build=BUILD, settings=shared_settings(settings), question=question, model=settings.model,
+            # Paths are resolved here, against this process's directory: only files the user named are read.
+            targets=[normalize_target(t) for t in targets],
+            budget=settings.budget, timeout=settings.timeout, deadline=settings.deadline,
+            input_budget=settings.input_budget,
+        )
+    except (TabError, ValueError):  # a target that is not there, or a URL only a browser of ours can judge
         return None
-    request = AskRequest(
-        build=BUILD, settings=shared_settings(settings), targets=resolved, question=question, model=settings.model,
-        budget=settings.budget, timeout=settings.timeout, deadline=settings.deadline,
-        input_budget=settings.input_budget,
-    )
     try:
         paths = DaemonPaths.locate(create=settings.daemon)  # no daemon wanted: no directory made either
         connection = await connect(paths)
