@@ -268,6 +268,11 @@ async def _answer(conversation: "Conversation", question: str, json_mode: bool) 
 async def cmd_ask(args: argparse.Namespace) -> int:
     if not args.question.strip():
         raise CLIError("The question is empty.")
+    # A running daemon answers, warm (chatagent/daemon/client.py); None: this process answers.
+    from .daemon.client import ask as ask_daemon
+
+    if (printer := await ask_daemon(args.targets, args.question, _settings(args), json_mode=args.json)) is not None:
+        return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
     with no_echo():  # see cmd_chat
         async with _runtime(args) as runtime:
             with _stderr().status("Opening pages…"):
@@ -339,6 +344,38 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
     else:
         await mcp_server.serve_stdio(settings)
     return EXIT_OK
+
+
+# --- daemon -----------------------------------------------------------------------
+
+
+DAEMON_EXIT_STATUS = (
+    "Exit status: 0 done (`status`: a daemon is running); 1 failed (the reason is on stderr); "
+    "3 `status`: no daemon is running."
+)
+
+
+def _add_daemon(sub: Any) -> None:
+    p = sub.add_parser(
+        "daemon", help="a background process that keeps a browser open, so `ask` starts warm",
+        description="While a daemon runs, `chatagent ask` is answered by it: no browser launch, no start-up. "
+        "It stops after daemon_idle seconds without an ask (default 15 min), on `stop`, or when its socket "
+        "is removed. With the daemon setting (`chatagent config set daemon true`) `ask` starts one itself.",
+        epilog=DAEMON_EXIT_STATUS,
+    )
+    dsub = p.add_subparsers(dest="daemon_command", metavar="ACTION", required=True)
+    dsub.add_parser("start", help="start one in the background (returns once it answers)")
+    dsub.add_parser("stop", help="stop the running one")
+    status = dsub.add_parser("status", help="whether one runs: its pid, asks, idle time, socket and log")
+    status.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    dsub.add_parser("run", help="run one in the foreground, logging to stderr (Ctrl-C stops it)")
+    p.set_defaults(handler=cmd_daemon)
+
+
+async def cmd_daemon(args: argparse.Namespace) -> int:
+    from .daemon.command import daemon_command
+
+    return await daemon_command(args.daemon_command, _settings(args), json_mode=getattr(args, "json", False))
 
 
 # --- config -----------------------------------------------------------------------
@@ -452,6 +489,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_chat(sub)
     _add_config(sub)
     _add_mcp(sub)
+    _add_daemon(sub)
     _add_bench(sub)
     # Front ends in other packages add their commands (`bridge`: extension_bridge),
     # so this package does not import them.

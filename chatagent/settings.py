@@ -94,6 +94,9 @@ class Settings(BaseSettings):
                                         "must send (required when listening beyond 127.0.0.1)")
     tool_timeout: float = Field(20.0, gt=0, description="side panel: seconds to wait for the extension "
                                 "to run one browser tool")
+    daemon: bool = Field(False, description="`chatagent ask` starts a background daemon on first use and "
+                         "is answered by it, warm, from then on (`chatagent daemon`)")
+    daemon_idle: float = Field(900.0, gt=0, description="seconds a daemon stays up without a question")
 
     @classmethod
     def settings_customise_sources(

@@ -202,12 +202,16 @@ class Site:
 @pytest.fixture(scope="session", autouse=True)
 def _no_developer_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """The suite never reads or writes the developer's settings file, nor
-    inherits a model choice from their environment; child processes (the
-    CLI, the host) inherit the same. Session-wide, so session fixtures see it too."""
+    inherits a model choice from their environment, nor asks their daemon;
+    child processes (the CLI, the host) inherit the same. Session-wide, so
+    session fixtures see it too."""
     path = tmp_path_factory.mktemp("settings") / "config.toml"
-    saved = {k: os.environ.get(k) for k in ("CHATAGENT_CONFIG", "CHATAGENT_MODEL")}
+    saved = {k: os.environ.get(k) for k in ("CHATAGENT_CONFIG", "CHATAGENT_MODEL", "CHATAGENT_DAEMON",
+                                            "CHATAGENT_DAEMON_DIR")}
     os.environ["CHATAGENT_CONFIG"] = str(path)
+    os.environ["CHATAGENT_DAEMON_DIR"] = str(tmp_path_factory.mktemp("daemon"))
     os.environ.pop("CHATAGENT_MODEL", None)
+    os.environ.pop("CHATAGENT_DAEMON", None)
     yield path
     for key, value in saved.items():
         if value is None:

@@ -1,0 +1,158 @@
+"""Where a user's daemon lives, and who may use it.
+
+One directory per user: `$CHATAGENT_DAEMON_DIR` when set, else the platform's
+user runtime directory (`$XDG_RUNTIME_DIR/chatagent` on Linux), else `run/`
+beside the settings file. It holds `daemon.sock` (the socket), `daemon.lock`
+(held by the running daemon for its whole life, with its pid in it) and
+`daemon.log`. The directory must be the user's own and closed to everyone
+else (0700), the socket too (0600): anything else is refused, never repaired,
+as another user could have prepared it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import socket
+import stat
+import struct
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import ChatAgentError
+
+DIR_ENV = "CHATAGENT_DAEMON_DIR"
+# sun_path is 108 bytes on Linux and 104 on macOS, the terminating NUL included.
+MAX_SOCKET_PATH = 103
+
+
+class DaemonError(ChatAgentError):
+    """The daemon cannot be used: its directory or socket is not private, it did not start or stop."""
+
+    code = "daemon_error"
+
+
+@dataclass(frozen=True)
+class DaemonPaths:
+    dir: Path
+
+    @property
+    def socket(self) -> Path:
+        return self.dir / "daemon.sock"
+
+    @property
+    def lock(self) -> Path:
+        return self.dir / "daemon.lock"
+
+    @property
+    def log(self) -> Path:
+        return self.dir / "daemon.log"
+
+    @classmethod
+    def locate(cls, *, create: bool = True) -> "DaemonPaths":
+        """The user's daemon directory, created (0700) if missing and `create`;
+        refused if it is not a directory of theirs closed to others."""
+        where = Path(os.path.abspath(os.environ.get(DIR_ENV) or _default_dir()))
+        if create:
+            where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        try:
+            check_private(where, directory=True)
+        except FileNotFoundError:
+            if create:
+                raise
+        paths = cls(where)
+        if len(os.fsencode(paths.socket)) > MAX_SOCKET_PATH:
+            raise DaemonError(
+                f"The daemon's socket path {paths.socket} is too long for a Unix socket: "
+                f"set {DIR_ENV} to a shorter directory."
+            )
+        return paths
+
+
+def _default_dir() -> Path:
+    if sys.platform.startswith("linux") and not os.environ.get("XDG_RUNTIME_DIR"):
+        # platformdirs would fall back to /tmp/runtime-UID, a name anyone can take first.
+        from ..settings import config_path
+
+        return config_path().parent / "run"
+    from platformdirs import user_runtime_path
+
+    return user_runtime_path("chatagent", appauthor=False)
+
+
+def check_private(path: Path, *, directory: bool) -> None:
+    """Refuse `path` unless it is (not a link to) a directory or socket of
+    this user's that no other user can open."""
+    what = "directory" if directory else "socket"
+    st = os.lstat(path)
+    if not (stat.S_ISDIR if directory else stat.S_ISSOCK)(st.st_mode):
+        raise DaemonError(f"The daemon's {what} {path} is not a {what}: remove it, or set {DIR_ENV} elsewhere.")
+    if st.st_uid != os.getuid():
+        raise DaemonError(
+            f"The daemon's {what} {path} belongs to another user (uid {st.st_uid}), so chatagent will not use it: "
+            f"set {DIR_ENV} to a directory of your own."
+        )
+    if st.st_mode & 0o077:
+        fix = f"`chmod 700 {path}`" if directory else f"remove it (`rm {path}`)"
+        raise DaemonError(
+            f"The daemon's {what} {path} is open to other users (mode {stat.S_IMODE(st.st_mode):o}), "
+            f"so chatagent will not use it: {fix}."
+        )
+
+
+def daemon_pid(paths: DaemonPaths) -> int | None:
+    """The pid of the daemon holding the lock (0 while it has not written it
+    yet); None when no daemon holds it."""
+    try:
+        fd = os.open(paths.lock, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+    try:
+        try:
+            # Shared and let go at once: a daemon taking the lock retries meanwhile (`take_lock`).
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+            return int(text) if text.isdigit() else 0
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+LOCK_RETRIES = 20  # × 25 ms: `daemon_pid` holds the lock for microseconds at a time
+
+
+def take_lock(paths: DaemonPaths) -> None:
+    """Take the lock a daemon holds for its whole life: at most one daemon per
+    directory, and a way to tell a live daemon from a stale socket. Nothing
+    releases it but the process's end (the system does, for a killed daemon
+    too), so `chatagent daemon stop` returns once the daemon is gone."""
+    fd = os.open(paths.lock, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    for attempt in range(LOCK_RETRIES):
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            if attempt == LOCK_RETRIES - 1:
+                os.close(fd)
+                pid = daemon_pid(paths)
+                raise DaemonError(
+                    f"A chatagent daemon is already running{f' (pid {pid})' if pid else ''}: "
+                    "`chatagent daemon stop` stops it."
+                ) from None
+            time.sleep(0.025)
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+
+def peer(sock: socket.socket) -> tuple[int, int] | None:
+    """(pid, uid) of the process at the other end of a Unix socket, where the
+    system says (Linux: SO_PEERCRED); elsewhere the directory's mode is the only gate."""
+    if not hasattr(socket, "SO_PEERCRED"):
+        return None
+    size = struct.calcsize("3i")
+    pid, uid, _gid = struct.unpack("3i", sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, size))
+    return pid, uid

@@ -1,0 +1,346 @@
+"""The daemon: one warm `Runtime` serving asks on a Unix socket (`chatagent daemon run`).
+
+The browser is launched, the extraction workers started and the default
+model's client made once, at start. Each ask gets a browser context of its
+own in that browser (`_AskBrowser`): its tabs, cookies, storage and the local
+files it names end with it, as they would in a process of its own. What asks
+share is what is keyed by content: extractions, token counts and page
+analyses. There is no answer cache for asks (see `protocol.NOT_FOR_ASK`).
+
+It stops after `daemon_idle` seconds without an ask, on `chatagent daemon
+stop` or SIGTERM/SIGINT, and when its socket is removed or replaced.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import time
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+
+from playwright.async_api import Error as PlaywrightError
+
+from ..agent import ChatAgent
+from ..browser.playwright import VIEWPORT, PlaywrightBrowser
+from ..errors import ChatAgentError
+from ..events import Event
+from ..runtime import Runtime
+from ..settings import Settings
+from .paths import DaemonError, DaemonPaths, peer, take_lock
+from .protocol import (
+    BUILD, MAX_REQUEST_BYTES, AskRequest, Failed, Opened, ProtocolError, Refused, Status, StatusRequest, Stopping,
+    StopRequest, parse_request, read_frame, refuse_cdp, shared_settings,
+)
+
+log = logging.getLogger(__name__)
+
+Send = Callable[[Event | Failed | Opened], Awaitable[None]]
+
+
+class _AskBrowser(PlaywrightBrowser):
+    """One ask's own context in the daemon's browser, with its own server for
+    the local files the ask names: a page of one ask can reach neither another
+    ask's cookies nor another ask's files."""
+
+    @classmethod
+    async def within(cls, browser: PlaywrightBrowser) -> "_AskBrowser":
+        """A new context, with a blank page open in it: a context's first page
+        costs ~300 ms more than its next ones, paid here ahead of the ask
+        (the page stays until the context closes)."""
+        launched = browser.context.browser
+        if launched is None:
+            raise DaemonError("The daemon's browser cannot open contexts of its own.")
+        context = await launched.new_context(viewport=VIEWPORT, accept_downloads=False)
+        try:
+            await context.new_page()
+        except PlaywrightError:
+            await context.close()
+            raise
+        return cls(browser._pw, launched, context, owned=False)  # noqa: SLF001 - the same driver
+
+    async def close(self) -> None:
+        """The context and its file server; the browser and its driver stay."""
+        try:
+            await self.context.close()
+        except PlaywrightError:
+            pass
+        finally:
+            self._files.close()
+
+
+class Daemon:
+    def __init__(self, runtime: Runtime, paths: DaemonPaths) -> None:
+        self.runtime = runtime
+        self.paths = paths
+        self.settings = runtime.settings
+        self.shared = shared_settings(runtime.settings)
+        self.stopped = asyncio.Event()
+        self.reason = ""
+        self.started_at = time.time()
+        self.asks = 0
+        self._active: set[asyncio.Task[None]] = set()
+        self._last = time.monotonic()
+        self._browser: PlaywrightBrowser | None = None
+        self._spare: asyncio.Task[_AskBrowser] | None = None  # the next ask's context, made between asks
+
+    async def warm(self) -> None:
+        """Launch the browser, start the extraction workers, make the default model."""
+        browser = await self.runtime.browser()
+        if not isinstance(browser, PlaywrightBrowser):
+            raise DaemonError("The daemon needs a browser it can open contexts in (a launched one, or browser_ws).")
+        self._browser = browser
+        if (launched := browser.context.browser) is not None:  # a browser that dies takes the daemon with it
+            launched.on("disconnected", lambda _: self.stop("the browser exited"))
+        self._prepare_spare()
+        try:
+            await self.runtime.warm()
+        except ChatAgentError as exc:  # asks that use this model report it; others work
+            log.warning("the default model cannot be used: %s", exc.message)
+        if self._spare is not None:  # ready means ready for the first ask too
+            await asyncio.wait({self._spare})
+
+    def _prepare_spare(self) -> None:
+        if self._spare is None and self._browser is not None:
+            self._spare = asyncio.ensure_future(_AskBrowser.within(self._browser))
+
+    async def _session(self) -> _AskBrowser:
+        """A context for one ask: the spare one, else a new one (two asks at once)."""
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            try:
+                return await spare
+            except (ChatAgentError, PlaywrightError) as exc:
+                log.info("the spare browser context failed (%s); making another", exc)
+        assert self._browser is not None
+        return await _AskBrowser.within(self._browser)
+
+    # --- connections -------------------------------------------------------------------
+
+    async def serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            pid = _peer_pid(writer)
+            frame = await read_frame(reader)
+            if frame is None:
+                return
+            request = parse_request(frame)
+            if isinstance(request, StatusRequest):
+                await _send(writer, self.status().encode())
+            elif isinstance(request, StopRequest):
+                await _send(writer, Stopping(pid=os.getpid()).encode())
+                self.stop(f"`chatagent daemon stop` (pid {pid})")
+            elif refusal := self._refusal(request):
+                log.info("ask from pid %s refused: %s", pid, refusal)
+                await _send(writer, Refused(reason=refusal).encode())
+            else:
+                await self._serve_ask(request, reader, writer, pid)
+        except ProtocolError as exc:
+            log.warning("bad frame from a client: %s", exc)
+            with suppress(ConnectionError):
+                await _send(writer, Refused(reason=f"the daemon could not read the request: {exc}").encode())
+        except PeerError as exc:
+            log.warning("%s", exc)
+        except ConnectionError:
+            pass  # the client left; an ask of its was cancelled already
+        finally:
+            writer.close()
+            with suppress(ConnectionError):
+                await writer.wait_closed()
+
+    def _refusal(self, request: AskRequest) -> str | None:
+        if request.build != BUILD:
+            return f"it runs {BUILD}, and this command is {request.build}"
+        differ = sorted(k for k in self.shared.keys() | request.settings.keys()
+                        if self.shared.get(k) != request.settings.get(k))
+        if differ:
+            return f"it was started with other settings ({', '.join(differ)})"
+        return None
+
+    async def _serve_ask(
+        self, request: AskRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pid: int | None,
+    ) -> None:
+        """Answer, and cancel the ask if the client goes (Ctrl-C, or killed)."""
+        self.asks += 1
+        n = self.asks
+        log.info("ask %d from pid %s: %d target(s), model %s", n, pid, len(request.targets), request.model)
+        ended: list[str] = []
+        t0 = time.perf_counter()
+        opened_ms: list[float] = []
+
+        async def send(frame: Event | Failed | Opened) -> None:
+            if isinstance(frame, Opened):
+                opened_ms.append((time.perf_counter() - t0) * 1000)
+            if frame.type in ("done", "error", "failed"):
+                ended.append(frame.type if frame.type == "done" else f"{frame.type} ({getattr(frame, 'code', '')})")
+            data = frame.encode() if isinstance(frame, (Failed, Opened)) else frame.to_json().encode() + b"\n"
+            await _send(writer, data)
+
+        ask = asyncio.create_task(self._ask(request, send), name=f"chatagent-daemon-ask-{n}")
+        gone = asyncio.create_task(reader.read(1))  # the client sends nothing more: EOF means it left
+        self._active.add(ask)
+        try:
+            await asyncio.wait({ask, gone}, return_when=asyncio.FIRST_COMPLETED)
+            if not ask.done() and not ended:  # after its end the ask only closes its tabs
+                log.info("ask %d: the client left; cancelling it", n)
+                ask.cancel()
+            with suppress(asyncio.CancelledError, ConnectionError):
+                await ask
+        finally:
+            gone.cancel()
+            self._active.discard(ask)
+            self._last = time.monotonic()
+            if not self.stopped.is_set():
+                self._prepare_spare()
+        log.info("ask %d ended: %s in %.0f ms%s", n, ended[0] if ended else "cancelled", (time.perf_counter() - t0) * 1000,
+                 f" (pages open after {opened_ms[0]:.0f} ms)" if opened_ms else "")
+
+    async def _ask(self, request: AskRequest, send: Send) -> None:
+        """Open the targets in a context of the ask's own while the model is
+        made, then stream the agent's events. What `chatagent ask` does in its
+        own process (`Runtime.open`, then `Conversation.ask`), with this ask's settings."""
+        warm = asyncio.ensure_future(self.runtime.models.warm(request.model))
+        session: _AskBrowser | None = None
+        try:
+            try:
+                session = await self._session()
+                tabs = await session.open_tabs(request.targets, timeout_s=request.timeout)
+                model = await warm
+            except ChatAgentError as exc:  # as `chatagent ask` fails in its own process: a setting to fix
+                await send(Failed(code=exc.code, message=exc.message))
+                return
+            finally:
+                if not warm.done():
+                    warm.cancel()
+                with suppress(asyncio.CancelledError, Exception):
+                    await warm
+            await send(Opened(pid=os.getpid()))
+            agent = ChatAgent(
+                model, tabs, builder=self.runtime.builder.with_budget(request.budget),
+                deadline_s=request.deadline, input_budget_factor=request.input_budget,
+            )
+            stream = agent.ask(request.question)
+            try:
+                async for event in stream:
+                    await send(event)
+            finally:
+                await stream.aclose()
+        except ConnectionError:
+            raise
+        except Exception as exc:  # a bug: the client is told, the daemon goes on
+            log.exception("ask failed")
+            with suppress(ConnectionError):
+                await send(Failed(code="internal", message=f"{type(exc).__name__}: {exc}"))
+        finally:
+            if session is not None:
+                await session.close()
+
+    def status(self) -> Status:
+        browser = self._browser.context.browser if self._browser is not None else None
+        return Status(
+            pid=os.getpid(), build=BUILD, browser=f"{browser.browser_type.name} {browser.version}" if browser else "",
+            model=self.settings.model, started_at=self.started_at, asks=self.asks, active=len(self._active),
+            idle_s=0.0 if self._active else time.monotonic() - self._last, idle_timeout_s=self.settings.daemon_idle,
+            socket=str(self.paths.socket), log=str(self.paths.log),
+        )
+
+    # --- stopping -------------------------------------------------------------------------
+
+    def stop(self, reason: str) -> None:
+        if not self.stopped.is_set():
+            log.info("stopping: %s", reason)
+            self.reason = reason
+            self.stopped.set()
+
+    async def watch(self, bound: os.stat_result) -> None:
+        """Stop when idle for `daemon_idle`, or when the socket file is removed or replaced."""
+        tick = min(1.0, self.settings.daemon_idle / 4)
+        self._last = time.monotonic()  # idle from when it serves, not from before its warm-up
+        while not self.stopped.is_set():
+            with suppress(TimeoutError):
+                await asyncio.wait_for(self.stopped.wait(), tick)
+            try:
+                now = os.stat(self.paths.socket)
+                ours = (now.st_ino, now.st_dev) == (bound.st_ino, bound.st_dev)
+            except FileNotFoundError:
+                ours = False
+            if not ours:
+                self.stop(f"its socket {self.paths.socket} was removed")
+            elif not self._active and time.monotonic() - self._last >= self.settings.daemon_idle:
+                self.stop(f"no ask for {self.settings.daemon_idle:g} s (daemon_idle)")
+
+    async def cancel_asks(self) -> None:
+        """Cancel the asks in progress (their contexts close) and drop the spare context."""
+        for task in self._active:
+            task.cancel()
+        await asyncio.gather(*self._active, return_exceptions=True)
+        if self._spare is not None:
+            spare = await asyncio.gather(self._spare, return_exceptions=True)
+            if isinstance(spare[0], _AskBrowser):
+                await spare[0].close()
+
+
+class PeerError(Exception):
+    """The other end of a connection is another user's process."""
+
+
+def _peer_pid(writer: asyncio.StreamWriter) -> int | None:
+    """The connecting process's pid, once it is known to be this user's."""
+    found = peer(writer.get_extra_info("socket"))
+    if found is None:
+        return None
+    pid, uid = found
+    if uid != os.getuid():
+        raise PeerError(f"refused a connection from pid {pid} of another user (uid {uid})")
+    return pid
+
+
+async def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
+    writer.write(data)
+    await writer.drain()
+
+
+async def run_daemon(settings: Settings, paths: DaemonPaths, *, ready: Callable[[Status], None]) -> str:
+    """Serve until stopped; `ready` is called once the socket accepts asks.
+    Returns why it stopped."""
+    refuse_cdp(settings)
+    take_lock(paths)
+    loop = asyncio.get_running_loop()
+    async with Runtime(settings, extraction_workers=True) as runtime:
+        daemon = Daemon(runtime, paths)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, daemon.stop, f"signal {sig.name}")
+        try:
+            await _serve(daemon, paths, ready)
+            return daemon.reason
+        finally:
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                loop.remove_signal_handler(sig)
+
+
+async def _serve(daemon: Daemon, paths: DaemonPaths, ready: Callable[[Status], None]) -> None:
+    warm = asyncio.ensure_future(daemon.warm())
+    stop = asyncio.ensure_future(daemon.stopped.wait())
+    await asyncio.wait({warm, stop}, return_when=asyncio.FIRST_COMPLETED)
+    stop.cancel()
+    if not warm.done():  # stopped while starting
+        warm.cancel()
+        with suppress(asyncio.CancelledError):
+            await warm
+        return
+    warm.result()
+    # Under the lock no other daemon is listening: a socket file left is a dead one's.
+    paths.socket.unlink(missing_ok=True)
+    server = await asyncio.start_unix_server(daemon.serve_client, path=str(paths.socket), limit=MAX_REQUEST_BYTES)
+    os.chmod(paths.socket, 0o600)  # the directory is 0700 already; this holds if it is ever widened
+    bound = os.stat(paths.socket)
+    try:
+        ready(daemon.status())
+        await daemon.watch(bound)
+    finally:
+        server.close()
+        with suppress(FileNotFoundError):
+            if os.stat(paths.socket).st_ino == bound.st_ino:
+                paths.socket.unlink()
+        await daemon.cancel_asks()

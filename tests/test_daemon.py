@@ -1,0 +1,337 @@
+"""`chatagent daemon` and `chatagent ask` through it, run as a user would:
+subprocesses, a daemon in a directory of the test's own (CHATAGENT_DAEMON_DIR),
+the served fixtures and the offline extractive model.
+
+Waits poll with a generous bound and never assert how long anything took."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chatagent.daemon.paths import DaemonPaths, daemon_pid
+from chatagent.daemon.protocol import BUILD, MAX_REQUEST_BYTES
+
+from conftest import ROOT, Site
+
+QUESTION = "How much does the Aurora X14 Pro cost?"
+SERVED = "answered by the chatagent daemon (pid {pid})"
+
+
+def _env(directory: Path, **extra: str) -> dict[str, str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "CHATAGENT_DAEMON_DIR": str(directory), **extra}
+    env.pop("GOOGLE_API_KEY", None)  # the offline extractive model
+    return env
+
+
+def run(*args: str, env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=110)
+    assert "Traceback" not in proc.stderr + proc.stdout
+    return proc
+
+
+def events(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def ending(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    ends = [e for e in events(proc) if e["type"] in ("done", "error")]
+    assert len(ends) == 1, proc.stdout
+    return ends[0]
+
+
+def status(env: dict[str, str]) -> dict[str, Any]:
+    proc = run("daemon", "status", "--json", env=env)
+    shown = json.loads(proc.stdout)
+    assert proc.returncode == (0 if shown["running"] else 3)
+    return shown
+
+
+def wait_until(condition: Callable[[], bool], what: str, bound_s: float = 60) -> None:
+    """Poll `condition`; `bound_s` only keeps a broken daemon from hanging the suite."""
+    end = time.monotonic() + bound_s
+    while not condition():
+        assert time.monotonic() < end, f"still waiting for {what}"
+        time.sleep(0.1)
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def descendants(pid: int) -> list[int]:
+    tree, out, todo = _children(), [], [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            out.append(child)
+            todo.append(child)
+    return out
+
+
+def _name(pid: int) -> str:
+    try:
+        return (Path("/proc") / str(pid) / "comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def browsers(pid: int) -> set[int]:
+    """The browsers the daemon launched: Chromium processes whose parent is
+    not one (renderers come and go with the pages; the browser stays)."""
+    tree = _children()
+    parent = {child: ppid for ppid, kids in tree.items() for child in kids}
+    return {p for p in descendants(pid) if _name(p).startswith(("chrom", "headless"))
+            and not _name(parent.get(p, 0)).startswith(("chrom", "headless"))}
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").exists() and (Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z")
+
+
+@dataclass
+class Daemon:
+    env: dict[str, str]
+    paths: DaemonPaths
+    pid: int
+
+
+def start(directory: Path, **extra: str) -> Daemon:
+    env = _env(directory, **extra)
+    proc = run("daemon", "start", env=env)
+    assert proc.returncode == 0 and "Started the chatagent daemon" in proc.stdout, proc.stderr
+    return Daemon(env, DaemonPaths(directory), status(env)["pid"])
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
+    running = start(tmp_path_factory.mktemp("d"))
+    yield running
+    run("daemon", "stop", env=running.env)
+
+
+# --- asks through the daemon --------------------------------------------------------------------
+
+
+def test_asks_are_answered_by_one_warm_daemon_as_in_their_own_process(site: Site, daemon: Daemon) -> None:
+    alone = run("ask", site.url("product"), "-q", QUESTION, "--json", env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
+    assert alone.returncode == 0, alone.stderr
+    before = status(daemon.env)
+    launched = browsers(daemon.pid)
+    assert len(launched) == 1
+    via = [run("ask", site.url("product"), "-q", QUESTION, "--json", "-v", env=daemon.env) for _ in range(2)]
+    after = status(daemon.env)
+    for proc in via:
+        assert proc.returncode == 0, proc.stderr
+        assert SERVED.format(pid=daemon.pid) in proc.stderr
+        assert [e["type"] for e in events(proc)] == [e["type"] for e in events(alone)]
+        for key in ("answer", "citations", "pass", "stop_reason", "model"):  # not usage: the fence code is random
+            assert ending(proc)[key] == ending(alone)[key], key
+    assert "$1,349.00" in ending(alone)["answer"]
+    assert after["pid"] == before["pid"] and after["asks"] == before["asks"] + 2
+    assert browsers(daemon.pid) == launched, "the daemon's one browser served both asks"
+
+
+def test_terminal_output_is_the_same_as_in_process(site: Site, daemon: Daemon) -> None:
+    alone = run("ask", site.url("product"), "-q", QUESTION, env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
+    via = run("ask", site.url("product"), "-q", QUESTION, env=daemon.env)
+    assert via.returncode == alone.returncode == 0
+    assert via.stdout == alone.stdout and "$1,349.00" in via.stdout
+    citation = [line for line in via.stderr.splitlines() if line.startswith("[Tab 1]")]
+    assert citation and citation[0] in alone.stderr
+
+
+def test_a_local_file_is_named_from_the_clients_directory_and_its_neighbour_stays_unread(
+    tmp_path: Path, daemon: Daemon,
+) -> None:
+    (tmp_path / "notes.html").write_text(
+        "<html><head><title>Meeting notes</title></head><body><h1>Meeting notes</h1>"
+        "<p>The meeting is in room B204 on Thursday.</p><iframe src='secret.html'></iframe></body></html>")
+    (tmp_path / "secret.html").write_text("<html><body><p>The vault code is 7319.</p></body></html>")
+    proc = run("ask", "notes.html", "-q", "Which room is the meeting in?", "--json", "-v", env=daemon.env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert SERVED.format(pid=daemon.pid) in proc.stderr, "the daemon (running in /) read the file named relative to the client"
+    done = ending(proc)
+    assert "B204" in done["answer"] and done["citations"][0]["url"] == (tmp_path / "notes.html").as_uri()
+    assert "7319" not in proc.stdout + proc.stderr, "the file beside it was not named, so it is not served"
+
+
+def test_an_unreachable_page_fails_as_in_process(closed_port_url: str, daemon: Daemon) -> None:
+    alone = run("ask", closed_port_url, "-q", "What is this?", "--json", env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
+    via = run("ask", closed_port_url, "-q", "What is this?", "--json", "-v", env=daemon.env)
+    assert SERVED.format(pid=daemon.pid) in via.stderr
+    assert via.returncode == alone.returncode == 1
+    assert ending(via) == ending(alone) and ending(via)["code"] == "no_readable_tabs"
+    assert [e for e in events(via) if e["type"] == "note"] == [e for e in events(alone) if e["type"] == "note"]
+
+
+def test_a_model_that_cannot_be_made_fails_as_in_process(site: Site, daemon: Daemon) -> None:
+    args = ("ask", site.url("product"), "-q", QUESTION, "--model", "no-such-model")
+    alone = run(*args, env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
+    asks = status(daemon.env)["asks"]
+    via = run(*args, env=daemon.env)
+    assert status(daemon.env)["asks"] == asks + 1, "the daemon took the ask"
+    assert via.returncode == alone.returncode == 1
+    assert via.stdout == alone.stdout == ""
+    assert via.stderr == alone.stderr and "error: Unknown model 'no-such-model'" in via.stderr
+
+
+def test_an_asks_own_settings_are_used_and_others_it_cannot_take_send_it_elsewhere(site: Site, daemon: Daemon) -> None:
+    full = run("ask", site.url("long"), "-q", "What is this page about?", "--json", "-v", env=daemon.env)
+    small = run("ask", site.url("long"), "-q", "What is this page about?", "--json", "-v", "--budget", "64", env=daemon.env)
+    for proc in (full, small):
+        assert SERVED.format(pid=daemon.pid) in proc.stderr
+    assert ending(small)["usage"]["input_tokens"] < ending(full)["usage"]["input_tokens"], "--budget reached the daemon"
+
+    other_key = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v",
+                    env={**daemon.env, "GOOGLE_API_KEY": "a-key-the-daemon-was-not-started-with"})
+    assert other_key.returncode == 0 and "$1,349.00" in ending(other_key)["answer"]
+    assert "answered by the chatagent daemon" not in other_key.stderr
+    assert "not using the chatagent daemon: it was started with other settings (google_api_key)" in other_key.stderr
+
+
+def test_ctrl_c_in_the_client_cancels_the_ask_in_the_daemon(site: Site, daemon: Daemon) -> None:
+    client = subprocess.Popen(
+        [sys.executable, "-m", "chatagent", "ask", site.url("/slow"), "-q", "What is this?", "--json", "--timeout", "120"],
+        cwd=ROOT, env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        wait_until(lambda: status(daemon.env)["active"] == 1, "the daemon to take the ask")
+        client.send_signal(signal.SIGINT)
+        _out, err = client.communicate(timeout=60)
+    finally:
+        client.kill()
+    assert client.returncode == 130 and "Interrupted." in err
+    wait_until(lambda: status(daemon.env)["active"] == 0, "the ask to be cancelled")
+    assert "the client left; cancelling it" in daemon.paths.log.read_text()
+
+
+def _raw(daemon: Daemon, frame: bytes) -> dict[str, Any] | None:
+    with socket.socket(socket.AF_UNIX) as s:
+        s.connect(str(daemon.paths.socket))
+        try:
+            s.sendall(frame)
+        except OSError:
+            pass  # the daemon stopped reading a frame over the limit
+        try:
+            reply = s.makefile("rb").readline()
+        except ConnectionResetError:
+            reply = b""
+    return json.loads(reply) if reply else None
+
+
+def test_the_socket_takes_only_well_formed_requests_with_absolute_targets(daemon: Daemon) -> None:
+    ask = {"type": "ask", "build": BUILD, "settings": {}, "question": "What is this?", "model": "extractive",
+           "budget": 2000, "timeout": 15, "deadline": 180, "input_budget": 8}
+    relative = _raw(daemon, json.dumps({**ask, "targets": ["product.html"]}).encode() + b"\n")
+    assert relative is not None and relative["type"] == "refused" and "not an absolute URL" in relative["reason"]
+    unknown = _raw(daemon, json.dumps({**ask, "targets": ["https://example.com/"], "run": "rm -rf /"}).encode() + b"\n")
+    assert unknown is not None and unknown["type"] == "refused"
+    huge = _raw(daemon, b'{"type": "status", "pad": "' + b"x" * (MAX_REQUEST_BYTES + 10) + b'"}\n')
+    assert huge is None or huge["type"] == "refused"
+    assert status(daemon.env)["pid"] == daemon.pid, "still serving"
+
+
+# --- starting and stopping -------------------------------------------------------------------------
+
+
+def test_the_daemon_setting_starts_one_on_first_use_and_it_stops_when_idle(
+    site: Site, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    directory = tmp_path_factory.mktemp("d")
+    env = _env(directory, CHATAGENT_DAEMON="true", CHATAGENT_DAEMON_IDLE="2")
+    proc = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v", env=env)
+    assert proc.returncode == 0 and "$1,349.00" in ending(proc)["answer"]
+    found = re.search(r"answered by the chatagent daemon \(pid (\d+)\)", proc.stderr)
+    assert found, proc.stderr
+    pid = int(found[1])
+    wait_until(lambda: not alive(pid), "the idle daemon to stop")
+    assert status(env)["running"] is False
+    assert "no ask for 2 s (daemon_idle)" in (directory / "daemon.log").read_text()
+    assert not (directory / "daemon.sock").exists()
+
+
+def test_stop_stops_it_and_so_does_removing_its_socket(tmp_path_factory: pytest.TempPathFactory) -> None:
+    running = start(tmp_path_factory.mktemp("d"))
+    launched = browsers(running.pid)
+    proc = run("daemon", "stop", env=running.env)
+    assert proc.returncode == 0 and f"Stopped the chatagent daemon (pid {running.pid})." in proc.stdout
+    assert not alive(running.pid) and not any(alive(p) for p in launched)
+    assert status(running.env)["running"] is False and not running.paths.socket.exists()
+    again = run("daemon", "stop", env=running.env)
+    assert again.returncode == 0 and "No chatagent daemon is running." in again.stdout
+
+    second = start(running.paths.dir)
+    second.paths.socket.unlink()
+    wait_until(lambda: not alive(second.pid), "the daemon to notice its socket is gone")
+    assert "was removed" in second.paths.log.read_text()
+
+
+def test_a_killed_daemons_socket_is_cleaned_up(site: Site, tmp_path_factory: pytest.TempPathFactory) -> None:
+    running = start(tmp_path_factory.mktemp("d"))
+    family = descendants(running.pid)
+    for pid in [running.pid, *family]:
+        os.kill(pid, signal.SIGKILL)
+    wait_until(lambda: daemon_pid(running.paths) is None, "the lock to go with the process")
+    assert running.paths.socket.exists(), "a killed daemon leaves its socket behind"
+    proc = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v", env=running.env)
+    assert proc.returncode == 0 and "$1,349.00" in ending(proc)["answer"], "answered in its own process"
+    assert "removed the socket of a daemon that is gone" in proc.stderr
+    assert not running.paths.socket.exists()
+    assert status(running.env)["running"] is False
+
+
+# --- other users ---------------------------------------------------------------------------------
+
+
+def test_a_directory_or_socket_open_to_others_is_not_used(site: Site, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o755)
+    refused = run("daemon", "start", env=_env(shared))
+    assert refused.returncode == 1 and "open to other users (mode 755)" in refused.stderr and "chmod 700" in refused.stderr
+    ask = run("ask", site.url("product"), "-q", QUESTION, "--json", env=_env(shared, CHATAGENT_DAEMON="1"))
+    assert ask.returncode == 0 and "$1,349.00" in ending(ask)["answer"]
+    assert "not using the chatagent daemon" in ask.stderr and not (shared / "daemon.sock").exists()
+
+    private = tmp_path / "private"
+    private.mkdir(mode=0o700)
+    with socket.socket(socket.AF_UNIX) as listening:  # a socket anyone may write to, in our own directory
+        listening.bind(str(private / "daemon.sock"))
+        listening.listen()
+        (private / "daemon.sock").chmod(0o666)
+        ask = run("ask", site.url("product"), "-q", QUESTION, "--json", env=_env(private))
+        assert ask.returncode == 0 and "$1,349.00" in ending(ask)["answer"]
+        assert "not using the chatagent daemon" in ask.stderr and "open to other users" in ask.stderr
+        assert run("daemon", "status", env=_env(private)).returncode == 1
+
+    if os.geteuid() == 0:  # only root can give a directory away
+        theirs = tmp_path / "theirs"
+        theirs.mkdir(mode=0o700)
+        os.chown(theirs, 65534, 65534)
+        proc = run("daemon", "status", env=_env(theirs))
+        assert proc.returncode == 1 and "belongs to another user (uid 65534)" in proc.stderr
