@@ -104,6 +104,7 @@ class PageTools:
             raise _tool_error("No browser is attached: start the server with --cdp URL (a Chrome started with "
                               "--remote-debugging-port) to list its tabs; otherwise pass URLs.")
         browser = await self.runtime.browser()
+        await self.runtime.load()  # loading since start-up: wait here, not blocking the loop in `builder`
         self._listed = {}
         out = []
         for tab in browser.existing_tabs():
@@ -140,6 +141,7 @@ class PageTools:
         question = (question or "").strip() or None
         tabs = await self._tabs(urls)
         try:
+            await self.runtime.load()
             ctx = await self.runtime.builder.with_budget(budget_per_tab).build(tabs, question)
         finally:
             await self.runtime.close_tabs(tabs)
@@ -167,6 +169,7 @@ class PageTools:
             await self.runtime.close_tabs(tabs)
 
     async def _answer(self, tabs: list[Tab | TabFailure], question: str, model: str | None, progress: Any) -> AskResult:
+        await self.runtime.load()
         conversation = self.runtime.conversation(tabs, model=model)
         notes: list[str] = []
         async for event in conversation.ask(question, cache=True):

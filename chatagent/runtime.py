@@ -170,6 +170,8 @@ class Runtime:
                 self._parts = _load_parts(self.settings, self._extraction_workers)
             return self._parts
 
+    # Read before `load()` has ended, these load on the calling thread: an
+    # async caller awaits `load()` first, so that the event loop goes on meanwhile.
     @property
     def models(self) -> ModelRegistry:
         return self._loaded().models

@@ -69,6 +69,7 @@ class AgentAnswerer:
         return conversation
 
     async def __call__(self, ask: AskMessage, tabs: list[BridgeTab]) -> AsyncIterator[Event]:
+        await self.runtime.load()  # loading since the host started: wait here, not blocking the loop
         conversation = self._conversation(ask.conversation)
         stream = conversation.ask(ask.question, tabs=tabs, model=ask.model, cache=not ask.no_cache)
         try:
@@ -82,5 +83,6 @@ class AgentAnswerer:
         from the next question on (conversations keep their history)."""
         if isinstance(request, SettingsSetMessage):
             await asyncio.to_thread(panel_settings.save, request.values)
+            await self.runtime.load()
             self.runtime.reconfigure(Settings.load(**self.flags))
         return panel_settings.describe(request.id, self.runtime.settings, self.flags)
