@@ -137,7 +137,7 @@ _TEXT_TYPES_OF_PAGE = frozenset({"script", "fetch", "xhr", "stylesheet"})
 _SETTLE_KEY = "__chatagent_settle_" + secrets.token_hex(8)
 
 # The document's text watcher, made once per document: when its text last
-# changed (`performance.now()`), and the wait to tell.
+# changed (`last`, a `performance.now()` time) and the wait to wake on a change.
 _TEXT_WATCHER_FN = """
 (key) => {
   const d = document;
@@ -205,6 +205,7 @@ _SETTLE_QUIET_JS = """
   });
 })
 """.replace("__WATCHER__", _TEXT_WATCHER_FN)
+
 # A page whose script hogs its main thread answers no evaluate(): give up on
 # it after this long instead of holding every other tab's answer hostage.
 SNAPSHOT_TIMEOUT_S = 10.0
