@@ -156,6 +156,22 @@ def test_asks_are_answered_by_one_warm_daemon_as_in_their_own_process(site: Site
     assert browsers(daemon.pid) == launched, "the daemon's one browser served both asks"
 
 
+def test_asks_at_once_each_get_their_own_answer(site: Site, daemon: Daemon) -> None:
+    questions = {"product": (QUESTION, "$1,349.00"), "two_a": ("What does this page say?", "")}
+    before = status(daemon.env)["asks"]
+    clients = {
+        name: subprocess.Popen([sys.executable, "-m", "chatagent", "ask", site.url(name), "-q", q, "--json"],
+                               cwd=ROOT, env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, (q, _) in questions.items()
+    }
+    for name, client in clients.items():
+        out, err = client.communicate(timeout=110)
+        assert client.returncode == 0, err
+        done = ending(subprocess.CompletedProcess(client.args, 0, out, err))
+        assert done["citations"][0]["url"] == site.url(name) and questions[name][1] in done["answer"]
+    assert status(daemon.env)["asks"] == before + 2
+
+
 def test_terminal_output_is_the_same_as_in_process(site: Site, daemon: Daemon) -> None:
     alone = run("ask", site.url("product"), "-q", QUESTION, env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
     via = run("ask", site.url("product"), "-q", QUESTION, env=daemon.env)
