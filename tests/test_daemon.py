@@ -31,7 +31,9 @@ SERVED = "answered by the chatagent daemon (pid {pid})"
 
 
 def _env(directory: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "CHATAGENT_DAEMON_DIR": str(directory), **extra}
+    # A daemon that outlives its test (a killed run) stops on its own within 5 minutes.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "CHATAGENT_DAEMON_DIR": str(directory),
+           "CHATAGENT_DAEMON_IDLE": "300", **extra}
     env.pop("GOOGLE_API_KEY", None)  # the offline extractive model
     return env
 
