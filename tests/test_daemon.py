@@ -31,7 +31,9 @@ SERVED = "answered by the chatagent daemon (pid {pid})"
 
 
 def _env(directory: Path, **extra: str) -> dict[str, str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "CHATAGENT_DAEMON_DIR": str(directory), **extra}
+    # A daemon that outlives its test (a killed run) stops on its own within 5 minutes.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120", "CHATAGENT_DAEMON_DIR": str(directory),
+           "CHATAGENT_DAEMON_IDLE": "300", **extra}
     env.pop("GOOGLE_API_KEY", None)  # the offline extractive model
     return env
 
@@ -154,6 +156,22 @@ def test_asks_are_answered_by_one_warm_daemon_as_in_their_own_process(site: Site
     assert "$1,349.00" in ending(alone)["answer"]
     assert after["pid"] == before["pid"] and after["asks"] == before["asks"] + 2
     assert browsers(daemon.pid) == launched, "the daemon's one browser served both asks"
+
+
+def test_asks_at_once_each_get_their_own_answer(site: Site, daemon: Daemon) -> None:
+    questions = {"product": (QUESTION, "$1,349.00"), "two_a": ("What does this page say?", "")}
+    before = status(daemon.env)["asks"]
+    clients = {
+        name: subprocess.Popen([sys.executable, "-m", "chatagent", "ask", site.url(name), "-q", q, "--json"],
+                               cwd=ROOT, env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        for name, (q, _) in questions.items()
+    }
+    for name, client in clients.items():
+        out, err = client.communicate(timeout=110)
+        assert client.returncode == 0, err
+        done = ending(subprocess.CompletedProcess(client.args, 0, out, err))
+        assert done["citations"][0]["url"] == site.url(name) and questions[name][1] in done["answer"]
+    assert status(daemon.env)["asks"] == before + 2
 
 
 def test_terminal_output_is_the_same_as_in_process(site: Site, daemon: Daemon) -> None:

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ChatAgentError
+from ..settings import config_path
 
 DIR_ENV = "CHATAGENT_DAEMON_DIR"
 # sun_path is 108 bytes on Linux and 104 on macOS, the terminating NUL included.
@@ -74,8 +75,6 @@ class DaemonPaths:
 def _default_dir() -> Path:
     if sys.platform.startswith("linux") and not os.environ.get("XDG_RUNTIME_DIR"):
         # platformdirs would fall back to /tmp/runtime-UID, a name anyone can take first.
-        from ..settings import config_path
-
         return config_path().parent / "run"
     from platformdirs import user_runtime_path
 

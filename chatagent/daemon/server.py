@@ -26,7 +26,7 @@ from playwright.async_api import Error as PlaywrightError
 from ..agent import ChatAgent
 from ..browser.playwright import VIEWPORT, PlaywrightBrowser
 from ..errors import ChatAgentError
-from ..events import Event
+from ..events import ErrorEvent, Event
 from ..runtime import Runtime
 from ..settings import Settings
 from .paths import DaemonError, DaemonPaths, peer, take_lock
@@ -202,6 +202,7 @@ class Daemon:
         own process (`Runtime.open`, then `Conversation.ask`), with this ask's settings."""
         warm = asyncio.ensure_future(self.runtime.models.warm(request.model))
         session: _AskBrowser | None = None
+        opened = False
         try:
             try:
                 session = await self._session()
@@ -216,6 +217,7 @@ class Daemon:
                 with suppress(asyncio.CancelledError, Exception):
                     await warm
             await send(Opened(pid=os.getpid()))
+            opened = True
             agent = ChatAgent(
                 model, tabs, builder=self.runtime.builder.with_budget(request.budget),
                 deadline_s=request.deadline, input_budget_factor=request.input_budget,
@@ -228,10 +230,11 @@ class Daemon:
                 await stream.aclose()
         except ConnectionError:
             raise
-        except Exception as exc:  # a bug: the client is told, the daemon goes on
+        except Exception as exc:  # a bug: the client is told, in the frame it expects now; the daemon goes on
             log.exception("ask failed")
+            message = f"{type(exc).__name__}: {exc}"
             with suppress(ConnectionError):
-                await send(Failed(code="internal", message=f"{type(exc).__name__}: {exc}"))
+                await send(ErrorEvent(code="internal", message=message) if opened else Failed(code="internal", message=message))
         finally:
             if session is not None:
                 await session.close()
