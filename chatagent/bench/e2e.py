@@ -135,14 +135,17 @@ def tasks(data_dir: Path, site: PageServer, pairs: int, tabs: int) -> list[Task]
 
 def _env(server: GeminiServer, config_dir: str, offline: bool) -> dict[str, str]:
     """This environment, pointed at the local server, without the user's chatagent
-    settings; `offline`: every host but 127.0.0.1 behind a proxy that refuses at once."""
+    settings or daemon; `offline`: every host but 127.0.0.1 behind a proxy that refuses at once."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CHATAGENT_")}
     if offline:
         env = {k: v for k, v in env.items() if k.lower() not in PROXY_VARIABLES}
         dead = f"http://127.0.0.1:{free_port()}"  # nothing listens there
         env |= {"all_proxy": dead, "http_proxy": dead, "https_proxy": dead, "no_proxy": "127.0.0.1,localhost"}
     return {**env, "PYTHONPATH": _pythonpath(env), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": server.url,
-            "CHATAGENT_CONFIG": str(Path(config_dir) / "absent.toml")}
+            "CHATAGENT_CONFIG": str(Path(config_dir) / "absent.toml"),
+            # Where `chatagent ask` looks for a running daemon (chatagent.daemon.paths): none is
+            # in a new directory, so a user's own daemon never answers a cold run.
+            "CHATAGENT_DAEMON_DIR": config_dir}
 
 
 def _pythonpath(env: dict[str, str]) -> str:

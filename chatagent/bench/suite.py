@@ -97,7 +97,7 @@ class Plan:
                    data_dir=Path(getattr(args, "data", None) or DEFAULT_DATA_DIR), model=args.model,
                    offline=OfflinePlan.make(quick, limit),
                    # Two fresh processes per pair and tab count: seconds each, so few when quick.
-                   e2e_pairs=1 if limit is not None else 3 if quick else 12)
+                   e2e_pairs=1 if limit is not None else 2 if quick else 12)
 
 
 def _check_data(data_dir: Path) -> None:
