@@ -264,7 +264,7 @@ def print_summary(result: dict[str, Any], console: Console) -> None:
 # ---------------------------------------------------------------- Markdown
 
 
-def _md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
     return "\n".join(lines)
@@ -285,7 +285,7 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
         "",
         "## Goals",
         "",
-        _md_table(["what", "goal", "measured", "met"], goal_rows(s)),
+        md_table(["what", "goal", "measured", "met"], goal_rows(s)),
     ]
     if lat := result.get("latency"):
         c = lat["config"]
@@ -295,9 +295,9 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
             f"{c['tokens_per_s']:g} tokens/s), {plural(c['reps'], 'repetition')} per scenario, "
             f"{plural(len(c['pages']), 'page')}. "
             "Overhead = measured TTFT − the server's own TTFT for that request (ms).", "",
-            _md_table(LATENCY_HEAD, latency_rows(lat)), "",
+            md_table(LATENCY_HEAD, latency_rows(lat)), "",
             "Overhead by phase (per-phase medians, ms):", "",
-            _md_table(["scenario", *PHASES], phase_rows(lat, PHASES)),
+            md_table(["scenario", *PHASES], phase_rows(lat, PHASES)),
         ]
         if "ttft" in plots:
             out += ["", f"![TTFT per scenario]({plots['ttft']})", f"![Overhead by phase]({plots['overhead']})"]
@@ -306,7 +306,7 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
             "", f"### Against the real service: `{real['config']['model']}`", "",
             "The service's own TTFT is not observable, so the time is split into what happens here "
             "before the request (`local`) and the rest (`model + network`), ms:", "",
-            _md_table(["scenario", "TTFT p50", "TTFT p90", "local p50", "model + network p50", *REAL_PHASES],
+            md_table(["scenario", "TTFT p50", "TTFT p90", "local p50", "model + network p50", *REAL_PHASES],
                       real_model_rows(real, REAL_PHASES)),
         ]
         if "ttft_real" in plots:
@@ -319,20 +319,20 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
             "(normalised substring; strict = whole tokens). Same snapshot, tokenizer and matcher for every row. "
             f"The prompt around the text (system prompt, delimiters) adds about {s['prompt_overhead_tokens']} "
             "tokens per question whatever the text.", "",
-            _md_table(WTQ_HEAD, wtq_rows(wtq, WTQ_CONFIGS)),
+            md_table(WTQ_HEAD, wtq_rows(wtq, WTQ_CONFIGS)),
         ]
         if "tokens_recall" in plots:
             out += ["", f"![Tokens vs recall]({plots['tokens_recall']})"]
     if ex := result.get("extraction"):
         out += [
             "", "## Extraction quality (word F1, through headless Chromium)", "",
-            _md_table(EXTRACTION_HEAD, extraction_rows(ex)),
+            md_table(EXTRACTION_HEAD, extraction_rows(ex)),
         ]
     if h := result.get("hotpot"):
         out += [
             "", f"## Multi-tab: HotpotQA comparison questions ({plural(h['questions'], 'question')}, "
             f"{h['tabs_median']:.0f} tabs each: the gold pages + distractors)", "",
-            _md_table(HOTPOT_HEAD, hotpot_rows(h)), "",
+            md_table(HOTPOT_HEAD, hotpot_rows(h)), "",
             f"The data holds both gold paragraphs for {h['gold_tabs']['2']} of these questions, one for "
             f"{h['gold_tabs']['1']} and none for {h['gold_tabs']['0']}; `gold tabs only` is what it has. "
             f"Gold paragraphs' words kept in chatagent's context: {h['gold_word_recall']:.3f}. "
@@ -344,10 +344,10 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
             "", f"## Pass-1 rate ({plural(p['questions'], 'fixture question')}, model `{p['model']}`)", "",
             f"Pass-1 rate {p['pass1_rate']:.3f}: text questions answered in pass 1 {p['text_in_pass1']:.3f}, "
             f"questions that need the browser sent to pass 2 {p['browser_escalated']:.3f}.", "",
-            _md_table(PASS1_HEAD, pass1_rows(p)), "",
+            md_table(PASS1_HEAD, pass1_rows(p)), "",
             _pass2_cost(p["pass2_cost"]), "",
             _pass2_tokens(p["pass2_input_tokens"], p["cost_questions"]), "",
-            _md_table(["question", "needs", "pass", "tool calls", "model calls", "input tokens", "answer found"],
+            md_table(["question", "needs", "pass", "tool calls", "model calls", "input tokens", "answer found"],
                       [[q["question"], q["needs"], str(q["pass"]), str(q["tool_calls"]), str(q["model_calls"]),
                         _n(q["input_tokens"]), _tick(q["correct"])] for q in p["questions_detail"]]),
         ]
