@@ -25,7 +25,6 @@ import logging
 import sys
 import traceback
 from collections.abc import Sequence
-from importlib.metadata import entry_points
 from typing import TYPE_CHECKING, Any
 
 from rich.console import Console, Group
@@ -477,7 +476,10 @@ class _Parser(argparse.ArgumentParser):
                           help=VERBOSE_HELP)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
+    """`plugins`: with the commands other packages add (`bridge`); reading
+    every installed package's entry points costs ~20 ms, which a built-in command
+    need not pay."""
     parser = argparse.ArgumentParser(
         prog="chatagent", description="Ask questions about web pages, one tab or several compared."
     )
@@ -493,9 +495,20 @@ def build_parser() -> argparse.ArgumentParser:
     _add_bench(sub)
     # Front ends in other packages add their commands (`bridge`: extension_bridge),
     # so this package does not import them.
-    for entry in entry_points(group="chatagent.commands"):
-        entry.load()(sub)
+    if plugins:
+        from importlib.metadata import entry_points
+
+        for entry in entry_points(group="chatagent.commands"):
+            entry.load()(sub)
     return parser
+
+
+BUILT_IN_COMMANDS = frozenset(("context", "ask", "chat", "config", "mcp", "daemon", "bench"))
+
+
+def _names_built_in(argv: Sequence[str]) -> bool:
+    """Whether `argv` runs a built-in command (the top-level options take no value)."""
+    return next((a for a in argv if not a.startswith("-")), None) in BUILT_IN_COMMANDS
 
 
 # Libraries that chatter at INFO and below: -v is about chatagent, -vv about them too.
@@ -521,7 +534,8 @@ def _setup_logging(verbosity: int) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(plugins=not _names_built_in(argv))
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad input
     args.verbose += getattr(args, "verbose_after", 0)
     _setup_logging(args.verbose)

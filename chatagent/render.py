@@ -3,7 +3,7 @@
 Everything shown comes from pages, URLs or models, so it is untrusted: text
 mode sanitizes it and builds rich `Text` objects (never markup strings);
 JSON mode keeps the content exact, escaped. On a terminal the answer is shown
-as Markdown (`terminal.SafeMarkdown`) while it streams; piped, it is the plain
+as Markdown (`safe_markdown.SafeMarkdown`) while it streams; piped, it is the plain
 text the model sent.
 """
 
@@ -19,7 +19,8 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 
 from .events import Done, ErrorEvent, Event, Note, PassStart, Screenshot, Token, ToolCall, ToolResult
-from .terminal import SafeMarkdown, json_safe, link, safe_text, sanitize
+from .safe_markdown import SafeMarkdown
+from .terminal import json_safe, link, safe_text, sanitize
 
 # Why pass 2 stopped without an answer, for the stop reasons known today;
 # any other reason is shown by its name.

@@ -170,3 +170,14 @@ async def test_each_tab_is_extracted_as_soon_as_it_is_read_with_the_same_context
     timings = {"extraction_ms", "budget_ms"}
     assert ctx.model_dump(exclude=timings) == before.model_dump(exclude=timings)
     assert [t.ok for t in ctx.tabs] == [True, True, False] and ctx.tabs[2].error == "could not load the page"
+
+
+def test_the_commands_main_knows_are_the_parsers_own() -> None:
+    """`main` skips reading entry points for a built-in command: the list it goes by is the parser's."""
+    import argparse
+
+    from chatagent.cli import BUILT_IN_COMMANDS, build_parser
+
+    sub = next(a for a in build_parser(plugins=False)._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(sub.choices) == BUILT_IN_COMMANDS
+    assert "bridge" in next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices

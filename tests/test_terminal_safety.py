@@ -226,7 +226,7 @@ class _Recorder(SimpleHTTPRequestHandler):
 def test_markdown_rendering_lets_no_unsafe_character_through(text: str) -> None:
     from rich.console import Console
 
-    from chatagent.terminal import SafeMarkdown
+    from chatagent.safe_markdown import SafeMarkdown
 
     out = io.StringIO()
     Console(file=out, force_terminal=True, color_system="truecolor", width=60).print(SafeMarkdown(text))

@@ -3,14 +3,23 @@ the factory that opens the one the settings name."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
-from .static import StaticTab
 
 if TYPE_CHECKING:
     from ..settings import Settings
+    from .static import StaticTab
+
+
+def __getattr__(name: str) -> Any:
+    # StaticTab parses HTML with lxml (~15 ms to import): `ask` through a daemon never needs it.
+    if name == "StaticTab":
+        from .static import StaticTab
+
+        return StaticTab
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 async def open_browser(settings: "Settings") -> Browser:

@@ -556,7 +556,7 @@ class PlaywrightBrowser(Browser):
             address = self._files.serve(url) if is_local(url) else url
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
-        page = await self.context.new_page()
+        page = await self._new_page()
         self._ours.add(page)
         page.once("close", lambda _closed: self._ours.discard(page))
         _refuse_popups(page)  # before it loads: a page can open windows from its first script
@@ -594,6 +594,10 @@ class PlaywrightBrowser(Browser):
                 await _settle(page, requests, min(SETTLE_CAP_S, timeout_s), None)
         status = (response.status, response.status_text) if response is not None else None
         return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf)
+
+    async def _new_page(self) -> Page:
+        """A page for a tab about to open."""
+        return await self.context.new_page()
 
     async def close(self) -> None:
         try:

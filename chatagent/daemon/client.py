@@ -1,8 +1,10 @@
 """The daemon's clients: `chatagent ask` (`ask`), and `chatagent daemon
 start|stop|status` (`ensure_running`, `stop`, `status`).
 
-Imported on every `ask`, so it imports little: the settings, the event types
-and the renderer, never the browser, the text pipeline or a model library.
+Imported on every `ask`, so it imports little: the settings and the
+protocol, never the browser, the text pipeline or a model library. The
+event types and the renderer are imported once the request is sent, while
+the daemon opens the pages.
 """
 
 from __future__ import annotations
@@ -16,13 +18,12 @@ import sys
 import time
 from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
 from ..browser.targets import normalize_target
 from ..errors import ChatAgentError, TabError
-from ..events import ErrorEvent, Event, parse_event
-from ..render import EventPrinter, show
 from ..settings import CONFIG_ENV, Settings
 from ..terminal import no_echo, safe_text
 from .paths import DIR_ENV, DaemonError, DaemonPaths, check_private, daemon_pid, peer
@@ -30,6 +31,10 @@ from .protocol import (
     BUILD, MAX_REPLY_BYTES, AskRequest, Failed, Opened, ProtocolError, Refused, Reply, Status, StatusRequest,
     StopRequest, Stopping, parse_reply, read_frame, shared_settings,
 )
+
+if TYPE_CHECKING:
+    from ..events import Event
+    from ..render import EventPrinter
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +101,8 @@ async def ask(targets: Sequence[str], question: str, settings: Settings, *, json
         with no_echo():  # as in-process: keys typed meanwhile wait for the shell
             writer.write(request.encode())
             await writer.drain()
+            from ..render import show  # imported while the daemon opens the pages
+
             with _stderr().status("Opening pages…"):
                 reply = await _reply(reader)
             if isinstance(reply, Refused):
@@ -125,6 +132,8 @@ async def _reply(reader: asyncio.StreamReader) -> Reply:
 async def _events(reader: asyncio.StreamReader, paths: DaemonPaths) -> AsyncIterator[Event]:
     """The ask's events as the daemon sends them, ending with one `done` or
     `error`: one is made up if the daemon goes away first."""
+    from ..events import ErrorEvent, parse_event
+
     while True:
         try:
             frame = await read_frame(reader)
