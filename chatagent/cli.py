@@ -22,22 +22,24 @@ import asyncio
 import inspect
 import json
 import logging
+import socket
 import sys
 import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, Group
-from rich.panel import Panel
-from rich.rule import Rule
-from rich.text import Text
 
 from . import __version__
 from .errors import ChatAgentError
 from .settings import MIN_INPUT_BUDGET, MIN_TAB_BUDGET, Settings
 from .terminal import SanitizingFormatter, json_safe, no_echo, safe_text, sanitize
 
-if TYPE_CHECKING:  # the extraction and ranking libraries: imported by the runtime, off the event loop
+if TYPE_CHECKING:
+    # rich: imported where output is made (`ask` gives a daemon its request before);
+    # the extraction and ranking libraries: imported by the runtime, off the event loop.
+    from rich.console import Console
+    from rich.text import Text
+
     from .context import PageContext, TabContext
     from .runtime import Conversation, Runtime
 
@@ -55,11 +57,15 @@ class CLIError(ChatAgentError):
 
 
 def _stderr() -> Console:
+    from rich.console import Console
+
     # soft_wrap: messages stay one line each, easy to grep in logs.
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _stdout() -> Console:
+    from rich.console import Console
+
     return Console(highlight=False, soft_wrap=False)
 
 
@@ -188,6 +194,10 @@ def _tab_header(t: TabContext) -> Text:
 
 
 def _print_context(ctx: PageContext) -> None:
+    from rich.console import Group
+    from rich.panel import Panel
+    from rich.rule import Rule
+
     out = _stdout()
     for t in ctx.tabs:
         parts: list[Any] = [_tab_header(t)]
@@ -270,7 +280,8 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     # A running daemon answers, warm (chatagent/daemon/client.py); None: this process answers.
     from .daemon.client import ask as ask_daemon
 
-    if (printer := await ask_daemon(args.targets, args.question, _settings(args), json_mode=args.json)) is not None:
+    printer = await ask_daemon(args.targets, args.question, _settings(args), json_mode=args.json, early=args.early)
+    if printer is not None:
         return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
     with no_echo():  # see cmd_chat
         async with _runtime(args) as runtime:
@@ -533,29 +544,40 @@ def _setup_logging(verbosity: int) -> None:
     logging.captureWarnings(True)  # library warnings may quote page text: through the same formatter
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, early: socket.socket | None = None) -> int:
+    """`early`: `ask`'s connection to a running daemon, opened before this module
+    was imported (`chatagent.__main__`, `daemon.early`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    try:
+        return _main(argv, early)
+    finally:
+        if early is not None:
+            early.close()  # not an `ask` after all (parse errors, --help): the daemon drops what it opened
+
+
+def _main(argv: list[str], early: socket.socket | None) -> int:
     parser = build_parser(plugins=not _names_built_in(argv))
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad input
+    args.early = early
     args.verbose += getattr(args, "verbose_after", 0)
     _setup_logging(args.verbose)
-    err = _stderr()
     try:
         result = args.handler(args)
         if inspect.iscoroutine(result):
             result = asyncio.run(result)
         return int(result or EXIT_OK)
     except KeyboardInterrupt:
-        err.print(Text("Interrupted."))
+        _stderr().print(safe_text("Interrupted."))
         return EXIT_INTERRUPTED
     except ChatAgentError as exc:
-        err.print(safe_text(("error: ", "bold red"), exc.message))
+        _stderr().print(safe_text(("error: ", "bold red"), exc.message))
         return EXIT_FAIL
     except Exception as exc:  # a bug: say so plainly; the traceback only with -v
         log.debug("unexpected error", exc_info=True)
+        err = _stderr()
         err.print(safe_text(("internal error: ", "bold red"), f"{type(exc).__name__}: {exc}"))
         if not args.verbose:
-            err.print(Text("Run again with -v for details.", style="dim"))
+            err.print(safe_text(("Run again with -v for details.", "dim")))
         else:  # plain and sanitized: the exception's text may quote a page
             err.print(safe_text(traceback.format_exc()))
         return EXIT_FAIL

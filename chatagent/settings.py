@@ -33,8 +33,8 @@ from pydantic_settings import (
 )
 
 from .errors import ChatAgentError
+from .locations import config_path
 
-CONFIG_ENV = "CHATAGENT_CONFIG"  # the settings file's path, when not the default
 # Files in which a browser's launcher exports its own Google API key (Debian, Ubuntu).
 BROWSER_KEY_FILES = (Path("/etc/chromium.d/apikeys"), Path("/etc/chromium-browser/apikeys"))
 
@@ -127,15 +127,6 @@ class Settings(BaseSettings):
 
 
 # --- where settings come from -----------------------------------------------------
-
-
-def config_path() -> Path:
-    """The settings file: $CHATAGENT_CONFIG, else config.toml in the platform's config directory."""
-    if os.environ.get(CONFIG_ENV):
-        return Path(os.environ[CONFIG_ENV]).expanduser()
-    from platformdirs import user_config_path
-
-    return user_config_path("chatagent", appauthor=False) / "config.toml"
 
 
 def _file_source(settings_cls: type[BaseSettings]) -> PydanticBaseSettingsSource:

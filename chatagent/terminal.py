@@ -15,11 +15,15 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
-from rich.style import Style, StyleType
-from rich.text import Text
+if TYPE_CHECKING:  # rich is imported when text is made: `ask` sends its request to a daemon before that
+    from rich.style import StyleType
+    from rich.text import Text
+
+    Part = str | tuple[str, StyleType]
+
 
 try:
     import termios
@@ -49,12 +53,13 @@ def json_safe(line: str) -> str:
     return _JSON_RAW_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", line)
 
 
-Part = str | tuple[str, StyleType]
 
 
 def safe_text(*parts: Part) -> Text:
     """A `Text` from plain strings and (string, style) pairs, each sanitized;
     never parsed as markup."""
+    from rich.text import Text
+
     out = Text()
     for part in parts:
         if isinstance(part, tuple):
@@ -72,6 +77,9 @@ def link(url: str, style: StyleType = "") -> Text:
         scheme = urlsplit(clean).scheme.lower()
     except ValueError:
         scheme = ""
+    from rich.style import Style
+    from rich.text import Text
+
     base = Style.parse(style) if isinstance(style, str) else style
     if scheme in _LINK_SCHEMES:
         base = base + Style(link=clean)

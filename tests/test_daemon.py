@@ -253,6 +253,7 @@ def _raw(daemon: Daemon, frame: bytes) -> dict[str, Any] | None:
         s.connect(str(daemon.paths.socket))
         try:
             s.sendall(frame)
+            s.shutdown(socket.SHUT_WR)  # nothing more: a head start's daemon waits for the ask until this
         except OSError:
             pass  # the daemon stopped reading a frame over the limit
         try:
@@ -353,3 +354,38 @@ def test_a_directory_or_socket_open_to_others_is_not_used(site: Site, tmp_path: 
         os.chown(theirs, 65534, 65534)
         proc = run("daemon", "status", env=_env(theirs))
         assert proc.returncode == 1 and "belongs to another user (uid 65534)" in proc.stderr
+
+
+# --- the head start ---------------------------------------------------------------------------
+
+
+def test_an_ask_gives_the_daemon_its_pages_before_its_settings_and_an_unused_head_start_is_closed(
+    site: Site, daemon: Daemon,
+) -> None:
+    """`ask` sends its command line first (`daemon.early`), so the daemon opens
+    the pages while the client loads its settings; what no ask follows is closed."""
+    proc = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v", env=daemon.env)
+    assert proc.returncode == 0 and "$1,349.00" in ending(proc)["answer"]
+    assert "its pages were opened ahead, from its command line" in daemon.paths.log.read_text()
+
+    asks = status(daemon.env)["asks"]
+    with socket.socket(socket.AF_UNIX) as s:  # a head start, then nothing: the client went away
+        s.connect(str(daemon.paths.socket))
+        frame = {"type": "open", "argv": ["ask", site.url("product"), "-q", QUESTION], "cwd": str(ROOT)}
+        s.sendall(json.dumps(frame).encode() + b"\n")
+        time.sleep(0.5)
+    wait_until(lambda: "closed the pages opened ahead for a connection that did not ask for them"
+               in daemon.paths.log.read_text(), "the daemon to close what it opened")
+    assert status(daemon.env)["asks"] == asks, "a head start alone is no ask"
+
+
+def test_a_head_start_that_is_not_an_ask_opens_nothing(daemon: Daemon) -> None:
+    closed = daemon.paths.log.read_text().count("closed the pages opened ahead")
+    for argv in (["config", "show"], ["ask", "--cdp", "http://127.0.0.1:9/", "-q", "Q"], ["ask", "-q"],
+                 ["ask", "no-such-file.html", "-q", "Q"]):
+        reply = _raw(daemon, json.dumps({"type": "open", "argv": argv, "cwd": str(ROOT)}).encode() + b"\n")
+        assert reply is None, f"{argv}: nothing to answer until an ask follows"
+    assert daemon.paths.log.read_text().count("closed the pages opened ahead") == closed, "none was opened"
+    relative = _raw(daemon, json.dumps({"type": "open", "argv": ["ask"], "cwd": "here"}).encode() + b"\n")
+    assert relative is not None and relative["type"] == "refused" and "not an absolute path" in relative["reason"]
+    assert status(daemon.env)["pid"] == daemon.pid, "still serving"

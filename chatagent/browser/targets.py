@@ -15,7 +15,8 @@ _FILE_EXTS = frozenset(
 )
 
 
-def normalize_target(target: str) -> str:
+def normalize_target(target: str, cwd: str | None = None) -> str:
+    """`cwd`: the directory a relative path is taken from (default: this process's)."""
     target = target.strip()
     if not target:
         raise TabError("Empty URL.")
@@ -27,6 +28,8 @@ def normalize_target(target: str) -> str:
     if parsed.scheme and len(parsed.scheme) > 1 and "://" in target:
         raise TabError(f"Unsupported URL scheme {parsed.scheme!r} in {target!r}: use http(s), file or a local path.")
     path = Path(target).expanduser()
+    if cwd is not None:
+        path = Path(cwd) / path  # an absolute `path` stays as it is
     if path.exists():
         if path.is_dir():
             raise TabError(f"{target!r} is a directory, not a page.")

@@ -13,6 +13,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -20,11 +21,10 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.console import Console
-
 from ..browser.targets import normalize_target
 from ..errors import ChatAgentError, TabError
-from ..settings import CONFIG_ENV, Settings
+from ..locations import CONFIG_ENV
+from ..settings import Settings
 from ..terminal import no_echo, safe_text
 from .paths import DIR_ENV, DaemonError, DaemonPaths, check_private, daemon_pid, peer
 from .protocol import (
@@ -33,6 +33,8 @@ from .protocol import (
 )
 
 if TYPE_CHECKING:
+    from rich.console import Console
+
     from ..events import Event
     from ..render import EventPrinter
 
@@ -56,6 +58,8 @@ class AskFailed(ChatAgentError):
 
 
 def _stderr() -> Console:
+    from rich.console import Console
+
     return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
@@ -66,12 +70,25 @@ def _note(text: str) -> None:
 # --- ask ------------------------------------------------------------------------------
 
 
-async def ask(targets: Sequence[str], question: str, settings: Settings, *, json_mode: bool) -> EventPrinter | None:
+async def ask(
+    targets: Sequence[str], question: str, settings: Settings, *, json_mode: bool, early: socket.socket | None = None,
+) -> EventPrinter | None:
     """Have the running daemon answer (started first when the `daemon`
     setting is on), shown as `render.show` shows an answer: its printer. None
     when this process should answer instead: no daemon, `cdp` (attaching
     launches nothing), a target that is not there (said in-process, in a
-    failed tab's words), or a daemon that cannot honour these settings."""
+    failed tab's words), or a daemon that cannot honour these settings.
+    `early`: the connection `early.head_start` opened (this takes it over)."""
+    try:
+        return await _ask(targets, question, settings, json_mode=json_mode, early=early)
+    finally:
+        if early is not None:
+            early.close()  # unused or done: a daemon drops what it opened for it
+
+
+async def _ask(
+    targets: Sequence[str], question: str, settings: Settings, *, json_mode: bool, early: socket.socket | None,
+) -> EventPrinter | None:
     if settings.cdp or not targets:
         return None
     try:
@@ -86,7 +103,10 @@ async def ask(targets: Sequence[str], question: str, settings: Settings, *, json
         return None
     try:
         paths = DaemonPaths.locate(create=settings.daemon)  # no daemon wanted: no directory made either
-        connection = await connect(paths)
+        if early is not None:
+            connection: Connection | None = await asyncio.open_unix_connection(sock=early, limit=MAX_REPLY_BYTES)
+        else:
+            connection = await connect(paths)
         if connection is None and settings.daemon:
             with _stderr().status("Starting the chatagent daemon…"):
                 await ensure_running(paths)

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ChatAgentError
-from ..settings import config_path
+from ..locations import config_path
 
 DIR_ENV = "CHATAGENT_DAEMON_DIR"
 # sun_path is 108 bytes on Linux and 104 on macOS, the terminating NUL included.

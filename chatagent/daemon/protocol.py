@@ -95,6 +95,23 @@ class AskRequest(_Frame):
         return targets
 
 
+class OpenRequest(_Frame):
+    """Sent by `ask` before anything else on its connection (`early`): its
+    command line, so the daemon opens the pages while the ask loads its
+    settings. Only a head start: the `AskRequest` that follows decides."""
+
+    type: Literal["open"] = "open"
+    argv: list[str] = Field(max_length=1000)  # as `chatagent` was given it
+    cwd: str  # where its relative paths are from
+
+    @field_validator("cwd")
+    @classmethod
+    def _absolute_dir(cls, cwd: str) -> str:
+        if not cwd.startswith("/"):
+            raise ValueError(f"{cwd!r} is not an absolute path")
+        return cwd
+
+
 class StatusRequest(_Frame):
     type: Literal["status"] = "status"
 
@@ -139,7 +156,7 @@ class Stopping(_Frame):
     pid: int
 
 
-Request = Annotated[Union[AskRequest, StatusRequest, StopRequest], Field(discriminator="type")]
+Request = Annotated[Union[AskRequest, OpenRequest, StatusRequest, StopRequest], Field(discriminator="type")]
 Reply = Annotated[Union[Refused, Failed, Opened, Status, Stopping], Field(discriminator="type")]
 REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
 REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)

@@ -14,30 +14,35 @@ stop` or SIGTERM/SIGINT, and when its socket is removed or replaced.
 from __future__ import annotations
 
 import asyncio
+import io
 import logging
 import os
 import signal
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import suppress
+from contextlib import redirect_stderr, redirect_stdout, suppress
+from dataclasses import dataclass
 
 from playwright.async_api import Error as PlaywrightError, Page
 
 from ..agent import ChatAgent
+from ..browser import Tab, TabFailure
 from ..browser.playwright import VIEWPORT, PlaywrightBrowser
-from ..errors import ChatAgentError
+from ..browser.targets import normalize_target
+from ..errors import ChatAgentError, TabError
 from ..events import ErrorEvent, Event
 from ..runtime import Runtime
 from ..settings import Settings
 from .paths import DaemonError, DaemonPaths, peer, take_lock
 from .protocol import (
-    BUILD, MAX_REQUEST_BYTES, AskRequest, Failed, Opened, ProtocolError, Refused, Status, StatusRequest, Stopping,
-    StopRequest, parse_request, read_frame, refuse_cdp, shared_settings,
+    BUILD, MAX_REQUEST_BYTES, AskRequest, Failed, OpenRequest, Opened, ProtocolError, Refused, Status, StatusRequest,
+    Stopping, StopRequest, parse_request, read_frame, refuse_cdp, shared_settings,
 )
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[Event | Failed | Opened], Awaitable[None]]
+ASK_AFTER_OPEN_S = 30.0  # an ask's head start, then its settings loaded: far less, even on a busy machine
 
 
 class _AskBrowser(PlaywrightBrowser):
@@ -128,12 +133,25 @@ class Daemon:
     # --- connections -------------------------------------------------------------------
 
     async def serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        early: asyncio.Task[_Early | None] | None = None
         try:
             pid = _peer_pid(writer)
             frame = await read_frame(reader)
             if frame is None:
                 return
             request = parse_request(frame)
+            if isinstance(request, OpenRequest):  # an ask's head start (`early`): its request follows
+                early = asyncio.ensure_future(self._open_early(request))
+                try:
+                    async with asyncio.timeout(ASK_AFTER_OPEN_S):
+                        frame = await read_frame(reader)
+                except TimeoutError:
+                    raise ProtocolError(f"no request within {ASK_AFTER_OPEN_S:g} s of an 'open' frame") from None
+                if frame is None:
+                    return
+                request = parse_request(frame)
+                if isinstance(request, OpenRequest):
+                    raise ProtocolError("a second 'open' frame")
             if isinstance(request, StatusRequest):
                 await _send(writer, self.status().encode())
             elif isinstance(request, StopRequest):
@@ -143,7 +161,8 @@ class Daemon:
                 log.info("ask from pid %s refused: %s", pid, refusal)
                 await _send(writer, Refused(reason=refusal).encode())
             else:
-                await self._serve_ask(request, reader, writer, pid)
+                head, early = early, None  # the ask's from now on
+                await self._serve_ask(request, reader, writer, pid, head)
         except ProtocolError as exc:
             log.warning("bad frame from a client: %s", exc)
             with suppress(ConnectionError):
@@ -153,9 +172,27 @@ class Daemon:
         except ConnectionError:
             pass  # the client left; an ask of its was cancelled already
         finally:
+            if early is not None:
+                await _drop(early)
             writer.close()
             with suppress(ConnectionError):
                 await writer.wait_closed()
+
+    async def _open_early(self, request: OpenRequest) -> "_Early | None":
+        """Open the pages of the `ask` command line `request` carries, in a
+        context of their own; None if it names none this daemon would open."""
+        read = _read_ask(request, self.settings.timeout)
+        if read is None:
+            return None
+        targets, timeout = read
+        session = await self._session()
+        try:
+            tabs = await session.open_tabs(targets, timeout_s=timeout)
+        except BaseException:
+            await session.close()
+            raise
+        self.runtime.builder.prefetch(tabs)  # snapshots and extraction now: they do not depend on the settings
+        return _Early(session, targets, timeout, tabs)
 
     def _refusal(self, request: AskRequest) -> str | None:
         if request.build != BUILD:
@@ -168,6 +205,7 @@ class Daemon:
 
     async def _serve_ask(
         self, request: AskRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pid: int | None,
+        early: "asyncio.Task[_Early | None] | None",
     ) -> None:
         """Answer, and cancel the ask if the client goes (Ctrl-C, or killed)."""
         self.asks += 1
@@ -185,7 +223,7 @@ class Daemon:
             data = frame.encode() if isinstance(frame, (Failed, Opened)) else frame.to_json().encode() + b"\n"
             await _send(writer, data)
 
-        ask = asyncio.create_task(self._ask(request, send), name=f"chatagent-daemon-ask-{n}")
+        ask = asyncio.create_task(self._ask(request, send, early), name=f"chatagent-daemon-ask-{n}")
         gone = asyncio.create_task(reader.read(1))  # the client sends nothing more: EOF means it left
         self._active.add(ask)
         try:
@@ -204,17 +242,25 @@ class Daemon:
         log.info("ask %d ended: %s in %.0f ms%s", n, ended[0] if ended else "cancelled", (time.perf_counter() - t0) * 1000,
                  f" (pages open after {opened_ms[0]:.0f} ms)" if opened_ms else "")
 
-    async def _ask(self, request: AskRequest, send: Send) -> None:
+    async def _ask(self, request: AskRequest, send: Send, early: "asyncio.Task[_Early | None] | None") -> None:
         """Open the targets in a context of the ask's own while the model is
         made, then stream the agent's events. What `chatagent ask` does in its
-        own process (`Runtime.open`, then `Conversation.ask`), with this ask's settings."""
+        own process (`Runtime.open`, then `Conversation.ask`), with this ask's
+        settings. `early`: the pages its head start is opening, used if they
+        are this ask's targets opened with its timeout."""
         warm = asyncio.ensure_future(self.runtime.models.warm(request.model))
         session: _AskBrowser | None = None
+        head: _Early | None = None
         opened = False
         try:
             try:
-                session = await self._session()
-                tabs = await session.open_tabs(request.targets, timeout_s=request.timeout)
+                head = await _taken(early)
+                if head is not None and (head.targets, head.timeout) == (request.targets, request.timeout):
+                    log.info("its pages were opened ahead, from its command line")
+                    session, tabs = head.session, head.tabs
+                else:
+                    session = await self._session()
+                    tabs = await session.open_tabs(request.targets, timeout_s=request.timeout)
                 model = await warm
             except ChatAgentError as exc:  # as `chatagent ask` fails in its own process: a setting to fix
                 await send(Failed(code=exc.code, message=exc.message))
@@ -244,6 +290,8 @@ class Daemon:
             with suppress(ConnectionError):
                 await send(ErrorEvent(code="internal", message=message) if opened else Failed(code="internal", message=message))
         finally:
+            if head is not None and head.session is not session:  # opened ahead, but not as this ask wants
+                await head.session.close()
             if session is not None:
                 await session.close()
 
@@ -290,6 +338,54 @@ class Daemon:
             spare = await asyncio.gather(self._spare, return_exceptions=True)
             if isinstance(spare[0], _AskBrowser):
                 await spare[0].close()
+
+
+@dataclass
+class _Early:
+    """Pages an ask's head start opened, and how."""
+
+    session: _AskBrowser
+    targets: list[str]
+    timeout: float
+    tabs: list[Tab | TabFailure]
+
+
+def _read_ask(request: OpenRequest, default_timeout: float) -> tuple[list[str], float] | None:
+    """The targets (resolved from the client's directory) and page timeout of
+    the `chatagent ask` command line in `request`, read by the CLI's own
+    parser; None if it is not one this daemon answers."""
+    from ..cli import build_parser
+
+    try:
+        with redirect_stderr(io.StringIO()), redirect_stdout(io.StringIO()):  # usage errors are the client's to say
+            args = build_parser(plugins=False).parse_args(request.argv)
+        if args.command != "ask" or args.cdp or not args.targets:
+            return None
+        targets = [normalize_target(t, cwd=request.cwd) for t in args.targets]
+    except (SystemExit, TabError):
+        return None
+    return targets, args.timeout if args.timeout is not None else default_timeout
+
+
+async def _taken(early: "asyncio.Task[_Early | None] | None") -> _Early | None:
+    """What a head start opened; None if there was none or it failed (the ask opens its pages itself)."""
+    if early is None:
+        return None
+    try:
+        return await early
+    except (ChatAgentError, PlaywrightError) as exc:
+        log.info("the ask's head start failed (%s); opening its pages again", exc)
+        return None
+
+
+async def _drop(early: "asyncio.Task[_Early | None]") -> None:
+    """Close what a head start opened for an ask that did not come, or was refused."""
+    early.cancel()
+    with suppress(BaseException):
+        head = await early
+        if head is not None:
+            await head.session.close()
+            log.info("closed the pages opened ahead for a connection that did not ask for them")
 
 
 class PeerError(Exception):

@@ -59,9 +59,15 @@ class ModelRegistry:
             return self._models[name]
 
     async def warm(self, name: str | None = None) -> Model:
-        """Create the model off the event loop and open its connection."""
+        """Create the model off the event loop and open its connection. A
+        model made before is returned at once: its client, and the connection
+        it keeps alive, are reused (a daemon's next ask pays no round trip)."""
         import asyncio
 
+        with self._lock:
+            made = self._models.get((name or self.settings.model).strip())
+        if made is not None:
+            return made
         model = await asyncio.to_thread(self.get, name)
         await model.provider.warm(model.chat)
         return model
