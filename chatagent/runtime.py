@@ -243,7 +243,10 @@ class Runtime:
         model and the text pipeline while the pages load. `prefetch`: read the
         pages as soon as they are open, while the user types the first question."""
         self._start_loading()  # now, not after opening the tabs has imported Playwright here on the loop
-        warm = asyncio.ensure_future(self.warm(model))
+        # Not extraction's warm-up: these tabs are extracted next, and that warm-up's
+        # stoplists (~150 ms of CPU, on a start-up short of CPU) serve the 1 page in 25
+        # that needs justext's fallback; that page loads them itself.
+        warm = asyncio.ensure_future(self.warm(model, extraction=False))
         try:
             tabs = await self.open_tabs(targets)
             await warm  # a model that cannot be made (no key, unknown name) fails here
@@ -259,13 +262,14 @@ class Runtime:
             conversation.prefetch()
         return conversation
 
-    async def warm(self, model: str | None = None) -> None:
+    async def warm(self, model: str | None = None, *, extraction: bool = True) -> None:
         """Create the model's client and open its connection, and load the text
-        pipeline's lazy parts. A model that cannot be made raises (it is a
-        setting to fix); anything else only costs the first question time."""
+        pipeline's lazy parts (`extraction`: trafilatura's too). A model that
+        cannot be made raises (it is a setting to fix); anything else only
+        costs the first question time."""
         await self.load()
         parts = self._loaded()
-        await asyncio.gather(parts.models.warm(model), _warm_pipeline(parts.pool))
+        await asyncio.gather(parts.models.warm(model), _warm_pipeline(parts.pool, extraction))
 
     async def close(self) -> None:
         # Parts still loading are left to finish: they hold nothing to release until used.
@@ -313,12 +317,13 @@ def _warm_pipeline_sync(extraction: bool) -> None:
     fit_text(_WARM_TEXT, 128, "Which city has the largest population?")  # stemmer, BM25
 
 
-async def _warm_pipeline(pool: ExtractionPool | None) -> None:
+async def _warm_pipeline(pool: ExtractionPool | None, extraction: bool) -> None:
     """The tokenizer and budgeting on the default executor (where budgeting
     runs, so its first worker thread exists too), and extraction where it will
-    run: `pool`'s workers, else that same executor. Best effort."""
+    run: `pool`'s workers (started, so they warm themselves), else, with
+    `extraction`, that same executor. Best effort."""
     loop = asyncio.get_running_loop()
-    jobs = [loop.run_in_executor(None, _warm_pipeline_sync, pool is None)]
+    jobs = [loop.run_in_executor(None, _warm_pipeline_sync, pool is None and extraction)]
     if pool is not None:
         jobs.append(pool.start())
     for outcome in await asyncio.gather(*jobs, return_exceptions=True):

@@ -181,3 +181,38 @@ def test_the_commands_main_knows_are_the_parsers_own() -> None:
     sub = next(a for a in build_parser(plugins=False)._actions if isinstance(a, argparse._SubParsersAction))
     assert set(sub.choices) == BUILT_IN_COMMANDS
     assert "bridge" in next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction)).choices
+
+
+_STOPLIST_AFTER = textwrap.dedent("""
+    import json, sys
+    from chatagent.cli import main
+    status = main(sys.argv[2:])
+    import trafilatura.external as te
+    with open(sys.argv[1], "w") as out:
+        json.dump({"status": status, "stoplist_loaded": te.JT_STOPLIST is not None}, out)
+""")
+
+
+def test_a_one_shot_ask_does_not_warm_extractions_rare_fallback(tmp_path: Path, site: Site) -> None:
+    """justext's stoplists (~150 ms of CPU, while a cold `ask` is short of it)
+    serve the 1 page in 25 whose text trafilatura finds too short; `ask`
+    extracts its page next, so it leaves them to such a page."""
+    out = tmp_path / "state.json"
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
+    proc = subprocess.run([sys.executable, "-c", _STOPLIST_AFTER, str(out), "ask", site.url("product"), "-q",
+                           "How much does the Aurora X14 Pro cost?", "--model", "extractive"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    state = json.loads(out.read_text())
+    assert state["status"] == 0 and "$1,349.00" in proc.stdout, proc.stderr
+    assert state["stoplist_loaded"] is False
+
+
+async def test_a_long_lived_runtime_still_warms_extraction_before_its_first_question(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import trafilatura.external as te
+
+    monkeypatch.setattr(te, "JT_STOPLIST", None)  # as in a new process
+    async with Runtime(Settings.load(model="extractive")) as runtime:
+        await runtime.warm()
+    assert te.JT_STOPLIST is not None
