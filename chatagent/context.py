@@ -87,7 +87,7 @@ class ContextBuilder:
         here only leaves the work to `build`. Returns the task, which never
         raises, for a caller that wants to wait for it."""
         self.cancel_prefetch()
-        self._prefetching = asyncio.create_task(self._prefetch(list(tabs)), name="chatagent-prefetch")
+        self._prefetching = asyncio.create_task(self.read_ahead(tabs), name="chatagent-prefetch")
         return self._prefetching
 
     def cancel_prefetch(self) -> None:
@@ -95,7 +95,9 @@ class ContextBuilder:
             self._prefetching.cancel()
             self._prefetching = None
 
-    async def _prefetch(self, tabs: list[Tab | TabFailure]) -> None:
+    async def read_ahead(self, tabs: Sequence[Tab | TabFailure]) -> None:
+        """What `prefetch` runs, for a caller that keeps its own task (several
+        read-aheads at once: a daemon's asks). Never raises."""
         try:
             read = await asyncio.gather(*(self._read(t) for t in tabs))
             await asyncio.to_thread(self._prepare, [e for e in read if isinstance(e, Extracted)])

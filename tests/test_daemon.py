@@ -389,3 +389,14 @@ def test_a_head_start_that_is_not_an_ask_opens_nothing(daemon: Daemon) -> None:
     relative = _raw(daemon, json.dumps({"type": "open", "argv": ["ask"], "cwd": "here"}).encode() + b"\n")
     assert relative is not None and relative["type"] == "refused" and "not an absolute path" in relative["reason"]
     assert status(daemon.env)["pid"] == daemon.pid, "still serving"
+
+
+def test_a_head_start_opened_otherwise_than_the_ask_wants_is_opened_again(site: Site, daemon: Daemon) -> None:
+    """The head start reads the command line, not the environment: an ask whose
+    page timeout comes from its environment gets its pages opened with it."""
+    used = daemon.paths.log.read_text().count("its pages were opened ahead")
+    proc = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v",
+               env={**daemon.env, "CHATAGENT_TIMEOUT": "25"})
+    assert proc.returncode == 0 and SERVED.format(pid=daemon.pid) in proc.stderr
+    assert "$1,349.00" in ending(proc)["answer"]
+    assert daemon.paths.log.read_text().count("its pages were opened ahead") == used

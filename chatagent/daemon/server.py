@@ -42,6 +42,7 @@ from .protocol import (
 log = logging.getLogger(__name__)
 
 Send = Callable[[Event | Failed | Opened], Awaitable[None]]
+UNASKED = "closed the pages opened ahead for a connection that did not ask for them"
 ASK_AFTER_OPEN_S = 30.0  # an ask's head start, then its settings loaded: far less, even on a busy machine
 
 
@@ -98,6 +99,7 @@ class Daemon:
         self._last = time.monotonic()
         self._browser: PlaywrightBrowser | None = None
         self._spare: asyncio.Task[_AskBrowser] | None = None  # the next ask's context, made between asks
+        self._closing: set[asyncio.Future[None]] = set()  # contexts made for asks that went meanwhile
 
     async def warm(self) -> None:
         """Launch the browser, start the extraction workers, make the default model."""
@@ -119,12 +121,23 @@ class Daemon:
         if self._spare is None and self._browser is not None:
             self._spare = asyncio.ensure_future(_AskBrowser.within(self._browser))
 
+    def _close_when_made(self, spare: "asyncio.Future[_AskBrowser]") -> None:
+        if not spare.cancelled() and spare.exception() is None:
+            closing = asyncio.ensure_future(spare.result().close())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)
+
     async def _session(self) -> _AskBrowser:
         """A context for one ask: the spare one, else a new one (two asks at once)."""
         spare, self._spare = self._spare, None
         if spare is not None:
             try:
-                return await spare
+                # Shielded: an ask cancelled meanwhile (its client left) must not leave
+                # a context half made in the browser; it is closed once made.
+                return await asyncio.shield(spare)
+            except asyncio.CancelledError:
+                spare.add_done_callback(self._close_when_made)
+                raise
             except (ChatAgentError, PlaywrightError) as exc:
                 log.info("the spare browser context failed (%s); making another", exc)
         assert self._browser is not None
@@ -188,11 +201,15 @@ class Daemon:
         session = await self._session()
         try:
             tabs = await session.open_tabs(targets, timeout_s=timeout)
-        except BaseException:
+        except BaseException as exc:
             await session.close()
+            if isinstance(exc, asyncio.CancelledError):
+                log.info(UNASKED)
             raise
-        self.runtime.builder.prefetch(tabs)  # snapshots and extraction now: they do not depend on the settings
-        return _Early(session, targets, timeout, tabs)
+        # Snapshots and extraction now: they do not depend on the settings. Its own task:
+        # `prefetch` keeps one at a time, and asks at once each have theirs.
+        reading = asyncio.ensure_future(self.runtime.builder.read_ahead(tabs))
+        return _Early(session, targets, timeout, tabs, reading)
 
     def _refusal(self, request: AskRequest) -> str | None:
         if request.build != BUILD:
@@ -259,6 +276,9 @@ class Daemon:
                     log.info("its pages were opened ahead, from its command line")
                     session, tabs = head.session, head.tabs
                 else:
+                    if head is not None:  # opened ahead, but not as this ask wants
+                        await head.close()
+                        head = None
                     session = await self._session()
                     tabs = await session.open_tabs(request.targets, timeout_s=request.timeout)
                 model = await warm
@@ -290,8 +310,8 @@ class Daemon:
             with suppress(ConnectionError):
                 await send(ErrorEvent(code="internal", message=message) if opened else Failed(code="internal", message=message))
         finally:
-            if head is not None and head.session is not session:  # opened ahead, but not as this ask wants
-                await head.session.close()
+            if head is not None:
+                head.reading.cancel()
             if session is not None:
                 await session.close()
 
@@ -342,12 +362,17 @@ class Daemon:
 
 @dataclass
 class _Early:
-    """Pages an ask's head start opened, and how."""
+    """Pages an ask's head start opened, and how; `reading`: their read-ahead."""
 
     session: _AskBrowser
     targets: list[str]
     timeout: float
     tabs: list[Tab | TabFailure]
+    reading: asyncio.Future[None]
+
+    async def close(self) -> None:
+        self.reading.cancel()
+        await self.session.close()
 
 
 def _read_ask(request: OpenRequest, default_timeout: float) -> tuple[list[str], float] | None:
@@ -384,8 +409,8 @@ async def _drop(early: "asyncio.Task[_Early | None]") -> None:
     with suppress(BaseException):
         head = await early
         if head is not None:
-            await head.session.close()
-            log.info("closed the pages opened ahead for a connection that did not ask for them")
+            await head.close()
+            log.info(UNASKED)
 
 
 class PeerError(Exception):
