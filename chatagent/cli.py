@@ -28,7 +28,6 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-
 from . import __version__
 from .errors import ChatAgentError
 from .settings import MIN_INPUT_BUDGET, MIN_TAB_BUDGET, Settings

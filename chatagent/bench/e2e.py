@@ -81,7 +81,7 @@ from rich.progress import Progress
 from ..browser.discovery import find_browser
 from ..testing.gemini_server import GeminiServer, RecordedRequest, TextReply
 from .data import DEFAULT_DATA_DIR, WtqQuestion, load_wtq, sample
-from .report import md_table, describe_machine, machine, plural, progress_bar, write_json
+from .report import describe_machine, machine, md_table, plural, progress_bar, write_json
 from .scoring import answer_in_context
 from .server import PageServer, free_port, fresh_url
 from .stats import median, summary

@@ -12,8 +12,9 @@
 5. Offline answers (`offline`): how often the `extractive` model's answer holds
    the answer on WTQ, quotes both gold tabs' evidence on HotpotQA comparisons,
    and answers the two-laptop questions from both tabs.
-6. End to end (`e2e`): whole-process time to the first token of `chatagent ask`
-   against a minimal Playwright + LangChain script, interleaved pairs, 1 and 10 tabs.
+6. End to end (`e2e`): whole-process time to the first token of `chatagent ask`,
+   cold and with a warm daemon, against a minimal Playwright + LangChain script,
+   interleaved, 1 and 10 tabs.
 
 Writes `results.json` (with a `summary`), `report.md` and PNG plots to `--out`;
 a progress bar on stderr while it runs, the summary tables on stdout at the end.
