@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .errors import ChatAgentError
 from .settings import MIN_INPUT_BUDGET, MIN_TAB_BUDGET, Settings
-from .terminal import SanitizingFormatter, json_safe, no_echo, safe_text, sanitize
+from .terminal import SanitizingFormatter, json_safe, no_echo, safe_text, sanitize, stderr_console
 
 if TYPE_CHECKING:
     # rich: imported where output is made (`ask` gives a daemon its request before);
@@ -53,13 +53,6 @@ def _default(key: str) -> Any:
 
 class CLIError(ChatAgentError):
     code = "cli_error"
-
-
-def _stderr() -> Console:
-    from rich.console import Console
-
-    # soft_wrap: messages stay one line each, easy to grep in logs.
-    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 def _stdout() -> Console:
@@ -141,7 +134,7 @@ def _runtime(args: argparse.Namespace) -> "Runtime":
 
 
 async def cmd_context(args: argparse.Namespace) -> int:
-    err = _stderr()
+    err = stderr_console()
     async with _runtime(args) as runtime:
         with err.status("Starting the browser…"):
             await runtime.browser()
@@ -207,7 +200,7 @@ def _print_context(ctx: PageContext) -> None:
     summary = f"{_plural(len(ctx.tabs), 'tab')}, {ctx.tokens:,} tokens"
     if ctx.question:
         summary += f" for the question {ctx.question!r}"
-    _stderr().print(safe_text((summary, "dim")))
+    stderr_console().print(safe_text((summary, "dim")))
 
 
 # --- ask / chat -------------------------------------------------------------------
@@ -284,7 +277,7 @@ async def cmd_ask(args: argparse.Namespace) -> int:
         return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
     with no_echo():  # see cmd_chat
         async with _runtime(args) as runtime:
-            with _stderr().status("Opening pages…"):
+            with stderr_console().status("Opening pages…"):
                 conversation = await runtime.open(args.targets)
             return await _answer(conversation, args.question, args.json)
 
@@ -301,7 +294,7 @@ async def cmd_chat(args: argparse.Namespace) -> int:
         async with _runtime(args) as runtime:
             # The pages are read while the user types the first question: it then
             # starts as fast as a follow-up. `ask` has its question already.
-            with _stderr().status("Opening pages…"):
+            with stderr_console().status("Opening pages…"):
                 conversation = await runtime.open(args.targets, prefetch=True)
             session = ChatSession(runtime, conversation, json_mode=args.json,
                                   live_tabs=bool(runtime.settings.cdp) and not args.targets)
@@ -436,7 +429,7 @@ def cmd_config(args: argparse.Namespace) -> int:
     for x in shown:
         table.add_row(safe_text(x.key), safe_text(x.value), safe_text((x.origin.describe(), "dim")))
     out.print(table)
-    _stderr().print(safe_text((f"Settings file: {config.config_path()}", "dim")))
+    stderr_console().print(safe_text((f"Settings file: {config.config_path()}", "dim")))
     return EXIT_OK
 
 
@@ -566,14 +559,14 @@ def _main(argv: list[str], early: socket.socket | None) -> int:
             result = asyncio.run(result)
         return int(result or EXIT_OK)
     except KeyboardInterrupt:
-        _stderr().print(safe_text("Interrupted."))
+        stderr_console().print(safe_text("Interrupted."))
         return EXIT_INTERRUPTED
     except ChatAgentError as exc:
-        _stderr().print(safe_text(("error: ", "bold red"), exc.message))
+        stderr_console().print(safe_text(("error: ", "bold red"), exc.message))
         return EXIT_FAIL
     except Exception as exc:  # a bug: say so plainly; the traceback only with -v
         log.debug("unexpected error", exc_info=True)
-        err = _stderr()
+        err = stderr_console()
         err.print(safe_text(("internal error: ", "bold red"), f"{type(exc).__name__}: {exc}"))
         if not args.verbose:
             err.print(safe_text(("Run again with -v for details.", "dim")))

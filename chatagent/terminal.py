@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TextIO
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:  # rich is imported when text is made: `ask` sends its request to a daemon before that
+    from rich.console import Console
     from rich.style import StyleType
     from rich.text import Text
 
@@ -84,6 +85,14 @@ def link(url: str, style: StyleType = "") -> Text:
     if scheme in _LINK_SCHEMES:
         base = base + Style(link=clean)
     return Text(clean, style=base)
+
+
+def stderr_console() -> Console:
+    """Where messages to a person go (notes, errors, spinners): stderr, each
+    message one line however wide the terminal (easy to grep in logs)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
 
 
 class SanitizingFormatter(logging.Formatter):

@@ -25,7 +25,7 @@ from ..browser.targets import normalize_target
 from ..errors import ChatAgentError, TabError
 from ..locations import CONFIG_ENV
 from ..settings import Settings
-from ..terminal import no_echo, safe_text
+from ..terminal import no_echo, safe_text, stderr_console
 from .paths import DIR_ENV, DaemonError, DaemonPaths, check_private, daemon_pid, peer
 from .protocol import (
     BUILD, MAX_REPLY_BYTES, AskRequest, Failed, Opened, ProtocolError, Refused, Reply, Status, StatusRequest,
@@ -33,8 +33,6 @@ from .protocol import (
 )
 
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from ..events import Event
     from ..render import EventPrinter
 
@@ -57,14 +55,8 @@ class AskFailed(ChatAgentError):
         self.code = code
 
 
-def _stderr() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False, soft_wrap=True)
-
-
 def _note(text: str) -> None:
-    _stderr().print(safe_text(("note: ", "yellow"), text))
+    stderr_console().print(safe_text(("note: ", "yellow"), text))
 
 
 # --- ask ------------------------------------------------------------------------------
@@ -108,7 +100,7 @@ async def _ask(
         else:
             connection = await connect(paths)
         if connection is None and settings.daemon:
-            with _stderr().status("Starting the chatagent daemon…"):
+            with stderr_console().status("Starting the chatagent daemon…"):
                 await ensure_running(paths)
             connection = await connect(paths)
     except DaemonError as exc:
@@ -123,7 +115,7 @@ async def _ask(
             await writer.drain()
             from ..render import show  # imported while the daemon opens the pages
 
-            with _stderr().status("Opening pages…"):
+            with stderr_console().status("Opening pages…"):
                 reply = await _reply(reader)
             if isinstance(reply, Refused):
                 _note(f"not using the chatagent daemon: {reply.reason}; answering here. "

@@ -9,7 +9,7 @@ import time
 from rich.console import Console
 
 from ..settings import Settings
-from ..terminal import json_safe, safe_text
+from ..terminal import json_safe, safe_text, stderr_console
 from . import client
 from .paths import DaemonPaths
 from .protocol import Status, refuse_cdp
@@ -76,7 +76,7 @@ def _duration(seconds: float) -> str:
 async def _run(settings: Settings, paths: DaemonPaths) -> int:
     from .server import run_daemon  # the runtime, the browser and the text pipeline: only here
 
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
+    err = stderr_console()
 
     def ready(s: Status) -> None:
         err.print(safe_text(f"The chatagent daemon is ready (pid {s.pid}) at {s.socket}; "
