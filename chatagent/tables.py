@@ -168,7 +168,7 @@ def _header(row: tuple[str, ...], bare_columns: set[int], year_columns: set[int]
     """Whether a row names columns. It has three or more cells, and either no figures at
     all (as a first row: a table of text has none below either), or figures only inside
     names ("Pop. 2008", "1st leg", or a year over a column of other figures) over a
-    column of bare values."""
+    column of bare values; a first row may also name a few columns by figures alone."""
     if len(row) < 3:
         return False
     if not any(_DIGIT.search(c) for c in row):
@@ -177,9 +177,13 @@ def _header(row: tuple[str, ...], bare_columns: set[int], year_columns: set[int]
     def named_year(j: int, cell: str) -> bool:
         return bool(_YEAR.fullmatch(cell)) and j not in year_columns
 
-    if any(_bare(c) and not named_year(j, c) for j, c in enumerate(row)):
-        return False
-    return any(j in bare_columns and (not _bare(c) or named_year(j, c)) for j, c in enumerate(row))
+    named = sum(j in bare_columns and (not _bare(c) or named_year(j, c)) for j, c in enumerate(row))
+    if not any(_bare(c) and not named_year(j, c) for j, c in enumerate(row)):
+        return named > 0
+    # A table's first row may name some columns by figures ("18-49" for a rating, a high
+    # jump's "2.15", race rounds "1" … "14"): still its header when several of its names sit
+    # over columns of figures. (Further down, such a row is more likely data.)
+    return first and named >= 2
 
 
 def _split(block: _Block) -> list[Table]:

@@ -23,6 +23,19 @@ def test_a_header_with_years_in_it_still_names_columns() -> None:
     assert tables(text)[0].columns == ("District", "Pop. 1998", "Pop. 2008")
 
 
+
+def test_a_first_row_naming_some_columns_by_figures_is_still_the_header() -> None:
+    text = (
+        "|#|Episode|Rating|18-49|Viewers|\n|1|Goodbye City|1.7|1.0/3|2.37|\n|2|Pigs & Cows|1.5|1.0/3|2.11|\n"
+        "|3|Wet 'n Wild|1.3|0.9/2|1.96|\n"
+    )
+    (t,) = tables(text)
+    assert t.columns == ("#", "Episode", "Rating", "18-49", "Viewers")
+    assert t.render(1) == "#: 2; Episode: Pigs & Cows; Rating: 1.5; 18-49: 1.0/3; Viewers: 2.11"
+    # Further down a table, a row like it is data.
+    (t,) = tables("|Name|Time|Wind|\n|Ana|20.6y|0.0|\n|Mia|20.5|1.2|\n|Ida|20.6y|0.0|\n")
+    assert len(t.rows) == 3
+
 def test_an_infobox_is_name_value_pairs_not_a_header() -> None:
     (t,) = tables("|Carlo Janka|\n|Born|15 October 1986|\n|Height|1.85 m|\n")
     assert t.columns == () and t.caption == "Carlo Janka"
