@@ -304,3 +304,51 @@ def test_no_x_is_a_zero_in_the_column_named() -> None:
     text = "|Rank|Nation|Gold|Silver|Bronze|\n|1|Norway|3|1|0|\n|2|Canada|1|2|1|\n|3|Chile|1|0|0|\n|4|Peru|0|1|1|\n"
     answer = pass1("Medal table", text, "Which nation won no gold medals?")
     assert "Nation: Peru" in answer and "Norway" not in answer and "Chile" not in answer, answer
+
+
+HOME_GAMES = (
+    "|Season|Year|Attendance|Wins|\n|1|2001|12,400|8|\n|2|2002|15,900|11|\n|3|2003|14,200|6|\n|4|2004|13,100|9|\n"
+)
+
+
+def test_what_a_superlative_asks_for_is_not_the_column_it_compares_by() -> None:
+    answer = pass1("Home games", HOME_GAMES, "What year had the highest attendance?")
+    assert "Year: 2002" in answer and "2004" not in answer, answer
+
+
+def test_most_medals_ranks_by_the_table_s_total() -> None:
+    text = "|Rank|Nation|Gold|Silver|Bronze|Total|\n|1|Norway|3|0|0|3|\n|2|Canada|1|2|4|7|\n|3|Chile|1|0|0|1|\n"
+    answer = pass1("Medal table", text, "Which nation won the most medals?")
+    assert "Nation: Canada" in answer and "Norway" not in answer, answer
+
+
+def test_a_count_is_not_narrowed_by_a_word_only_one_of_its_rows_holds() -> None:
+    text = (
+        "|Wrestler|Reign|Date|Notes|\n|Lanny Poffo|1|May 1978|Won a tournament to become the first champion|\n"
+        "|Joe Banek|1|June 1978||\n|Lanny Poffo|2|July 1978||\n|Lanny Poffo|3|May 1979||\n"
+    )
+    answer = pass1("Title history", text, "How many times was Lanny Poffo champion?")
+    assert "3 rows with “Lanny Poffo”" in answer, answer
+
+
+def test_before_or_after_a_row_named_also_with_a_superlative() -> None:
+    text = (
+        "|Building|Height|Tallest from|\n|Tower One|300 m|1931|\n|Tower Two|442 m|1974|\n|Tower Three|828 m|2010|\n"
+    )
+    answer = pass1("Tallest towers", text, "What was the tallest tower before Tower Three?")
+    assert "Building: Tower Two" in answer, answer
+
+
+def test_a_threshold_before_a_comma_still_filters() -> None:
+    answer = pass1("Home games", HOME_GAMES, "Before 2003, how many seasons were played?")
+    assert "2 rows with “Year before 2003”" in answer, answer
+
+
+def test_a_page_without_a_title_is_about_what_its_first_heading_or_lead_names() -> None:
+    # The subject's name is in every row of the box about her: it names none of them.
+    text = (
+        "|Ana Ribeiro|\n|Full name|Ana Ribeiro Lopes|\n|Coach|Ana Ribeiro Sr.|\n\n**Ana Ribeiro** is a Portuguese runner.\n\n"
+        "|Year|Race|Place|\n|2010|Lisbon 10 km|1st|\n|2012|Porto 10 km|2nd|\n|2014|Braga 10 km|1st|\n"
+    )
+    answer = pass1("", text, "How many races did Ana Ribeiro run?")
+    assert "Race: Lisbon 10 km" in answer and "Coach" not in answer, answer

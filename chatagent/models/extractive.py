@@ -550,7 +550,7 @@ def _evidence(
     rows: dict[str, table_quote.TableQuote] = {}
     strength: dict[str, float] = {}  # how much of the question each tab's evidence covers
     for tab_id, body in bodies.items():
-        title = turn.titles().get(tab_id, "")
+        title = turn.titles().get(tab_id, "") or table_quote.subject(body)
         tq = table_quote.quote(body, question, title)
         prose = max((c for c, _, p in hits if p.tab_id == tab_id), default=0.0)
         covered = _coverage(tq, question, title) if tq is not None else 0.0

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..ranking.base import QUESTION_WORDS, STOPWORDS_EN, Analyser
-from ..tables import Table, tables
+from ..tables import Table, clean, tables
 
 ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
 # How a question about a table is put, not what it is about: "how many times", "the total number".
@@ -64,7 +64,7 @@ _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+")
 _FILTER = re.compile(
     r"\b(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
     r"smaller than|under|below|at most|before|after|since|prior to|previous to|earlier than|later than|until)\s+(?P<cur>\$|£|€)?"
-    r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d,])",
+    r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|,\d)",  # "before 1999, how many …"
     re.I,
 )
 # "Other than Cumberland County, which county …": what the question sets aside, up to a comma or a question word.
@@ -75,6 +75,9 @@ _EXCEPT = re.compile(
 )
 # "no gold medals", "didn't win any bronze", "did not receive any votes", "zero points".
 _NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}any)\b", re.I)
+# What a question asks for: "which year …", "what was the team …".
+_ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)?(?P<what>\w+)", re.I)
+_TOTAL_COLUMN = re.compile(r"^(total|overall|sum|tot\.?)\b", re.I)
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 
@@ -185,13 +188,39 @@ def _comparator(s: _Scored, question: str) -> int | None:
     question names; for "first / last", a column of years or dates (else the table's order)."""
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
+    # "What year had the highest earnings?": the year is what is asked for, the earnings
+    # what is compared.
+    asked = _ASKED.search(question)
+    if asked and len(named) > 1:
+        head = set(ANALYSER.terms(asked["what"]))
+        compared = [j for j in named if not _alike(head, set(ANALYSER.terms(s.table.column(j))))]
+        named = compared or named
     ranks = _MOST.search(question) or _LEAST.search(question)
+    if ranks and not named:
+        # "Which nation won the most medals?": ranked by the table's total when it has one.
+        totals = [j for j in numeric if _TOTAL_COLUMN.match(s.table.column(j))]
+        if totals:
+            return totals[-1]
     if named and (ranks or any(_YEARISH.search(s.table.column(j)) for j in named)):
         return max(named, key=lambda j: s.column_hits[j])
     if _FIRST.search(question) or _LAST.search(question):
         dated = [j for j in numeric if _YEARISH.search(s.table.column(j))]
         return dated[0] if dated else None
     return None
+
+
+_LEAD_ROW = re.compile(r"\|([^|\n]{2,120})\|")
+_LEAD_HEADING = re.compile(r"#{1,2} (.{2,120})")
+_LEAD_BOLD = re.compile(r"\*\*\*?([^*\n]{2,80}?)\*?\*\*")
+
+
+def subject(text: str) -> str:
+    """What a page without a title is about: its first heading or one-cell row (an
+    infobox's name), else the first bold words of its opening (an encyclopedia's lead
+    names its subject so)."""
+    first = text.lstrip().split("\n", 1)[0].strip()
+    lead = _LEAD_HEADING.fullmatch(first) or _LEAD_ROW.fullmatch(first) or _LEAD_BOLD.search(text[:400])
+    return clean(lead.group(1)) if lead else ""
 
 
 def quote(text: str, question: str, title: str = "") -> TableQuote | None:
@@ -201,6 +230,8 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     page): they name no row, unless the question has no other words."""
     q = set(ANALYSER.terms(question)) - PHRASING
     q = q - set(ANALYSER.terms(title)) or q
+    threshold = _FILTER.search(question)  # "before 1999": a test on a column, not a row named 1999
+    q = (q - set(ANALYSER.terms(threshold["n"])) or q) if threshold else q
     found = tables(text)
     quoted = _quote_tables(found, question, q) if found and q else None
     return quoted if quoted is not None and (quoted.rows or quoted.distinct) else None
@@ -267,6 +298,11 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     if _COUNT.search(question) and not ranking:
         if named_rows:
             need = best.row_hits[top]
+            # A word only the top row holds is its own detail, not the question's condition
+            # ("how many times was Lanny Poffo champion?": his rows, not the one saying "champion").
+            shared = frozenset(t for t in need if sum(t in h for h in best.row_hits) >= 2)
+            if shared and shared != need and sum(shared <= h for h in best.row_hits) >= 2:
+                need = shared
             rows = [i for i, h in enumerate(best.row_hits) if need <= h]
             matched = _words_for(question, need)
         else:
@@ -281,9 +317,10 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             limit=limit or f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}.",
         )
 
-    if _AFTER.search(question) and named_rows and not (most or least):
+    # "The tallest structure before the Burj Khalifa": the row next to the one named.
+    if _AFTER.search(question) and named_rows:
         return TableQuote(table, [top] + ([top + 1] if top + 1 < len(table.rows) else []), limit=limit)
-    if _BEFORE.search(question) and named_rows and not (most or least):
+    if _BEFORE.search(question) and named_rows:
         return TableQuote(table, ([top - 1] if top > 0 else []) + [top], limit=limit)
 
     if most or least or first or last:
@@ -335,8 +372,9 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     op, n = m["op"].lower(), float(m["n"].replace(",", ""))
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
-    if op in TIMES:  # a time: a column of years or dates
-        named = [j for j in numeric if _YEARISH.search(s.table.column(j))] or named
+    if op in TIMES:  # a time: a column of years or dates ("Year" over "Season 1, 2, 3" for "before 2003")
+        dated = [j for j in numeric if _YEARISH.search(s.table.column(j))]
+        named = [j for j in dated if _in_range(s.table, j, n)] or dated or named
     elif m["cur"]:  # an amount of money: a column of it
         named = named or [j for j in numeric if m["cur"] in s.table.column(j)]
     if not named:
@@ -358,7 +396,14 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
 
     rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v, n)]
     column = s.table.column(col) or "value"
-    return rows, [f"{column} {m['op']} {m['n']}"]
+    return rows, [f"{column} {op} {m['n']}"]
+
+
+def _in_range(table: Table, j: int, n: float) -> bool:
+    """Whether column `j`'s figures are of `n`'s magnitude: years for a year, dates (as
+    `_number` writes them) for a year too."""
+    values = [v for i in range(len(table.rows)) if (v := _number(table.value(i, j))) is not None]
+    return bool(values) and sorted(values)[len(values) // 2] >= n / 10
 
 
 def _distinct(s: _Scored, pool: list[int]) -> tuple[str, list[str]] | None:
