@@ -179,7 +179,8 @@ def _header(row: tuple[str, ...], bare_columns: set[int], year_columns: set[int]
 
     named = sum(j in bare_columns and (not _bare(c) or named_year(j, c)) for j, c in enumerate(row))
     if not any(_bare(c) and not named_year(j, c) for j, c in enumerate(row)):
-        return named > 0
+        # Below the first row, one name over a column of figures ("(Acting)") is a data row's note.
+        return named > 0 if first else named >= 2
     # A table's first row may name some columns by figures ("18-49" for a rating, a high
     # jump's "2.15", race rounds "1" … "14"): still its header when several of its names sit
     # over columns of figures. (Further down, such a row is more likely data.)

@@ -56,7 +56,7 @@ if TYPE_CHECKING:
 MIN_COVERAGE = 0.5
 MAX_PASSAGES_SINGLE = 2
 # A passage must cover this much more of the question than the table rows to be quoted instead.
-PROSE_MARGIN = 0.34
+PROSE_MARGIN = 0.6
 # Visual intent is decided by what is asked about, not by single words ("drawn",
 # "color commentator", a "chart" that is a table): how something looks, what a
 # picture shows, or a chart or graph on a page whose text has no table.

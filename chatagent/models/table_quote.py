@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -74,10 +75,11 @@ _EXCEPT = re.compile(
     re.I,
 )
 # "no gold medals", "didn't win any bronze", "did not receive any votes", "zero points".
-_NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}any)\b", re.I)
+_NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|a|an))\b", re.I)
 # What a question asks for: "which year …", "what was the team …".
 _ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)?(?P<what>\w+)", re.I)
 _TOTAL_COLUMN = re.compile(r"^(total|overall|sum|tot\.?)\b", re.I)
+_NOTHING = {"", "-", "–", "—"}  # a cell saying none
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 
@@ -145,13 +147,24 @@ def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
 
 
 def _score(
-    table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset(), excluded: set[str] = frozenset()
+    table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset(), excluded: set[str] = frozenset(),
+    numbered: Sequence[tuple[float, set[str]]] = (),
 ) -> _Scored:
     column_terms = [set(t) for t in ANALYSER.analyse([table.column(j) for j in range(table.width)])]
     column_hits = [len(_alike(q, c)) for c in column_terms]
     # A word naming a column ("designed") names what is compared, not which rows.
     q = q - _alike(q, set().union(*column_terms))
     cells = [set(t) | _values_in(row, values) for row, t in zip(table.rows, ANALYSER.analyse(" ".join(r) for r in table.rows))]
+    # "6 hospital beds", "match day 6": the rows with that figure in the column named beside it.
+    for figure, beside in numbered:
+        for j in _numeric_columns(table):
+            if _alike(beside, column_terms[j]):
+                term = f"#{j}={figure:g}"
+                q = q | {term}
+                for i in range(len(table.rows)):
+                    cell = table.value(i, j)
+                    if _number(cell) == figure or (figure == 0 and cell in _NOTHING):
+                        cells[i].add(term)
     q = q | values
     df = Counter(t for c in cells for t in c & q)
     n = len(cells)
@@ -209,6 +222,29 @@ def _comparator(s: _Scored, question: str) -> int | None:
     return None
 
 
+_NUMBER_WORDS = {
+    w: i for i, w in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+}
+_FIGURE = re.compile(r"(?<![\w.,:\-–/])(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS) + r")(?![\w.,:\-–/])", re.I)
+_THRESHOLD_BEFORE = re.compile(r"\b(than|least|most|over|under|above|below|before|after|since|until|to)\s*$", re.I)
+
+
+def _numbered(question: str) -> list[tuple[float, set[str]]]:
+    """The question's figures that are not thresholds ("more than 5"), each with the words
+    around it: "only 2 teams had 7 draws" → (2, {team, …}), (7, {draw, …})."""
+    out = []
+    for m in _FIGURE.finditer(question):
+        token = m.group(1).lower()
+        if _THRESHOLD_BEFORE.search(question[: m.start()]):
+            continue
+        around = question[: m.start()].split()[-2:] + question[m.end():].split()[:2]
+        out.append((float(_NUMBER_WORDS.get(token, token)), set(ANALYSER.terms(" ".join(around)))))
+    return out
+
+
 _LEAD_ROW = re.compile(r"\|([^|\n]{2,120})\|")
 _LEAD_HEADING = re.compile(r"#{1,2} (.{2,120})")
 _LEAD_BOLD = re.compile(r"\*\*\*?([^*\n]{2,80}?)\*?\*\*")
@@ -241,7 +277,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     values = set(_VALUE.findall(question))
     aside = _EXCEPT.search(question)
     excluded = set(ANALYSER.terms(aside["what"])) & q if aside else set()
-    scored = [_score(t, q - excluded, set(ANALYSER.terms(t.caption)), values, excluded) for t in found]
+    numbered = _numbered(question)
+    scored = [_score(t, q - excluded, set(ANALYSER.terms(t.caption)), values, excluded, numbered) for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
     for sc in scored:
         # Pages are mostly about their big tables; a small one must match better to be chosen.
@@ -317,6 +354,10 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             limit=limit or f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}.",
         )
 
+    if named_rows and not (most or least or first or last) and not _ARITHMETIC.search(question):
+        pair = _either(best, question)  # "Connecticut or New York?": each side's row
+        if pair and not set(pair) <= set(candidates[:1] + others):
+            return TableQuote(table, list(dict.fromkeys([top, *pair]))[:MAX_ROWS], limit=limit)
     # "The tallest structure before the Burj Khalifa": the row next to the one named.
     if _AFTER.search(question) and named_rows:
         return TableQuote(table, [top] + ([top + 1] if top + 1 < len(table.rows) else []), limit=limit)
@@ -365,9 +406,15 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         named = [j for j in s.numeric if s.column_hits[j]]
         if not none or not named:
             return None
-        # "Which country had no gold medals?": a zero in the column it names.
-        col = max(named, key=lambda j: s.column_hits[j])
-        rows = [i for i in range(len(s.table.rows)) if _number(s.table.value(i, col)) == 0 and not s.table.is_total(i)]
+        # "Which country had no gold medals?": a zero (or nothing) in the column it names, the
+        # one named right after "no" when several are ("one silver but no bronze").
+        after = set(ANALYSER.terms(" ".join(question[none.end():].split()[:4])))
+        near = [j for j in named if _alike(after, set(ANALYSER.terms(s.table.column(j))))]
+        col = max(near or named, key=lambda j: s.column_hits[j])
+        rows = [
+            i for i in range(len(s.table.rows))
+            if (_number(s.table.value(i, col)) == 0 or s.table.value(i, col) in _NOTHING) and not s.table.is_total(i)
+        ]
         return rows, [f"{s.table.column(col)} 0"]
     op, n = m["op"].lower(), float(m["n"].replace(",", ""))
     numeric = s.numeric
@@ -442,6 +489,31 @@ def _same_as(s: _Scored, top: int, question: str) -> list[int]:
         return []
     key = [s.table.value(top, j) for j in named]
     return [i for i in range(len(s.table.rows)) if i != top and [s.table.value(i, j) for j in named] == key]
+
+
+_CHOICE = re.compile(
+    r"(?:^|[,:;]|\b(?:which|who|what|was|is|were|are|did|does|has|had|between|either)\b)(?P<left>[^,:;]*?)\bor\b"
+    r"(?P<right>[^,:;?]*)",
+    re.I,
+)
+
+
+def _either(s: _Scored, question: str) -> list[int] | None:
+    """For a choice ("… Connecticut or New York?"), the row that best names each side, by
+    the words that side does not share with the other; None unless both are found."""
+    choice = None
+    for choice in _CHOICE.finditer(question):
+        pass  # the last "… or …" is the choice
+    if choice is None:
+        return None
+    left, right = set(ANALYSER.terms(choice["left"])), set(ANALYSER.terms(choice["right"]))
+    out = []
+    for side in (left - right, right - left):
+        hits = [len(c & side) for c in s.cells]
+        if not side or max(hits, default=0) == 0:
+            return None
+        out.append(hits.index(max(hits)))
+    return out if out[0] != out[1] else None
 
 
 def _other_rows(s: _Scored, top: int) -> list[int]:
