@@ -352,3 +352,28 @@ def test_a_page_without_a_title_is_about_what_its_first_heading_or_lead_names() 
     )
     answer = pass1("", text, "How many races did Ana Ribeiro run?")
     assert "Race: Lisbon 10 km" in answer and "Coach" not in answer, answer
+
+
+MEDALS = "|Rank|Nation|Gold|Silver|Bronze|\n|1|Norway|3|1|–|\n|2|Canada|1|2|1|\n|3|Chile|1|1|–|\n|4|Peru|–|1|1|\n"
+
+
+def test_not_a_gold_medal_and_a_dash_are_none_in_the_column_named_after_the_negation() -> None:
+    answer = pass1("Medal table", MEDALS, "Which nation did not win a gold medal?")
+    assert "Nation: Peru" in answer and "Norway" not in answer, answer
+    answer = pass1("Medal table", MEDALS, "Which nation won one silver medal but no bronze medals?")
+    assert "Nation: Chile" in answer and "Nation: Norway" in answer and "Peru" not in answer, answer
+
+
+def test_a_choice_shows_the_row_of_each_side() -> None:
+    text = (
+        "|Team|City|Founded|\n|Harbor FC|New Haven|1901|\n|Harbor Town|New Haven|1950|\n"
+        "|Elm Rovers|New York|1921|\n|Port United|Boston|1899|\n"
+    )
+    answer = pass1("Clubs", text, "Which was founded first, Harbor FC or Elm Rovers?")
+    assert "Team: Harbor FC" in answer and "Team: Elm Rovers" in answer, answer
+
+
+def test_a_figure_beside_a_column_s_name_names_the_rows_with_it() -> None:
+    text = "|Hospital|Town|Beds|\n|St Ann's|Elm Bay|12|\n|Riverside|Port Elm|6|\n|Hillcrest|Kelby|40|\n"
+    answer = pass1("Hospitals", text, "What is the only hospital to have 6 beds?")
+    assert "Hospital: Riverside" in answer and "St Ann" not in answer, answer

@@ -190,7 +190,7 @@ def _numeric_columns(table: Table) -> list[int]:
     """Columns most of whose cells hold a figure."""
     out = []
     for j in range(table.width):
-        values = [_number(v) for i in range(len(table.rows)) if (v := table.value(i, j))]
+        values = [_number(v) for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]  # "–": none
         if values and sum(v is not None for v in values) >= 0.6 * len(values) and len(values) >= 2:
             out.append(j)
     return out
@@ -328,6 +328,11 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
     # The rows in question: those named (or filtered), else all but a totals row.
     pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
+    # "Connecticut or New York?": each side's row; "which was founded first, A or B?" orders those two.
+    pair = _either(best, question) if named_rows and not _ARITHMETIC.search(question) else None
+    ordinal_pair = bool(pair) and (most or least or first or last)
+    if pair and ordinal_pair:
+        pool = pair
     if _COUNT.search(question) and _DISTINCT.search(question):
         distinct = _distinct(best, pool)
         if distinct is not None:
@@ -354,10 +359,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             limit=limit or f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}.",
         )
 
-    if named_rows and not (most or least or first or last) and not _ARITHMETIC.search(question):
-        pair = _either(best, question)  # "Connecticut or New York?": each side's row
-        if pair and not set(pair) <= set(candidates[:1] + others):
-            return TableQuote(table, list(dict.fromkeys([top, *pair]))[:MAX_ROWS], limit=limit)
+    if pair and not ordinal_pair and not set(pair) <= set(candidates[:1] + others):
+        return TableQuote(table, list(dict.fromkeys([top, *pair]))[:MAX_ROWS], limit=limit)
     # "The tallest structure before the Burj Khalifa": the row next to the one named.
     if _AFTER.search(question) and named_rows:
         return TableQuote(table, [top] + ([top + 1] if top + 1 < len(table.rows) else []), limit=limit)
@@ -378,8 +381,11 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
                 later = last and not first
                 valued.sort(key=lambda x: (-x[0] if high else x[0], -x[1] if later else x[1]))
                 top_value = valued[0][0]
-                rows = [i for v, i in valued if v == top_value][:MAX_ROWS]
+                # Of a choice, both rows, the one asked for first: the figures show why.
+                rows = [i for _, i in valued] if ordinal_pair else [i for v, i in valued if v == top_value][:MAX_ROWS]
                 return TableQuote(table, rows, limit=limit)
+        if ordinal_pair:  # nothing to order the two by: both, as the table lists them
+            return TableQuote(table, sorted(pool), limit=limit)
         if (most or least) and not (first or last):
             often = _most_often(best, question, pool, fewest=least and not most)
             if often is not None:
