@@ -374,6 +374,9 @@ def test_a_choice_shows_the_row_of_each_side() -> None:
 
 
 def test_a_figure_beside_a_column_s_name_names_the_rows_with_it() -> None:
-    text = "|Hospital|Town|Beds|\n|St Ann's|Elm Bay|12|\n|Riverside|Port Elm|6|\n|Hillcrest|Kelby|40|\n"
+    text = (
+        "|Hospital|Town|Ward 6|Beds|\n|St Ann's|Elm Bay|yes|12|\n|Riverside|Port Elm|no|6|\n|Hillcrest|Kelby|yes|40|\n"
+        "|Lakeside|Kelby 6|no|18|\n"
+    )
     answer = pass1("Hospitals", text, "What is the only hospital to have 6 beds?")
-    assert "Hospital: Riverside" in answer and "St Ann" not in answer, answer
+    assert "Hospital: Riverside" in answer and "Lakeside" not in answer, answer
