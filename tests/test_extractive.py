@@ -380,3 +380,10 @@ def test_a_figure_beside_a_column_s_name_names_the_rows_with_it() -> None:
     )
     answer = pass1("Hospitals", text, "What is the only hospital to have 6 beds?")
     assert "Hospital: Riverside" in answer and "Lakeside" not in answer, answer
+
+
+def test_more_than_a_row_named_is_rows_beyond_its_figure() -> None:
+    text = "|Rank|Nation|Gold|Silver|Bronze|\n|1|China|127|63|33|\n|2|Japan|46|56|77|\n|3|Korea|32|48|65|\n|4|Iran|20|14|25|\n"
+    answer = pass1("Medal table", text, "Which nation won more bronze medals than China?")
+    assert "2 rows with “Bronze more than 33”" in answer, answer
+    assert "Nation: Japan" in answer and "Nation: Korea" in answer and "Iran" not in answer, answer

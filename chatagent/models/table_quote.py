@@ -308,6 +308,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         if rows and (most or least or first or last):
             candidates, named_rows = rows, True  # "the first album after 1970": ordered among those
             filtered = None
+    if filtered is not None and not filtered[0] and named_rows:
+        filtered = None  # nothing passes: the figure named a column ("Pop. 1998"), so show the rows named
     if filtered is not None:
         rows, words = filtered
         counting = bool(_COUNT.search(question))
@@ -318,6 +320,12 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             matched=words,
             limit=limit or (f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}." if counting else ""),
         )
+    than = _THAN_ROW.search(question)
+    if than and named_rows and not _ARITHMETIC.search(question):
+        beyond = _beyond(best, top, than)  # "which nation won more bronze medals than China?"
+        if beyond is not None:
+            rows, words = beyond
+            return TableQuote(table, rows[:MAX_ROWS], count=len(rows) if table.complete else None, matched=words)
     if _ARITHMETIC.search(question) and others:  # "Italy and Spain combined": each one's row
         return TableQuote(table, [top, *others][:MAX_ROWS], limit=limit)
     if _SAME.search(question) and named_rows:
@@ -457,6 +465,33 @@ def _in_range(table: Table, j: int, n: float) -> bool:
     `_number` writes them) for a year too."""
     values = [v for i in range(len(table.rows)) if (v := _number(table.value(i, j))) is not None]
     return bool(values) and sorted(values)[len(values) // 2] >= n / 10
+
+
+# "more bronze medals than China": a comparison with a row, not with a figure.
+_THAN_ROW = re.compile(
+    r"\b(?P<op>more|greater|higher|larger|bigger|longer|better|less|fewer|lower|smaller|shorter)\b"
+    r"(?P<what>(?:\s+[\w-]+){1,3}?)\s+than\s+(?![\d$£€])",
+    re.I,
+)
+_UP = {"more", "greater", "higher", "larger", "bigger", "longer", "better"}
+
+
+def _beyond(s: _Scored, top: int, than: re.Match[str]) -> tuple[list[int], list[str]] | None:
+    """Rows whose figure in the column named passes the named row's: "more bronze medals than China"."""
+    what = set(ANALYSER.terms(than["what"]))
+    columns = [j for j in s.numeric if _alike(what, set(ANALYSER.terms(s.table.column(j))))]
+    if not columns:
+        return None
+    j = columns[0]
+    mark = _number(s.table.value(top, j))
+    if mark is None:
+        return None
+    up = than["op"].lower() in _UP
+    rows = [
+        i for i in range(len(s.table.rows))
+        if i != top and not s.table.is_total(i) and (v := _number(s.table.value(i, j))) is not None and (v > mark if up else v < mark)
+    ]
+    return (rows, [f"{s.table.column(j)} {than['op'].lower()} than {s.table.value(top, j)}"]) if rows else None
 
 
 def _distinct(s: _Scored, pool: list[int]) -> tuple[str, list[str]] | None:
