@@ -72,7 +72,8 @@ BYLINE_MAX_CHARS = 200  # a rendered line longer than this is prose, not a bylin
 OWNER_CHECK_S = 1.0  # how often an extraction worker checks that its owner is alive
 # Each worker holds ~75 MB; a question rarely has more tabs than a few workers can share.
 MAX_EXTRACTION_WORKERS = 4
-_NAV_TABLE = re.compile(r"nav|menu|footer|header|sidebar|metadata|persondata|breadcrumb|toc|mbox|ambox", re.I)
+# At the start of a class or id word: "plainrowheaders" (a data table's class) is no header.
+_NAV_TABLE = re.compile(r"(?<![a-z])(?:nav|menu|footer|header|sidebar|metadata|persondata|breadcrumb|toc|mbox|ambox)", re.I)
 _NAV_ANCESTORS = "ancestor::nav or ancestor::footer or ancestor::header or ancestor::aside or ancestor::*[@role='navigation']"
 _DROP_IN_CELLS = "|".join(
     [".//script", ".//style", ".//noscript", ".//template",

@@ -473,3 +473,16 @@ def test_tabs_extracted_on_threads_at_once_do_not_crash_the_process() -> None:
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+async def test_a_data_table_whose_class_names_row_headers_is_not_taken_for_navigation() -> None:
+    prose = "".join(f"<p>Paragraph {i} of the season's story, told at some length for the reader.</p>" for i in range(12))
+    html = (
+        "<html><head><title>1950 season</title></head><body><article><h1>1950 season</h1>" + prose + "</article>"
+        "<div><table class='wikitable plainrowheaders'><tr><th>Round</th><th>Winner</th></tr>"
+        "<tr><th>1</th><td>Ludwig Wolf</td></tr><tr><th>2</th><td>Anna Berg</td></tr></table>"
+        "<table class='navbox'><tr><td>Seasons: 1949 · 1951 · Ludmila Navigation</td></tr></table></div></body></html>"
+    )
+    ex = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/season.html", html=html))
+    assert "Ludwig Wolf" in ex.text
+    assert "Ludmila Navigation" not in ex.text
