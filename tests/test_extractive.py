@@ -387,3 +387,34 @@ def test_more_than_a_row_named_is_rows_beyond_its_figure() -> None:
     answer = pass1("Medal table", text, "Which nation won more bronze medals than China?")
     assert "2 rows with “Bronze more than 33”" in answer, answer
     assert "Nation: Japan" in answer and "Nation: Korea" in answer and "Iran" not in answer, answer
+
+
+def test_after_a_row_named_is_later_in_time_past_its_repeats() -> None:
+    newest_first = "|Year|Winner|Country|\n|2012|Ana Lund|Norway|\n|2011|Mia Berg|Sweden|\n|2010|Eva Novak|Czechia|\n|2009|Ida Holm|Denmark|\n"
+    answer = pass1("Winners", newest_first, "Who won after Eva Novak?")
+    assert "Winner: Mia Berg" in answer and "Ida Holm" not in answer, answer
+    managers = (
+        "|Season|Manager|Wins|\n|1950|Tom Hale|61|\n|1951|George Case|70|\n|1952|George Case|72|\n|1953|Bill Ross|80|\n"
+    )
+    answer = pass1("Managers", managers, "Who was the next manager after George Case?")
+    assert "Manager: Bill Ross" in answer, answer
+
+
+def test_the_same_value_of_a_column_of_text_as_a_row_named() -> None:
+    text = "|Player|Position|Number|\n|Alan Ameche|Fullback|35|\n|Tom Hale|Guard|61|\n|Bo Dale|Fullback|22|\n"
+    answer = pass1("Roster", text, "Which player played the same position as Alan Ameche?")
+    assert "Player: Bo Dale" in answer and "Tom Hale" not in answer, answer
+
+
+def test_an_ordering_word_does_not_name_a_row() -> None:
+    text = "|Date|Round|Opponent|\n|3 Sep|Second round|Kelby Town|\n|10 Sep|First round|Lindvik|\n|17 Sep|Third round|Northport|\n"
+    answer = pass1("Cup run", text, "Who was the first opponent?")
+    assert "Opponent: Kelby Town" in answer and "Lindvik" not in answer, answer
+
+
+def test_no_more_than_is_at_most_and_how_many_of_a_repeating_column_counts_its_values() -> None:
+    answer = pass1("Home games", HOME_GAMES, "How many seasons had no more than 8 wins?")
+    assert "2 rows with “Wins not more than 8”" in answer, answer
+    venues = "|Date|Venue|Result|\n|3 Sep|Dubai|Won|\n|10 Sep|Zhongshan|Lost|\n|17 Sep|Zhongshan|Won|\n|24 Sep|Muscat|Drawn|\n"
+    answer = pass1("Friendlies", venues, "How many venues are there?")
+    assert "3 different Venue values: Dubai, Zhongshan, Muscat" in answer, answer

@@ -63,7 +63,7 @@ _ARITHMETIC = re.compile(
 _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+")
 # "more than 500", "at least 10", "before 1990": rows filtered by a figure, not ranked.
 _FILTER = re.compile(
-    r"\b(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
+    r"\b(?P<no>no |not )?(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
     r"smaller than|under|below|at most|before|after|since|prior to|previous to|earlier than|later than|until)\s+(?P<cur>\$|£|€)?"
     r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|,\d)",  # "before 1999, how many …"
     re.I,
@@ -268,6 +268,9 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     q = q - set(ANALYSER.terms(title)) or q
     threshold = _FILTER.search(question)  # "before 1999": a test on a column, not a row named 1999
     q = (q - set(ANALYSER.terms(threshold["n"])) or q) if threshold else q
+    # "First", "most" order the rows; a row saying "First round" is not named by them.
+    order = {t for p in (_MOST, _LEAST, _FIRST, _LAST) for m in p.finditer(question) for t in ANALYSER.terms(m.group(0))}
+    q = q - order or q
     found = tables(text)
     quoted = _quote_tables(found, question, q) if found and q else None
     return quoted if quoted is not None and (quoted.rows or quoted.distinct) else None
@@ -341,9 +344,12 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     ordinal_pair = bool(pair) and (most or least or first or last)
     if pair and ordinal_pair:
         pool = pair
-    if _COUNT.search(question) and _DISTINCT.search(question):
+    counted = _COUNTED.search(question)
+    # "How many venues are there?" over a column of venues: its different values.
+    counts_column = not named_rows and counted and _alike(set(ANALYSER.terms(counted["what"])), _text_column_terms(best))
+    if _COUNT.search(question) and (_DISTINCT.search(question) or counts_column):
         distinct = _distinct(best, pool)
-        if distinct is not None:
+        if distinct is not None and (_DISTINCT.search(question) or len(distinct[1]) < len(pool)):
             return TableQuote(table, [], distinct=distinct, limit=limit)
     if _COUNT.search(question) and not ranking:
         if named_rows:
@@ -370,10 +376,10 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     if pair and not ordinal_pair and not set(pair) <= set(candidates[:1] + others):
         return TableQuote(table, list(dict.fromkeys([top, *pair]))[:MAX_ROWS], limit=limit)
     # "The tallest structure before the Burj Khalifa": the row next to the one named.
-    if _AFTER.search(question) and named_rows:
-        return TableQuote(table, [top] + ([top + 1] if top + 1 < len(table.rows) else []), limit=limit)
-    if _BEFORE.search(question) and named_rows:
-        return TableQuote(table, ([top - 1] if top > 0 else []) + [top], limit=limit)
+    after, before = bool(_AFTER.search(question)), bool(_BEFORE.search(question))
+    if named_rows and after != before:
+        nearby = _neighbour(best, top, after=after)
+        return TableQuote(table, [top, *nearby] if after else [*nearby, top], limit=limit)
 
     if most or least or first or last:
         # Rows the question names are what it compares ("first place in 2008": the 2008 rows).
@@ -440,6 +446,13 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         named = named or [j for j in numeric if m["cur"] in s.table.column(j)]
     if not named:
         return None
+    # "Seasons with no more than 8 wins": the column named beside the figure.
+    after = set(ANALYSER.terms(" ".join(question[m.end():].split()[:3])))
+    before = set(ANALYSER.terms(" ".join(question[: m.start()].split()[-3:])))
+    named = next(
+        (near for words in (after, before) if (near := [j for j in named if _alike(words, set(ANALYSER.terms(s.table.column(j))))])),
+        named,
+    )
     col = max(named, key=lambda j: s.column_hits[j])
     tests = {
         "more than": float.__gt__, "greater than": float.__gt__, "higher than": float.__gt__, "larger than": float.__gt__,
@@ -450,6 +463,9 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         "later than": float.__gt__, "until": float.__le__, "at most": float.__le__,
     }
     test = tests[op]
+    if m["no"]:  # "no more than 3": at most 3
+        test = (lambda t: lambda a, b: not t(a, b))(test)
+        op = f"not {op}"
     def figure(cell: str) -> float | None:
         v = _number(cell)
         # A date against a year ("before 1990"): its year.
@@ -458,6 +474,15 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v, n)]
     column = s.table.column(col) or "value"
     return rows, [f"{column} {op} {m['n']}"]
+
+
+_COUNTED = re.compile(r"\b(?:how many|number of)\s+(?:different\s+|distinct\s+|unique\s+)?(?P<what>[\w-]+)", re.I)
+
+
+def _text_column_terms(s: _Scored) -> set[str]:
+    """The words naming the table's columns of text (not of figures)."""
+    numeric = set(s.numeric)
+    return {t for j in range(s.table.width) if j not in numeric for t in ANALYSER.terms(s.table.column(j))}
 
 
 def _in_range(table: Table, j: int, n: float) -> bool:
@@ -523,9 +548,15 @@ def _most_often(s: _Scored, question: str, pool: list[int], *, fewest: bool) -> 
 
 def _same_as(s: _Scored, top: int, question: str) -> list[int]:
     """Rows with the named row's figure in the column the question names (or, naming
-    none, in every column of figures): "the same number of gold medals as Canada"."""
+    none, in every column of figures): "the same number of gold medals as Canada";
+    or its value in a column of text named ("played the same position as Ameche")."""
     numeric = s.numeric
-    named = [j for j in numeric if s.column_hits[j]] or numeric
+    words = [
+        j for j in range(s.table.width)
+        if s.column_hits[j] and j not in numeric and s.table.value(top, j)
+        and not s.row_hits[top] & set(ANALYSER.terms(s.table.value(top, j)))  # not the column naming the row
+    ]
+    named = [j for j in numeric if s.column_hits[j]] or words[:1] or numeric
     if not named:
         return []
     key = [s.table.value(top, j) for j in named]
@@ -555,6 +586,26 @@ def _either(s: _Scored, question: str) -> list[int] | None:
             return None
         out.append(hits.index(max(hits)))
     return out if out[0] != out[1] else None
+
+
+def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
+    """The row after (or before) row `top` in time: past rows naming the same thing again
+    ("George Case" managed two seasons), and the other way when the table lists its years
+    newest first."""
+    t = s.table
+    dated = [j for j in s.numeric if _YEARISH.search(t.column(j))]
+    if dated:
+        years = [v for i in range(len(t.rows)) if (v := _number(t.value(i, dated[0]))) is not None]
+        if len(years) >= 3 and sum(b < a for a, b in zip(years, years[1:])) > 0.7 * (len(years) - 1):
+            after = not after
+    step = 1 if after else -1
+    named = s.row_hits[top]
+    j = max(range(t.width), key=lambda j: len(named & set(ANALYSER.terms(t.value(top, j)))))
+    same = t.value(top, j)
+    i = top + step
+    while 0 <= i < len(t.rows) and same and t.value(i, j) == same:
+        i += step
+    return [i] if 0 <= i < len(t.rows) else []
 
 
 def _other_rows(s: _Scored, top: int) -> list[int]:
