@@ -12,6 +12,7 @@ then miss some.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -201,12 +202,17 @@ def _split(block: _Block) -> list[Table]:
     year_columns = {j for j in range(width) if mostly(j, lambda v: bool(_YEAR.fullmatch(v)))}
     out: list[Table] = []
     current: Table | None = None
+    lower: dict[int, tuple[str, ...]] = {}  # a table's shorter second header row, by its place in `out`
     for k, (row, line) in enumerate(zip(block.rows, block.lines)):
+        under_header = current is not None and bool(current.columns) and not current.rows
+        if under_header and current is not None and len(row) < len(current.columns) and not any(map(_DIGIT.search, row)):
+            lower[len(out) - 1] = row  # "US Country | US" under "Year | Single | Chart positions | Album"
+            continue
         if _header(row, bare_columns, year_columns, first=k == 0):
             if current is not None and not current.rows:
                 if len(row) >= len(current.columns):
                     current.columns = row  # the lower row of a two-row header names each column
-                continue  # a shorter lower row names only some: the upper row names them all
+                continue
             if current is not None and row == current.columns:
                 continue  # the header again (long tables repeat it)
             current = Table(block.caption, row, complete=True)
@@ -219,7 +225,28 @@ def _split(block: _Block) -> list[Table]:
         current.lines.append(line)
         if k in block.gaps:
             current.complete = False
+    for n, names in lower.items():
+        out[n].columns = _spanned(out[n], names)
     return [t for t in out if t.rows]
+
+
+def _spanned(table: Table, lower: tuple[str, ...]) -> tuple[str, ...]:
+    """The columns of a two-row header whose upper row has one cell spanning the lower
+    row's names: "Chart positions" over "US Country | US". That cell is where the columns
+    under it hold one kind of value (figures, or text) most alike, the last on a tie; when
+    the rows are not as wide as that makes the header, the upper row stays."""
+    upper, m = table.columns, len(lower)
+    widths = Counter(len(r) for r in table.rows)
+    if not widths or widths.most_common(1)[0][0] != len(upper) - 1 + m:
+        return upper
+    full = [r for r in table.rows if len(r) == len(upper) - 1 + m]
+
+    def alike(p: int) -> float:
+        kinds = [_bare(r[j]) for r in full for j in range(p, p + m) if r[j]]
+        return max(kinds.count(True), kinds.count(False)) / len(kinds) if kinds else 0.0
+
+    p = max(range(len(upper)), key=lambda p: (alike(p), p))
+    return (*upper[:p], *(f"{upper[p]} {name}" for name in lower), *upper[p + 1:])
 
 
 def tables(text: str) -> list[Table]:

@@ -36,6 +36,19 @@ def test_a_first_row_naming_some_columns_by_figures_is_still_the_header() -> Non
     (t,) = tables("|Name|Time|Wind|\n|Ana|20.6y|0.0|\n|Mia|20.5|1.2|\n|Ida|20.6y|0.0|\n")
     assert len(t.rows) == 3
 
+
+def test_a_two_row_header_names_the_columns_under_a_spanning_cell() -> None:
+    text = (
+        "|Year|Single|Chart positions|Album|\n|US Country|US|\n|1957|Sittin' in the Balcony|—|38|single only|\n"
+        "|1961|Language of Love|12|32|Language of Love|\n|1962|Thou Shalt Not Steal|—|73|singles only|\n"
+    )
+    (t,) = tables(text)
+    assert t.columns == ("Year", "Single", "Chart positions US Country", "Chart positions US", "Album")
+    assert len(t.rows) == 3
+    assert t.render(1) == (
+        "Year: 1961; Single: Language of Love; Chart positions US Country: 12; Chart positions US: 32; Album: Language of Love"
+    )
+
 def test_an_infobox_is_name_value_pairs_not_a_header() -> None:
     (t,) = tables("|Carlo Janka|\n|Born|15 October 1986|\n|Height|1.85 m|\n")
     assert t.columns == () and t.caption == "Carlo Janka"
