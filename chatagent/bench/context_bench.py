@@ -235,6 +235,11 @@ def _fmt_methods(methods: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in methods.items())
 
 
+def _recall(rows: list[dict[str, Any]], key: str, split: str) -> float:
+    vals = [r[key][0] for r in rows if r["split"] == split]
+    return sum(vals) / max(len(vals), 1)
+
+
 def summarise_wtq(pages: list[dict[str, Any]]) -> dict[str, Any]:
     rows = [r for p in pages for r in p["rows"]]
     out: dict[str, Any] = {"questions": len(rows), "pages": len(pages), "configs": {}, "splits": {}}
@@ -254,6 +259,9 @@ def summarise_wtq(pages: list[dict[str, Any]]) -> dict[str, Any]:
             "recall": sum(v[0] for v in vals) / max(len(vals), 1),
             "recall_strict": sum(v[1] for v in vals) / max(len(vals), 1),
             "tokens_median": _median([v[2] for v in vals]),
+            # What any selection could reach on this half: the extracted text and the page's text, whole.
+            "recall_no_budget": _recall(rows, "chatagent_nobudget", split),
+            "recall_full_text": _recall(rows, "full_text", split),
         }
     budget_ms = [r["budget_ms"] for r in rows]
     out["budget_ms"] = {"median": _median(budget_ms), "p90": _p90(budget_ms), "max": max(budget_ms, default=0.0)}
@@ -356,10 +364,13 @@ def print_report(result: dict[str, Any], console: Console) -> None:
             t.add_row(name, _f(c["recall"]), _f(c["recall_strict"]), _n(c["tokens_median"]), _n(c["tokens_p90"]))
         console.print(t)
         s = Table(title=f"chatagent by split ({label})")
-        for col in ("split", "questions", "recall", "strict recall", "median tokens"):
+        for col in ("split", "questions", "recall", "strict recall", "median tokens", "no budget", "page text"):
             s.add_column(col, justify="left" if col == "split" else "right")
         for split, c in w["splits"].items():
-            s.add_row(split, str(c["questions"]), _f(c["recall"]), _f(c["recall_strict"]), _n(c["tokens_median"]))
+            s.add_row(
+                split, str(c["questions"]), _f(c["recall"]), _f(c["recall_strict"]), _n(c["tokens_median"]),
+                _f(c["recall_no_budget"]), _f(c["recall_full_text"]),
+            )
         console.print(s)
         console.print(
             f"budgeting per question: median {w['budget_ms']['median']:.1f} ms, p90 {w['budget_ms']['p90']:.1f} ms, "
