@@ -418,3 +418,12 @@ def test_no_more_than_is_at_most_and_how_many_of_a_repeating_column_counts_its_v
     venues = "|Date|Venue|Result|\n|3 Sep|Dubai|Won|\n|10 Sep|Zhongshan|Lost|\n|17 Sep|Zhongshan|Won|\n|24 Sep|Muscat|Drawn|\n"
     answer = pass1("Friendlies", venues, "How many venues are there?")
     assert "3 different Venue values: Dubai, Zhongshan, Muscat" in answer, answer
+
+
+def test_the_most_common_value_of_a_column_of_figures_is_how_often_not_how_high() -> None:
+    text = (
+        "|Year|Competition|Position|\n|2002|Asian Games|2nd|\n|2003|Asian Championships|1st|\n"
+        "|2005|Asian Championships|2nd|\n|2006|Asian Games|4th|\n"
+    )
+    answer = pass1("Results", text, "What is the most common position achieved?")
+    assert "the Position most often listed is “2nd” (2 of 4 rows)" in answer, answer

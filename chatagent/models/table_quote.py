@@ -80,6 +80,8 @@ _NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|
 _ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)?(?P<what>\w+)", re.I)
 _TOTAL_COLUMN = re.compile(r"^(total|overall|sum|tot\.?)\b", re.I)
 _NOTHING = {"", "-", "–", "—"}  # a cell saying none
+# How often, not how much: "the most common position", "recorded the most", "most frequent".
+_OFTEN = re.compile(r"\b(?:most|least) (?:common|frequent|often)|\b(?:most|least) commonly\b|\b(?:recorded|listed|appears?) the (?:most|least)\b", re.I)
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 
@@ -381,6 +383,10 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         nearby = _neighbour(best, top, after=after)
         return TableQuote(table, [top, *nearby] if after else [*nearby, top], limit=limit)
 
+    if _OFTEN.search(question):  # "the most common position": the value listed most often, figures or not
+        often = _most_often(best, question, pool, fewest=bool(_LEAST.search(question)), figures=True)
+        if often is not None:
+            return often
     if most or least or first or last:
         # Rows the question names are what it compares ("first place in 2008": the 2008 rows).
         col = _comparator(best, question)
@@ -530,10 +536,13 @@ def _distinct(s: _Scored, pool: list[int]) -> tuple[str, list[str]] | None:
     return (s.table.column(j), values) if values else None
 
 
-def _most_often(s: _Scored, question: str, pool: list[int], *, fewest: bool) -> TableQuote | None:
+def _most_often(
+    s: _Scored, question: str, pool: list[int], *, fewest: bool, figures: bool = False
+) -> TableQuote | None:
     """"Which team won the most?": the value found in the most (or fewest) rows of the
-    column the question names, when the column repeats its values."""
-    numeric = set(s.numeric)
+    column the question names, when the column repeats its values; a column of figures
+    ("Position: 2nd") only when asked how often (`figures`)."""
+    numeric = set() if figures else set(s.numeric)
     named = [j for j in range(s.table.width) if s.column_hits[j] and j not in numeric]
     for j in sorted(named, key=lambda j: -s.column_hits[j]):
         values = Counter(v for i in pool if (v := s.table.value(i, j)))
