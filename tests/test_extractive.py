@@ -427,3 +427,9 @@ def test_the_most_common_value_of_a_column_of_figures_is_how_often_not_how_high(
     )
     answer = pass1("Results", text, "What is the most common position achieved?")
     assert "the Position most often listed is “2nd” (2 of 4 rows)" in answer, answer
+
+
+def test_the_total_number_of_rows_is_a_count_not_a_sum() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, "What is the total number of games?")
+    assert "5 rows" in answer and "counting exactly what you asked needs a language model" in answer, answer
+    assert "Computing a difference or a total" not in answer, answer

@@ -55,7 +55,8 @@ _AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\
 _BEFORE = re.compile(r"\b(before|previous|preceding|above|prior|preceded|earlier)\b", re.I)
 _COUNT = re.compile(r"\b(how many|number of|count|times)\b", re.I)
 _ARITHMETIC = re.compile(
-    r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger)|total|sum|combined|"
+    # "The total number of trains" counts rows: a count, not a sum.
+    r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger)|total(?! number)|sum|combined|"
     r"average|altogether|in all)\b",
     re.I,
 )
