@@ -469,10 +469,11 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         "prior to": float.__lt__, "previous to": float.__lt__, "earlier than": float.__lt__,
         "later than": float.__gt__, "until": float.__le__, "at most": float.__le__,
     }
-    test = tests[op]
-    if m["no"]:  # "no more than 3": at most 3
-        test = (lambda t: lambda a, b: not t(a, b))(test)
-        op = f"not {op}"
+    passes = tests[op]
+
+    def test(v: float, n: float) -> bool:
+        return passes(v, n) != bool(m["no"])  # "no more than 3": at most 3
+
     def figure(cell: str) -> float | None:
         v = _number(cell)
         # A date against a year ("before 1990"): its year.
@@ -480,7 +481,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
 
     rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v, n)]
     column = s.table.column(col) or "value"
-    return rows, [f"{column} {op} {m['n']}"]
+    return rows, [f"{column} {'not ' if m['no'] else ''}{op} {m['n']}"]
 
 
 _COUNTED = re.compile(r"\b(?:how many|number of)\s+(?:different\s+|distinct\s+|unique\s+)?(?P<what>[\w-]+)", re.I)
