@@ -435,3 +435,9 @@ def test_the_total_number_of_rows_is_a_count_not_a_sum() -> None:
     answer = pass1("Port Elm Rovers", SEASON, "What is the total number of games?")
     assert "5 rows" in answer and "counting exactly what you asked needs a language model" in answer, answer
     assert "Computing a difference or a total" not in answer, answer
+
+
+def test_a_code_in_the_question_names_its_row_whatever_its_case() -> None:
+    text = "|Match|Date|Venue|\n|GL-B-4|3 May|Lindvik|\n|GL-B-5|4 May|Kelby|\n|GL-B-6|5 May|Saltmarsh|\n|Final|7 May|Northport|\n"
+    answer = pass1("Fixtures", text, "What match comes after gl-b-5?")
+    assert "Match: GL-B-5" in answer and "Match: GL-B-6" in answer and "GL-B-4" not in answer, answer

@@ -61,7 +61,7 @@ _ARITHMETIC = re.compile(
     re.I,
 )
 # A value typed with punctuation inside: "1:05", "2–1", "3-0". (Words and plain numbers are terms.)
-_VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+")
+_VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+|(?<![\w-])[A-Za-z]+(?:-[A-Za-z0-9]+)*-\d+(?![\w-])")  # also codes: "GL-B-5"
 # "more than 500", "at least 10", "before 1990": rows filtered by a figure, not ranked.
 _FILTER = re.compile(
     r"\b(?P<no>no |not )?(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
@@ -146,7 +146,7 @@ def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
     if not values:
         return set()
     text = " ".join(row)
-    return {v for v in values if re.search(rf"(?<![\w.:]){re.escape(v)}(?![\d:])", text)}
+    return {v for v in values if re.search(rf"(?<![\w.:]){re.escape(v)}(?![\d:])", text, re.I)}
 
 
 def _score(
