@@ -441,3 +441,9 @@ def test_a_code_in_the_question_names_its_row_whatever_its_case() -> None:
     text = "|Match|Date|Venue|\n|GL-B-4|3 May|Lindvik|\n|GL-B-5|4 May|Kelby|\n|GL-B-6|5 May|Saltmarsh|\n|Final|7 May|Northport|\n"
     answer = pass1("Fixtures", text, "What match comes after gl-b-5?")
     assert "Match: GL-B-5" in answer and "Match: GL-B-6" in answer and "GL-B-4" not in answer, answer
+
+
+def test_what_other_row_shares_the_named_row_s_matches() -> None:
+    text = "|Rank|Nation|Gold|Silver|\n|1|Norway|5|1|\n|2|Finland|3|3|\n|3|Chile|3|2|\n|4|Peru|1|1|\n"
+    answer = pass1("Medal table", text, "Finland and what other nation earned three gold medals?")
+    assert "Nation: Finland" in answer and "Nation: Chile" in answer and "Norway" not in answer, answer

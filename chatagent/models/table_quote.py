@@ -83,6 +83,7 @@ _TOTAL_COLUMN = re.compile(r"^(total|overall|sum|tot\.?)\b", re.I)
 _NOTHING = {"", "-", "–", "—"}  # a cell saying none
 # How often, not how much: "the most common position", "recorded the most", "most frequent".
 _OFTEN = re.compile(r"\b(?:most|least) (?:common|frequent|often)|\b(?:most|least) commonly\b|\b(?:recorded|listed|appears?) the (?:most|least)\b", re.I)
+_ALSO = re.compile(r"\b(?:what|which|who) (?:other|else)\b|\bwho also\b|\balso\b", re.I)
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 
@@ -338,6 +339,13 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         same = _same_as(best, top, question)
         if same:
             return TableQuote(table, [top, *same][:MAX_ROWS], limit=limit)
+    if _ALSO.search(question) and named_rows:
+        # "Finland and what other nation earned three gold medals?": rows sharing the
+        # named row's matches but for the words naming it alone.
+        shared = frozenset(t for t in best.row_hits[top] if sum(t in h for h in best.row_hits) >= 2)
+        also = [i for i, h in enumerate(best.row_hits) if i != top and shared and shared <= h]
+        if also:
+            return TableQuote(table, [top, *also][:MAX_ROWS], limit=limit)
     # "The least number of attendees" ranks by a column it names; it does not count.
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
     # The rows in question: those named (or filtered), else all but a totals row.
