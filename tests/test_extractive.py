@@ -447,3 +447,11 @@ def test_what_other_row_shares_the_named_row_s_matches() -> None:
     text = "|Rank|Nation|Gold|Silver|\n|1|Norway|5|1|\n|2|Finland|3|3|\n|3|Chile|3|2|\n|4|Peru|1|1|\n"
     answer = pass1("Medal table", text, "Finland and what other nation earned three gold medals?")
     assert "Nation: Finland" in answer and "Nation: Chile" in answer and "Norway" not in answer, answer
+
+
+def test_first_in_time_is_by_the_column_of_dates_the_question_names() -> None:
+    text = (
+        "|Season|Episodes|Season Premiere|\n|1|20|March 4, 2006|\n|2|52|October 7, 2006|\n|3|8|October 15, 2007|\n"
+    )
+    answer = pass1("Seasons", text, "When did the first episode premiere?")
+    assert "Season Premiere: March 4, 2006" in answer and "2007" not in answer, answer

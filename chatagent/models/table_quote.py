@@ -218,8 +218,11 @@ def _comparator(s: _Scored, question: str) -> int | None:
         totals = [j for j in numeric if _TOTAL_COLUMN.match(s.table.column(j))]
         if totals:
             return totals[-1]
-    if named and (ranks or any(_YEARISH.search(s.table.column(j)) for j in named)):
-        return max(named, key=lambda j: s.column_hits[j])
+    dated_named = [j for j in named if _YEARISH.search(s.table.column(j))]
+    if named and (ranks or dated_named):
+        # "When did the first episode premiere?": first in time, by the column of dates it names.
+        among = named if ranks else dated_named
+        return max(among, key=lambda j: s.column_hits[j])
     if _FIRST.search(question) or _LAST.search(question):
         dated = [j for j in numeric if _YEARISH.search(s.table.column(j))]
         return dated[0] if dated else None
