@@ -455,3 +455,14 @@ def test_first_in_time_is_by_the_column_of_dates_the_question_names() -> None:
     )
     answer = pass1("Seasons", text, "When did the first episode premiere?")
     assert "Season Premiere: March 4, 2006" in answer and "2007" not in answer, answer
+
+
+def test_which_value_of_the_column_asked_for_has_the_most_rows() -> None:
+    text = (
+        "|Name|City|Hospital beds|\n|Mercy|Charlotte|130|\n|Cone Health|Greensboro|907|\n|Presbyterian|Charlotte|85|\n"
+        "|Novant|Charlotte|40|\n|Moses|Greensboro|220|\n"
+    )
+    answer = pass1("Hospitals", text, "Which city has the most hospitals?")
+    assert "the City most often listed is “Charlotte” (3 of 5 rows)" in answer, answer
+    answer = pass1("Hospitals", text, "Which hospital has the most hospital beds?")
+    assert "Name: Cone Health" in answer, answer

@@ -239,6 +239,21 @@ _FIGURE = re.compile(r"(?<![\w.,:\-–/])(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WOR
 _THRESHOLD_BEFORE = re.compile(r"\b(than|least|most|over|under|above|below|before|after|since|until|to)\s*$", re.I)
 
 
+def _only_asked(s: _Scored, question: str) -> bool:
+    """Whether every column the question names is the one it asks for ("which season … the
+    most events?": no column of events to rank by)."""
+    asked = _ASKED.search(question) or re.search(r"\b(?:in|on|at) (?:which|what) (?P<what>\w+)", question, re.I)
+    named = [j for j in range(s.table.width) if s.column_hits[j]]
+    if not asked or not named:
+        return False
+    head = set(ANALYSER.terms(asked["what"]))
+    rest = set(ANALYSER.terms(question[: asked.start()] + " " + question[asked.end():]))
+    return all(
+        _alike(head, terms) and not _alike(rest, terms)  # "the largest amount of hospital beds" names one
+        for terms in (set(ANALYSER.terms(s.table.column(j))) for j in named)
+    )
+
+
 def _numbered(question: str) -> list[tuple[float, set[str]]]:
     """The question's figures that are not thresholds ("more than 5"), each with the words
     around it: "only 2 teams had 7 draws" → (2, {team, …}), (7, {draw, …})."""
@@ -395,7 +410,9 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         nearby = _neighbour(best, top, after=after)
         return TableQuote(table, [top, *nearby] if after else [*nearby, top], limit=limit)
 
-    if _OFTEN.search(question):  # "the most common position": the value listed most often, figures or not
+    if _OFTEN.search(question) or ((most or least) and _only_asked(best, question)):
+        # "The most common position": the value listed most often, figures or not; so too
+        # "in which season did he compete in the most events?" when only the season is a column.
         often = _most_often(best, question, pool, fewest=bool(_LEAST.search(question)), figures=True)
         if often is not None:
             return often
