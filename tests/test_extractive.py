@@ -464,3 +464,8 @@ def test_which_value_of_the_column_asked_for_has_the_most_rows() -> None:
     )
     answer = pass1("Carlo Janka", text, "In which season did he compete in the most events?")
     assert "the Season most often listed is “2010” (3 of 5 rows)" in answer, answer
+
+
+def test_a_quoted_value_names_the_rows_with_a_cell_that_is_it() -> None:
+    answer = pass1("Port Elm Rovers", SEASON, 'What is the number of times the venue is "h"?')
+    assert "3 rows" in answer and "Venue: A" not in answer, answer

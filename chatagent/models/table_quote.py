@@ -84,6 +84,7 @@ _NOTHING = {"", "-", "–", "—"}  # a cell saying none
 # How often, not how much: "the most common position", "recorded the most", "most frequent".
 _OFTEN = re.compile(r"\b(?:most|least) (?:common|frequent|often)|\b(?:most|least) commonly\b|\b(?:recorded|listed|appears?) the (?:most|least)\b", re.I)
 _ALSO = re.compile(r"\b(?:what|which|who) (?:other|else)\b|\bwho also\b|\balso\b", re.I)
+_QUOTED = re.compile(r'["“”]([^"“”]{1,60})["“”]')
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 
@@ -152,13 +153,20 @@ def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
 
 def _score(
     table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset(), excluded: set[str] = frozenset(),
-    numbered: Sequence[tuple[float, set[str]]] = (),
+    numbered: Sequence[tuple[float, set[str]]] = (), quoted: Sequence[str] = (),
 ) -> _Scored:
     column_terms = [set(t) for t in ANALYSER.analyse([table.column(j) for j in range(table.width)])]
     column_hits = [len(_alike(q, c)) for c in column_terms]
     # A word naming a column ("designed") names what is compared, not which rows.
     q = q - _alike(q, set().union(*column_terms))
     cells = [set(t) | _values_in(row, values) for row, t in zip(table.rows, ANALYSER.analyse(" ".join(r) for r in table.rows))]
+    # A value the question quotes ('the venue is "h"') names the rows with a cell that is it.
+    for said in quoted:
+        term = f'"{said}"'
+        q = q | {term}
+        for i, row in enumerate(table.rows):
+            if any(cell.casefold() == said for cell in row):
+                cells[i].add(term)
     # "6 hospital beds", "match day 6": the rows with that figure in the column named beside it.
     for figure, beside in numbered:
         for j in _numeric_columns(table):
@@ -303,7 +311,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     aside = _EXCEPT.search(question)
     excluded = set(ANALYSER.terms(aside["what"])) & q if aside else set()
     numbered = _numbered(question)
-    scored = [_score(t, q - excluded, set(ANALYSER.terms(t.caption)), values, excluded, numbered) for t in found]
+    quoted = [m.strip().casefold() for m in _QUOTED.findall(question) if m.strip()]
+    scored = [_score(t, q - excluded, set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted) for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
     for sc in scored:
         # Pages are mostly about their big tables; a small one must match better to be chosen.
