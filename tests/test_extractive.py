@@ -469,3 +469,13 @@ def test_which_value_of_the_column_asked_for_has_the_most_rows() -> None:
 def test_a_quoted_value_names_the_rows_with_a_cell_that_is_it() -> None:
     answer = pass1("Port Elm Rovers", SEASON, 'What is the number of times the venue is "h"?')
     assert "3 rows" in answer and "Venue: A" not in answer, answer
+
+
+MARATHON = "|Athlete|Country|Time|\n|Ana Lund|Norway|2:09:47|\n|Mia Berg|Sweden|2:08:30|\n|Eva Novak|Czechia|2:10:02|\n|Ida Holm|Denmark|2:11:15|\n"
+
+
+def test_times_are_compared_as_times() -> None:
+    answer = pass1("Marathon results", MARATHON, "Who had the fastest time?")
+    assert "Athlete: Mia Berg" in answer and "Ana Lund" not in answer, answer
+    answer = pass1("Marathon results", MARATHON, "How many athletes finished with a time below 2:10:00?")
+    assert "2 rows with “Time below 2:10:00”" in answer, answer

@@ -43,12 +43,14 @@ _YEARISH = re.compile(r"\b(year|years|date|dates|season|born|founded|established
 _RANKISH = re.compile(r"^(#|no\.?|rank|ranking|pos\.?|position|place|pl\.?|seed)$", re.I)
 
 _MOST = re.compile(
-    r"\b(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|best|winningest|top(?!\s*\d))\b",
+    r"\b(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|best|winningest|slowest|top(?!\s*\d))\b",
     re.I,
 )
 _LEAST = re.compile(
-    r"\b(least|lowest|smallest|fewest|shortest|lightest|minimum|worst)\b", re.I
+    r"\b(least|lowest|smallest|fewest|shortest|lightest|minimum|worst|fastest|quickest)\b", re.I
 )
+_SPEED = re.compile(r"\b(fastest|quickest|slowest)\b", re.I)
+_RATE = re.compile(r"speed|km/h|mph|per hour|rate", re.I)
 _FIRST = re.compile(r"\b(first|earliest|oldest|original|initial|debut)\b", re.I)
 _LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\b", re.I)
 _AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\b", re.I)
@@ -66,7 +68,7 @@ _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+|(?<![\w-])[A-Za-z]+(?:-[A-Za-z0-9]+)*
 _FILTER = re.compile(
     r"\b(?P<no>no |not )?(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
     r"smaller than|under|below|at most|before|after|since|prior to|previous to|earlier than|later than|until)\s+(?P<cur>\$|£|€)?"
-    r"(?P<n>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|,\d)",  # "before 1999, how many …"
+    r"(?P<n>\d{1,3}:\d{2}(?::\d{2})?(?:\.\d+)?|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|,\d)",  # "before 1999, how many …"
     re.I,
 )
 # "Other than Cumberland County, which county …": what the question sets aside, up to a comma or a question word.
@@ -108,6 +110,9 @@ _DATE_MONTH = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a
 _DATE_DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
 
 
+_CLOCK = re.compile(r"\s*(\d{1,3}):(\d{2})(?::(\d{2}))?(\.\d+)?(?![\d:])")
+
+
 def _number(cell: str) -> float | None:
     """A cell's figure: a date as a number that sorts by time ("3 Sep 1921" → 19210903),
     otherwise its first number."""
@@ -119,6 +124,10 @@ def _number(cell: str) -> float | None:
         return float((int(year.group(1)) if year else 0) * 10_000 + _MONTHS[month.group(1).lower()] * 100 + (
             int(day.group(1)) if day else 0
         ))
+    clock = _CLOCK.match(cell)
+    if clock:  # "2:09:47", "7:07.33", "14:08": a time, in its smallest unit (so times sort right)
+        parts = [int(p) for p in clock.group(1, 2, 3) if p is not None]
+        return float(sum(p * 60 ** k for k, p in enumerate(reversed(parts)))) + float(clock.group(4) or 0)
     m = _NUMBER.search(cell)
     if not m:
         return None
@@ -295,6 +304,8 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     Words of the page's `title` are what the whole page is about ("Davis Love" on his
     page): they name no row, unless the question has no other words."""
     q = set(ANALYSER.terms(question)) - PHRASING
+    if re.search(r"\btime\b", question, re.I):  # "the fastest time" names a column; "how many times" only phrases
+        q |= set(ANALYSER.terms("time"))
     q = q - set(ANALYSER.terms(title)) or q
     threshold = _FILTER.search(question)  # "before 1999": a test on a column, not a row named 1999
     q = (q - set(ANALYSER.terms(threshold["n"])) or q) if threshold else q
@@ -435,6 +446,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
                 high = (most or last) and not (first or least)
                 if rankish:
                     high = not high  # rank 1 is the best
+                if _SPEED.search(question) and _RATE.search(table.column(col)):
+                    high = not high  # "fastest" is the least time, but the highest speed
                 # Among equal values, "last" means the last in the table's order.
                 later = last and not first
                 valued.sort(key=lambda x: (-x[0] if high else x[0], -x[1] if later else x[1]))
@@ -480,7 +493,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
             if (_number(s.table.value(i, col)) == 0 or s.table.value(i, col) in _NOTHING) and not s.table.is_total(i)
         ]
         return rows, [f"{s.table.column(col)} 0"]
-    op, n = m["op"].lower(), float(m["n"].replace(",", ""))
+    op, n = m["op"].lower(), _number(m["n"].replace(",", "")) or 0.0
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
     if op in TIMES:  # a time: a column of years or dates ("Year" over "Season 1, 2, 3" for "before 2003")
