@@ -115,7 +115,7 @@ _CLOCK = re.compile(r"\s*(\d{1,3}):(\d{2})(?::(\d{2}))?(\.\d+)?(?![\d:])")
 
 def _number(cell: str) -> float | None:
     """A cell's figure: a date as a number that sorts by time ("3 Sep 1921" → 19210903),
-    otherwise its first number."""
+    a time in its smallest unit ("2:09:47" → 7787), otherwise its first number."""
     month = _DATE_MONTH.search(cell)
     if month:
         year = _DATE_YEAR.search(cell)
