@@ -28,7 +28,8 @@ from .hooks import RunHooks
 from .models import Model
 from .prompts import browser_state_message, build_messages, screenshot_message, tool_result_text, without_image
 from .retry import RetryPolicy, stream_reply
-from .settings import MAX_QUESTION_CHARS, MIN_INPUT_BUDGET, Settings
+from .limits import MAX_QUESTION_CHARS, MIN_INPUT_BUDGET
+from .settings import Settings
 from .tools import ToolRunner, tool_specs
 
 MAX_TURNS = 20  # model calls in pass 2

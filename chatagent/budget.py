@@ -50,7 +50,7 @@ from pydantic import BaseModel
 
 from .ranking import ENGLISH, BM25Ranker, Query, Ranker, RankerFactory
 from .rows import has_rows, is_row, join_row, row_cells
-from .settings import MIN_TAB_BUDGET
+from .limits import MIN_TAB_BUDGET
 from .tokens import count_tokens
 
 CHUNK_TOKENS = 96  # small enough to pick precisely, large enough to carry context

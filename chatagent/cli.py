@@ -18,20 +18,18 @@ the terminal. `--json` output keeps the content exact, JSON-escaped.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import inspect
 import json
-import logging
 import socket
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import __version__
 from .errors import ChatAgentError
-from .settings import MIN_INPUT_BUDGET, MIN_TAB_BUDGET, Settings
-from .terminal import SanitizingFormatter, json_safe, no_echo, safe_text, sanitize, stderr_console
+from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
+from .process import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK, answer_status, run, setup_logging
+from .settings import Settings
+from .terminal import json_safe, no_echo, safe_text, sanitize, stderr_console
 
 if TYPE_CHECKING:
     # rich: imported where output is made (`ask` gives a daemon its request before);
@@ -41,10 +39,6 @@ if TYPE_CHECKING:
 
     from .context import PageContext, TabContext
     from .runtime import Conversation, Runtime
-
-log = logging.getLogger("chatagent")
-
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
 
 
 def _default(key: str) -> Any:
@@ -114,7 +108,7 @@ def _add_context(sub: Any) -> None:
     p.set_defaults(handler=cmd_context)
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def settings_of(args: argparse.Namespace) -> Settings:
     """The settings, with the flags this command was given on top."""
     flags = {key: getattr(args, key, None)
              for key in ("model", "budget", "timeout", "deadline", "input_budget", "cdp", "browser_ws")}
@@ -126,7 +120,7 @@ def _settings(args: argparse.Namespace) -> Settings:
 def _runtime(args: argparse.Namespace) -> "Runtime":
     from .runtime import Runtime  # only for commands that read pages (it loads the agent's libraries)
 
-    settings = _settings(args)
+    settings = settings_of(args)
     if not args.targets and not settings.cdp:
         raise CLIError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
     # Worker processes extract tabs in parallel; one tab gains nothing from them.
@@ -262,8 +256,7 @@ async def _answer(conversation: "Conversation", question: str, json_mode: bool) 
     """Answer one question; its exit status: EXIT_FAIL, EXIT_NO_ANSWER or EXIT_OK."""
     from .render import show
 
-    printer = await show(conversation.ask(question), json_mode=json_mode)
-    return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
+    return answer_status(await show(conversation.ask(question), json_mode=json_mode))
 
 
 async def cmd_ask(args: argparse.Namespace) -> int:
@@ -272,9 +265,9 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     # A running daemon answers, warm (chatagent/daemon/client.py); None: this process answers.
     from .daemon.client import ask as ask_daemon
 
-    printer = await ask_daemon(args.targets, args.question, _settings(args), json_mode=args.json, early=args.early)
+    printer = await ask_daemon(args.targets, args.question, settings_of(args), json_mode=args.json, early=args.early)
     if printer is not None:
-        return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
+        return answer_status(printer)
     with no_echo():  # see cmd_chat
         async with _runtime(args) as runtime:
             with stderr_console().status("Opening pages…"):
@@ -340,7 +333,7 @@ def _listen(value: str) -> tuple[str, int]:
 async def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server  # the MCP SDK: only for this command
 
-    settings = _settings(args)
+    settings = settings_of(args)
     if args.http:
         await mcp_server.serve_http(settings, *args.http)
     else:
@@ -377,7 +370,7 @@ def _add_daemon(sub: Any) -> None:
 async def cmd_daemon(args: argparse.Namespace) -> int:
     from .daemon.command import daemon_command
 
-    return await daemon_command(args.daemon_command, _settings(args), json_mode=getattr(args, "json", False))
+    return await daemon_command(args.daemon_command, settings_of(args), json_mode=getattr(args, "json", False))
 
 
 # --- config -----------------------------------------------------------------------
@@ -514,28 +507,6 @@ def _names_built_in(argv: Sequence[str]) -> bool:
     return next((a for a in argv if not a.startswith("-")), None) in BUILT_IN_COMMANDS
 
 
-# Libraries that chatter at INFO and below: -v is about chatagent, -vv about them too.
-_CHATTY_LIBRARIES = frozenset(("bm25s", "httpx", "trafilatura", "htmldate", "asyncio"))
-
-
-def _quiet_libraries(record: logging.LogRecord) -> bool:
-    return record.levelno >= logging.WARNING or record.name.partition(".")[0] not in _CHATTY_LIBRARIES
-
-
-def _setup_logging(verbosity: int) -> None:
-    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(SanitizingFormatter("%(levelname)s %(name)s: %(message)s"))
-    # Levels and filters on the handler, not on the libraries' loggers: those are
-    # imported later, as commands need them, and one may set its own level then
-    # (bm25s sets DEBUG), which would override ours.
-    handler.setLevel(level)
-    if verbosity < 2:
-        handler.addFilter(_quiet_libraries)
-    logging.basicConfig(level=level, handlers=[handler])
-    logging.captureWarnings(True)  # library warnings may quote page text: through the same formatter
-
-
 def main(argv: Sequence[str] | None = None, *, early: socket.socket | None = None) -> int:
     """`early`: `ask`'s connection to a running daemon, opened before this module
     was imported (`chatagent.__main__`, `daemon.early`)."""
@@ -552,28 +523,9 @@ def _main(argv: list[str], early: socket.socket | None) -> int:
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad input
     args.early = early
     args.verbose += getattr(args, "verbose_after", 0)
-    _setup_logging(args.verbose)
-    try:
-        result = args.handler(args)
-        if inspect.iscoroutine(result):
-            result = asyncio.run(result)
-        return int(result or EXIT_OK)
-    except KeyboardInterrupt:
-        stderr_console().print(safe_text("Interrupted."))
-        return EXIT_INTERRUPTED
-    except ChatAgentError as exc:
-        stderr_console().print(safe_text(("error: ", "bold red"), exc.message))
-        return EXIT_FAIL
-    except Exception as exc:  # a bug: say so plainly; the traceback only with -v
-        log.debug("unexpected error", exc_info=True)
-        err = stderr_console()
-        err.print(safe_text(("internal error: ", "bold red"), f"{type(exc).__name__}: {exc}"))
-        if not args.verbose:
-            err.print(safe_text(("Run again with -v for details.", "dim")))
-        else:  # plain and sanitized: the exception's text may quote a page
-            err.print(safe_text(traceback.format_exc()))
-        return EXIT_FAIL
-
+    setup_logging(args.verbose)
+    status = run(lambda: args.handler(args), verbose=args.verbose)
+    return EXIT_OK if status is None else status
 
 if __name__ == "__main__":
     sys.exit(main())

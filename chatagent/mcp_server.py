@@ -29,7 +29,8 @@ from .errors import ChatAgentError
 from .events import Done, ErrorEvent, Note, PassStart, ToolCall
 from .prompts import Fence
 from .runtime import Runtime
-from .settings import MAX_QUESTION_CHARS, MIN_TAB_BUDGET, Settings
+from .limits import MAX_QUESTION_CHARS, MIN_TAB_BUDGET
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 

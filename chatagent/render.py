@@ -19,7 +19,6 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 
 from .events import Done, ErrorEvent, Event, Note, PassStart, Screenshot, Token, ToolCall, ToolResult
-from .safe_markdown import SafeMarkdown
 from .terminal import json_safe, link, safe_text, sanitize
 
 # Why pass 2 stopped without an answer, for the stop reasons known today;
@@ -184,6 +183,9 @@ class _LiveAnswer:
     Waiting for it, a spinner."""
 
     def __init__(self, console: Console) -> None:
+        from .safe_markdown import SafeMarkdown  # markdown-it: only where the answer is rendered
+
+        self._markdown = SafeMarkdown
         self.console = console
         self.text = ""
         self._live: Live | None = None
@@ -209,11 +211,11 @@ class _LiveAnswer:
             self._live.stop()  # transient: the live view is erased...
             self._live = None
         if self.text.strip():
-            self.console.print(SafeMarkdown(self.text))  # ...and the whole part printed for good
+            self.console.print(self._markdown(self.text))  # ...and the whole part printed for good
         self.text = ""
 
     def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
-        yield self._spinner if not self.text else SafeMarkdown(self.text)
+        yield self._spinner if not self.text else self._markdown(self.text)
 
 
 class _Tail:

@@ -33,15 +33,12 @@ from pydantic_settings import (
 )
 
 from .errors import ChatAgentError
+from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .locations import config_path
 
 # Files in which a browser's launcher exports its own Google API key (Debian, Ubuntu).
 BROWSER_KEY_FILES = (Path("/etc/chromium.d/apikeys"), Path("/etc/chromium-browser/apikeys"))
 
-# Hard limits, not settings: they bound what a page or a caller can make the agent do.
-MIN_TAB_BUDGET = 64  # tokens: below this a tab cannot hold its title and a marker
-MAX_QUESTION_CHARS = 8000
-MIN_INPUT_BUDGET = 10_000  # a question's input-token budget never goes below this
 
 
 class ConfigError(ChatAgentError):

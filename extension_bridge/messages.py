@@ -18,7 +18,7 @@ from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from chatagent.events import Event
-from chatagent.settings import MAX_QUESTION_CHARS
+from chatagent.limits import MAX_QUESTION_CHARS
 
 from .errors import BadToolResultError, MessageError
 

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from chatagent.daemon.paths import DaemonPaths, daemon_pid
-from chatagent.daemon.protocol import BUILD, MAX_REQUEST_BYTES
+from chatagent.daemon.paths import BUILD, DaemonPaths, daemon_pid, settings_inputs
+from chatagent.daemon.protocol import MAX_REQUEST_BYTES
 
 from conftest import ROOT, Site
 
@@ -371,32 +371,82 @@ def test_an_ask_gives_the_daemon_its_pages_before_its_settings_and_an_unused_hea
     asks = status(daemon.env)["asks"]
     with socket.socket(socket.AF_UNIX) as s:  # a head start, then nothing: the client went away
         s.connect(str(daemon.paths.socket))
-        frame = {"type": "open", "argv": ["ask", site.url("product"), "-q", QUESTION], "cwd": str(ROOT)}
+        frame = _open(daemon, ["ask", site.url("product"), "-q", QUESTION], inputs="another environment")
         s.sendall(json.dumps(frame).encode() + b"\n")
+        assert json.loads(s.makefile("rb").readline())["type"] == "ask_needed"
         time.sleep(0.5)
     wait_until(lambda: "closed the pages opened ahead for a connection that did not ask for them"
                in daemon.paths.log.read_text(), "the daemon to close what it opened")
     assert status(daemon.env)["asks"] == asks, "a head start alone is no ask"
 
 
+def _open(daemon: Daemon, argv: list[str], **fields: str) -> dict[str, Any]:
+    """The head start `chatagent ask ARGV` sends from ROOT in the daemon's environment."""
+    return {"type": "open", "build": BUILD, "inputs": settings_inputs(daemon.env, str(ROOT)), "argv": argv,
+            "cwd": str(ROOT), **fields}
+
+
 def test_a_head_start_that_is_not_an_ask_opens_nothing(daemon: Daemon) -> None:
     closed = daemon.paths.log.read_text().count("closed the pages opened ahead")
     for argv in (["config", "show"], ["ask", "--cdp", "http://127.0.0.1:9/", "-q", "Q"], ["ask", "-q"],
-                 ["ask", "no-such-file.html", "-q", "Q"]):
-        reply = _raw(daemon, json.dumps({"type": "open", "argv": argv, "cwd": str(ROOT)}).encode() + b"\n")
-        assert reply is None, f"{argv}: nothing to answer until an ask follows"
+                 ["ask", "no-such-file.html", "-q", "Q"], ["ask", "https://example.org/", "-q", "   "]):
+        reply = _raw(daemon, json.dumps(_open(daemon, argv)).encode() + b"\n")
+        assert reply is not None and reply["type"] == "ask_needed", f"{argv}: the command line is not the daemon's to answer"
     assert daemon.paths.log.read_text().count("closed the pages opened ahead") == closed, "none was opened"
-    relative = _raw(daemon, json.dumps({"type": "open", "argv": ["ask"], "cwd": "here"}).encode() + b"\n")
+    relative = _raw(daemon, json.dumps(_open(daemon, ["ask"], cwd="here")).encode() + b"\n")
     assert relative is not None and relative["type"] == "refused" and "not an absolute path" in relative["reason"]
     assert status(daemon.env)["pid"] == daemon.pid, "still serving"
 
 
 def test_a_head_start_opened_otherwise_than_the_ask_wants_is_opened_again(site: Site, daemon: Daemon) -> None:
-    """The head start reads the command line, not the environment: an ask whose
-    page timeout comes from its environment gets its pages opened with it."""
-    used = daemon.paths.log.read_text().count("its pages were opened ahead")
+    """The head start opens the pages as the command line says; an ask whose
+    environment is not the daemon's (its page timeout, here) sends its own
+    settings, and gets its pages opened again with them."""
+    log = daemon.paths.log.read_text()
+    used, needed = log.count("its pages were opened ahead"), log.count("an ask's settings are needed")
     proc = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v",
                env={**daemon.env, "CHATAGENT_TIMEOUT": "25"})
     assert proc.returncode == 0 and SERVED.format(pid=daemon.pid) in proc.stderr
     assert "$1,349.00" in ending(proc)["answer"]
-    assert daemon.paths.log.read_text().count("its pages were opened ahead") == used
+    log = daemon.paths.log.read_text()
+    assert log.count("its pages were opened ahead") == used
+    assert log.count("an ask's settings are needed") == needed + 1
+
+
+def test_an_ask_in_the_daemons_environment_is_answered_from_its_command_line_alone(site: Site, daemon: Daemon) -> None:
+    """The ask process never loads the CLI or the settings: the daemon loads
+    them from its command line, so the answer waits only for the page."""
+    needed = daemon.paths.log.read_text().count("an ask's settings are needed")
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "chatagent", "ask", site.url("product"), "-q", QUESTION,
+                           "--json", "-v"], cwd=ROOT, env=daemon.env, capture_output=True, text=True, timeout=110)
+    assert proc.returncode == 0 and "$1,349.00" in ending(proc)["answer"]
+    assert SERVED.format(pid=daemon.pid) in proc.stderr
+    imported = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if line.startswith("import time:")}
+    assert "chatagent.daemon.protocol" in imported
+    assert not imported & {"chatagent.cli", "chatagent.settings", "pydantic_settings"}
+    assert daemon.paths.log.read_text().count("an ask's settings are needed") == needed
+
+
+def test_what_the_command_line_gets_wrong_is_said_as_without_a_daemon(site: Site, daemon: Daemon) -> None:
+    for args in (("--budget", "10"), ("--timeout", "never")):
+        argv = ("ask", site.url("product"), "-q", QUESTION, *args)
+        alone = run(*argv, env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
+        via = run(*argv, env=daemon.env)
+        assert via.returncode == alone.returncode == 2 and via.stderr == alone.stderr != ""
+    blank = run("ask", site.url("product"), "-q", " ", env=daemon.env)
+    assert blank.returncode == 1 and "The question is empty" in blank.stderr
+
+
+def test_the_settings_file_is_read_again_for_each_ask(site: Site, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`chatagent config set model ...` after the daemon started: the next ask
+    uses it, as an ask in its own process would."""
+    config = tmp_path / "config.toml"
+    running = start(tmp_path_factory.mktemp("d"), CHATAGENT_CONFIG=str(config))
+    try:
+        assert run("config", "set", "model", "no-such-model", env=running.env).returncode == 0
+        proc = run("ask", site.url("product"), "-q", QUESTION, env=running.env)
+        assert proc.returncode == 1 and "error: Unknown model 'no-such-model'" in proc.stderr
+        assert status(running.env)["asks"] == 1, "the daemon took the ask"
+        assert "an ask's settings are needed" not in running.paths.log.read_text()
+    finally:
+        run("daemon", "stop", env=running.env)

@@ -159,7 +159,7 @@ def test_json_keeps_the_answer_exact_and_escaped(site: Site) -> None:
 
 
 def test_log_records_on_stderr_carry_no_control_characters() -> None:
-    code = ("import logging; from chatagent.cli import _setup_logging; _setup_logging(0); "
+    code = ("import logging; from chatagent.process import setup_logging; setup_logging(0); "
             "logging.getLogger('chatagent.browser').warning('tab %s failed', 'Evil\\x1b]52;c;eA==\\x07\\u202e title')")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)},
                           capture_output=True, text=True, timeout=60)

@@ -1,10 +1,11 @@
 """The daemon's clients: `chatagent ask` (`ask`), and `chatagent daemon
 start|stop|status` (`ensure_running`, `stop`, `status`).
 
-Imported on every `ask`, so it imports little: the settings and the
-protocol, never the browser, the text pipeline or a model library. The
-event types and the renderer are imported once the request is sent, while
-the daemon opens the pages.
+Imported on every `ask` a daemon answers, so it imports little: the
+protocol, never the settings machinery (the caller has loaded the settings,
+or the daemon has: `early`), the browser, the text pipeline or a model
+library. The event types and the renderer are imported once the request is
+sent, while the daemon opens the pages.
 """
 
 from __future__ import annotations
@@ -21,20 +22,19 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..browser.targets import normalize_target
 from ..errors import ChatAgentError, TabError
 from ..locations import CONFIG_ENV
-from ..settings import Settings
 from ..terminal import no_echo, safe_text, stderr_console
 from .paths import DIR_ENV, DaemonError, DaemonPaths, check_private, daemon_pid, peer
 from .protocol import (
-    BUILD, MAX_REPLY_BYTES, AskRequest, Failed, Opened, ProtocolError, Refused, Reply, Status, StatusRequest,
-    StopRequest, Stopping, parse_reply, read_frame, shared_settings,
+    MAX_REPLY_BYTES, AskRequest, Failed, Opened, ProtocolError, Refused, Reply, Status, StatusRequest,
+    StopRequest, Stopping, parse_reply, read_frame,
 )
 
 if TYPE_CHECKING:
     from ..events import Event
     from ..render import EventPrinter
+    from ..settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +84,7 @@ async def _ask(
     if settings.cdp or not targets:
         return None
     try:
-        request = AskRequest(
-            build=BUILD, settings=shared_settings(settings), question=question, model=settings.model,
-            # Paths are resolved here, against this process's directory: only files the user named are read.
-            targets=[normalize_target(t) for t in targets],
-            budget=settings.budget, timeout=settings.timeout, deadline=settings.deadline,
-            input_budget=settings.input_budget,
-        )
+        request = AskRequest.of(list(targets), question, settings)
     except (TabError, ValueError):  # a target that is not there, or a URL only a browser of ours can judge
         return None
     try:
@@ -109,24 +103,49 @@ async def _ask(
     if connection is None:
         return None
     reader, writer = connection
-    try:
-        with no_echo():  # as in-process: keys typed meanwhile wait for the shell
+    with no_echo():  # as in-process: keys typed meanwhile wait for the shell
+        try:
             writer.write(request.encode())
             await writer.drain()
-            from ..render import show  # imported while the daemon opens the pages
+        except ConnectionError as exc:
+            writer.close()
+            _note(f"the chatagent daemon did not answer properly ({exc}; its log: {paths.log}); answering here.")
+            return None
+        return await _answer(reader, writer, paths, json_mode=json_mode)
 
-            with stderr_console().status("Opening pages…"):
-                reply = await _reply(reader)
-            if isinstance(reply, Refused):
-                _note(f"not using the chatagent daemon: {reply.reason}; answering here. "
-                      "`chatagent daemon stop` stops it (the next ask with the daemon setting starts one with these).")
-                return None
-            if isinstance(reply, Failed):
-                raise AskFailed(reply.code, reply.message)
-            if not isinstance(reply, Opened):
-                raise ProtocolError(f"a {reply.type!r} frame where 'opened' belongs")
-            log.info("answered by the chatagent daemon (pid %d)", reply.pid)
-            return await show(_events(reader, paths), json_mode=json_mode)
+
+async def answer_opened(sock: socket.socket, *, json_mode: bool) -> EventPrinter | None:
+    """Show the answer of a daemon that answers an ask's head start from its
+    command line (`protocol.Answering` read off `sock`); None as for `ask`."""
+    try:
+        paths = DaemonPaths.locate(create=False)
+        reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_REPLY_BYTES)
+    except (DaemonError, OSError):
+        sock.close()
+        return None
+    with no_echo():
+        return await _answer(reader, writer, paths, json_mode=json_mode)
+
+
+async def _answer(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, paths: DaemonPaths, *, json_mode: bool,
+) -> EventPrinter | None:
+    """The daemon's reply to an ask, then its events, shown."""
+    try:
+        from ..render import show  # imported while the daemon opens the pages
+
+        with stderr_console().status("Opening pages…"):
+            reply = await _reply(reader)
+        if isinstance(reply, Refused):
+            _note(f"not using the chatagent daemon: {reply.reason}; answering here. "
+                  "`chatagent daemon stop` stops it (the next ask with the daemon setting starts one with these).")
+            return None
+        if isinstance(reply, Failed):
+            raise AskFailed(reply.code, reply.message)
+        if not isinstance(reply, Opened):
+            raise ProtocolError(f"a {reply.type!r} frame where 'opened' belongs")
+        log.info("answered by the chatagent daemon (pid %d)", reply.pid)
+        return await show(_events(reader, paths), json_mode=json_mode)
     except (ProtocolError, ConnectionError) as exc:  # before the ask started: nothing shown yet
         _note(f"the chatagent daemon did not answer properly ({exc}; its log: {paths.log}); answering here.")
         return None

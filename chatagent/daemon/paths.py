@@ -12,19 +12,29 @@ as another user could have prepared it.
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import os
 import socket
 import stat
 import struct
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import __version__
 from ..errors import ChatAgentError
-from ..locations import config_path
+from ..locations import CONFIG_ENV, config_path
 
 DIR_ENV = "CHATAGENT_DAEMON_DIR"
+BUILD = f"chatagent {__version__} from {Path(__file__).resolve().parent.parent}"
+# The variables the settings are read from (`settings.Settings`: CHATAGENT_*
+# and the providers' own), and those that place the settings file.
+SETTINGS_PREFIX = "CHATAGENT_"
+PROVIDER_VARIABLES = frozenset(
+    ("GOOGLE_API_KEY", "GEMINI_API_KEY", "GOOGLE_GEMINI_BASE_URL", "OPENAI_BASE_URL", "OPENAI_API_KEY"))
+CONFIG_VARIABLES = frozenset(("HOME", "XDG_CONFIG_HOME"))
 # sun_path is 108 bytes on Linux and 104 on macOS, the terminating NUL included.
 MAX_SOCKET_PATH = 103
 
@@ -70,6 +80,24 @@ class DaemonPaths:
                 f"set {DIR_ENV} to a shorter directory."
             )
         return paths
+
+
+def settings_inputs(env: Mapping[str, str], cwd: str) -> str:
+    """A digest of what in `env` the settings are read from, keys included.
+    A daemon answers an `ask` from its command line alone when the ask's
+    digest is the daemon's own: the same settings then load in both. Names
+    are matched as the settings match them, in any case. Left out: where the
+    daemon is (which is how the ask found it), and the settings file's path
+    spelled relative to `cwd` (a daemon's is made absolute when it starts)."""
+    picked = []
+    for name, value in env.items():
+        upper = name.upper()
+        if upper == DIR_ENV or not (upper.startswith(SETTINGS_PREFIX) or upper in PROVIDER_VARIABLES | CONFIG_VARIABLES):
+            continue
+        if upper == CONFIG_ENV and value:
+            value = os.path.normpath(os.path.join(cwd, os.path.expanduser(value)))
+        picked.append(f"{name}={value}")
+    return hashlib.sha256("\0".join(sorted(picked)).encode()).hexdigest()
 
 
 def _default_dir() -> Path:

@@ -6,6 +6,8 @@ start: what `chatagent ask` reports as an error of its own), or `opened`
 followed by the ask's events, exactly as `chatagent ask --json` prints them
 (`chatagent.events`), ending with one `done` or `error`. Closing the
 connection cancels the ask. `status` gets a `status`, `stop` a `stopping`.
+An `ask` run as a command may first send an `open` (its command line): the
+daemon answers `answering` and goes on as for an `ask`, or `ask_needed`.
 
 Settings: an ask sends those the daemon can honour per question
 (`PER_ASK`); every other setting an answer depends on (keys, endpoints, the
@@ -18,15 +20,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from pathlib import Path
-from typing import Annotated, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Literal, Union
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from .. import __version__
-from ..settings import MIN_TAB_BUDGET, Settings
-from .paths import DaemonError
+from ..limits import MIN_TAB_BUDGET
+from .paths import BUILD, DaemonError
+
+if TYPE_CHECKING:
+    from ..settings import Settings
 
 MAX_REQUEST_BYTES = 1 << 20
 MAX_REPLY_BYTES = 64 << 20  # an event can carry a screenshot (base64 PNG)
@@ -40,8 +43,6 @@ NOT_FOR_ASK = ("cache", "mcp_token", "tool_timeout", "daemon", "daemon_idle")
 # against the daemon's directory, not the user's: the client resolves it.
 ABSOLUTE_SCHEMES = ("http", "https", "file", "data", "about")
 
-BUILD = f"chatagent {__version__} from {Path(__file__).resolve().parent.parent}"
-
 
 class ProtocolError(Exception):
     """A frame that is too long, cut off or not what the protocol allows."""
@@ -50,6 +51,8 @@ class ProtocolError(Exception):
 def shared_settings(settings: Settings) -> dict[str, str]:
     """A digest of each setting the daemon cannot take per ask: every one not
     in PER_ASK or NOT_FOR_ASK, so a setting added later must match too."""
+    from ..settings import Settings  # not at import: a head start's `ask` never loads the settings machinery
+
     out = {}
     for key in Settings.model_fields:
         if key not in PER_ASK and key not in NOT_FOR_ASK:
@@ -85,6 +88,21 @@ class AskRequest(_Frame):
     deadline: float = Field(gt=0)
     input_budget: float = Field(ge=1)
 
+    @classmethod
+    def of(cls, targets: list[str], question: str, settings: Settings, *, cwd: str | None = None) -> "AskRequest":
+        """The ask `chatagent ask TARGETS -q QUESTION` makes with `settings`; its
+        paths resolved against `cwd` (default: this process's directory), so
+        only files the user named are read. Raises `TabError` for a target
+        that is not there, ValueError for one only a browser of ours can judge."""
+        from ..browser.targets import normalize_target
+
+        return cls(
+            build=BUILD, settings=shared_settings(settings), question=question, model=settings.model,
+            targets=[normalize_target(t, cwd=cwd) for t in targets],
+            budget=settings.budget, timeout=settings.timeout, deadline=settings.deadline,
+            input_budget=settings.input_budget,
+        )
+
     @field_validator("targets")
     @classmethod
     def _absolute(cls, targets: list[str]) -> list[str]:
@@ -97,10 +115,15 @@ class AskRequest(_Frame):
 
 class OpenRequest(_Frame):
     """Sent by `ask` before anything else on its connection (`early`): its
-    command line, so the daemon opens the pages while the ask loads its
-    settings. Only a head start: the `AskRequest` that follows decides."""
+    command line, so the daemon opens the pages at once. If the ask's build
+    and settings inputs (`paths.settings_inputs`) are the daemon's, the daemon
+    loads the settings from the command line itself and answers (`Answering`,
+    then as to an `AskRequest`); otherwise it says `AskNeeded`, and the ask
+    loads its settings and sends its `AskRequest` on the same connection."""
 
     type: Literal["open"] = "open"
+    build: str
+    inputs: str  # `paths.settings_inputs` of the ask's environment
     argv: list[str] = Field(max_length=1000)  # as `chatagent` was given it
     cwd: str  # where its relative paths are from
 
@@ -131,6 +154,22 @@ class Failed(_Frame):
     message: str
 
 
+class Answering(_Frame):
+    """The daemon answers an `OpenRequest`'s ask as its command line says; how
+    the ask shows it, from that command line too."""
+
+    type: Literal["answering"] = "answering"
+    json_mode: bool
+    verbose: int = Field(ge=0)
+
+
+class AskNeeded(_Frame):
+    """The daemon cannot load this ask's settings itself: the ask sends its `AskRequest`."""
+
+    type: Literal["ask_needed"] = "ask_needed"
+    reason: str
+
+
 class Opened(_Frame):
     type: Literal["opened"] = "opened"
     pid: int
@@ -157,7 +196,7 @@ class Stopping(_Frame):
 
 
 Request = Annotated[Union[AskRequest, OpenRequest, StatusRequest, StopRequest], Field(discriminator="type")]
-Reply = Annotated[Union[Refused, Failed, Opened, Status, Stopping], Field(discriminator="type")]
+Reply = Annotated[Union[Refused, Failed, Answering, AskNeeded, Opened, Status, Stopping], Field(discriminator="type")]
 REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
 REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)
 

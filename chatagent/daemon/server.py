@@ -13,6 +13,7 @@ stop` or SIGTERM/SIGINT, and when its socket is removed or replaced.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import io
 import logging
@@ -33,9 +34,9 @@ from ..errors import ChatAgentError, TabError
 from ..events import ErrorEvent, Event
 from ..runtime import Runtime
 from ..settings import Settings
-from .paths import DaemonError, DaemonPaths, peer, take_lock
+from .paths import BUILD, DaemonError, DaemonPaths, peer, settings_inputs, take_lock
 from .protocol import (
-    BUILD, MAX_REQUEST_BYTES, AskRequest, Failed, OpenRequest, Opened, ProtocolError, Refused, Status, StatusRequest,
+    MAX_REQUEST_BYTES, Answering, AskNeeded, AskRequest, Failed, OpenRequest, Opened, ProtocolError, Refused, Status, StatusRequest,
     Stopping, StopRequest, parse_request, read_frame, refuse_cdp, shared_settings,
 )
 
@@ -91,6 +92,7 @@ class Daemon:
         self.paths = paths
         self.settings = runtime.settings
         self.shared = shared_settings(runtime.settings)
+        self.inputs = settings_inputs(os.environ, os.getcwd())
         self.stopped = asyncio.Event()
         self.reason = ""
         self.started_at = time.time()
@@ -153,8 +155,18 @@ class Daemon:
             if frame is None:
                 return
             request = parse_request(frame)
-            if isinstance(request, OpenRequest):  # an ask's head start (`early`): its request follows
-                early = asyncio.ensure_future(self._open_early(request))
+            if isinstance(request, OpenRequest):  # an ask's head start (`early`)
+                args = _parse_ask(request.argv)
+                early = asyncio.ensure_future(self._open_early(args, request.cwd))
+                resolved = self._resolve(request, args)
+                if not isinstance(resolved, str):  # answered from its command line
+                    ask, answering = resolved
+                    await _send(writer, answering.encode())
+                    head, early = early, None  # the ask's from now on
+                    await self._serve_ask(ask, reader, writer, pid, head)
+                    return
+                log.info("an ask's settings are needed: %s", resolved)
+                await _send(writer, AskNeeded(reason=resolved).encode())
                 try:
                     async with asyncio.timeout(ASK_AFTER_OPEN_S):
                         frame = await read_frame(reader)
@@ -191,13 +203,16 @@ class Daemon:
             with suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def _open_early(self, request: OpenRequest) -> "_Early | None":
-        """Open the pages of the `ask` command line `request` carries, in a
-        context of their own; None if it names none this daemon would open."""
-        read = _read_ask(request, self.settings.timeout)
-        if read is None:
+    async def _open_early(self, args: argparse.Namespace | None, cwd: str) -> "_Early | None":
+        """Open the pages of an `ask` command line (`_parse_ask`), in a context
+        of their own; None if it names none this daemon would open."""
+        if args is None:
             return None
-        targets, timeout = read
+        try:
+            targets = [normalize_target(t, cwd=cwd) for t in args.targets]
+        except TabError:
+            return None
+        timeout = args.timeout if args.timeout is not None else self.settings.timeout
         session = await self._session()
         try:
             tabs = await session.open_tabs(targets, timeout_s=timeout)
@@ -210,6 +225,30 @@ class Daemon:
         # `prefetch` keeps one at a time, and asks at once each have theirs.
         reading = asyncio.ensure_future(self.runtime.builder.read_ahead(tabs))
         return _Early(session, targets, timeout, tabs, reading)
+
+    def _resolve(self, request: OpenRequest, args: argparse.Namespace | None) -> tuple[AskRequest, Answering] | str:
+        """The ask an `open` frame's command line makes, with the settings it
+        loads here: the ask's own, as its environment is the daemon's (its
+        settings file is read again). Else why its `AskRequest` is needed: the
+        ask then says what is wrong, as without a daemon."""
+        from ..cli import settings_of
+
+        if request.build != BUILD:
+            return f"it runs {BUILD}, and the ask is {request.build}"
+        if request.inputs != self.inputs:
+            return "the ask's environment is not the daemon's"
+        if args is None or not args.question.strip():
+            return "not an ask this daemon answers from its command line"
+        try:
+            settings = settings_of(args)
+            ask = AskRequest.of(args.targets, args.question, settings, cwd=request.cwd)
+        except (ChatAgentError, ValueError) as exc:  # a bad setting, a target not there: the ask says so
+            return f"{type(exc).__name__}: {exc}"
+        if settings.cdp:
+            return "the cdp setting"
+        if refusal := self._refusal(ask):
+            return refusal
+        return ask, Answering(json_mode=args.json, verbose=args.verbose + getattr(args, "verbose_after", 0))
 
     def _refusal(self, request: AskRequest) -> str | None:
         if request.build != BUILD:
@@ -277,6 +316,7 @@ class Daemon:
                     session, tabs = head.session, head.tabs
                 else:
                     if head is not None:  # opened ahead, but not as this ask wants
+                        log.info("its pages were opened ahead otherwise than it asks; opening them again")
                         await head.close()
                         head = None
                     session = await self._session()
@@ -375,21 +415,17 @@ class _Early:
         await self.session.close()
 
 
-def _read_ask(request: OpenRequest, default_timeout: float) -> tuple[list[str], float] | None:
-    """The targets (resolved from the client's directory) and page timeout of
-    the `chatagent ask` command line in `request`, read by the CLI's own
-    parser; None if it is not one this daemon answers."""
+def _parse_ask(argv: list[str]) -> argparse.Namespace | None:
+    """A `chatagent ask` command line read by the CLI's own parser; None if it
+    is not one this daemon answers."""
     from ..cli import build_parser
 
     try:
         with redirect_stderr(io.StringIO()), redirect_stdout(io.StringIO()):  # usage errors are the client's to say
-            args = build_parser(plugins=False).parse_args(request.argv)
-        if args.command != "ask" or args.cdp or not args.targets:
-            return None
-        targets = [normalize_target(t, cwd=request.cwd) for t in args.targets]
-    except (SystemExit, TabError):
+            args = build_parser(plugins=False).parse_args(argv)
+    except SystemExit:
         return None
-    return targets, args.timeout if args.timeout is not None else default_timeout
+    return args if args.command == "ask" and not args.cdp and args.targets else None
 
 
 async def _taken(early: "asyncio.Task[_Early | None] | None") -> _Early | None:

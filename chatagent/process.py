@@ -1,0 +1,81 @@
+"""What every `chatagent` command does around its work: logging to stderr,
+errors told as one actionable line, and the exit status.
+
+Its own module, light to import: an `ask` that a daemon answers from its
+command line (`daemon.early`) runs through `run` without loading the CLI.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import sys
+import traceback
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from .errors import ChatAgentError
+from .terminal import SanitizingFormatter, safe_text, stderr_console
+
+if TYPE_CHECKING:
+    from .render import EventPrinter
+
+log = logging.getLogger("chatagent")
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+# Libraries that chatter at INFO and below: -v is about chatagent, -vv about them too.
+_CHATTY_LIBRARIES = frozenset(("bm25s", "httpx", "trafilatura", "htmldate", "asyncio"))
+
+
+def _quiet_libraries(record: logging.LogRecord) -> bool:
+    return record.levelno >= logging.WARNING or record.name.partition(".")[0] not in _CHATTY_LIBRARIES
+
+
+def setup_logging(verbosity: int) -> None:
+    level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(SanitizingFormatter("%(levelname)s %(name)s: %(message)s"))
+    # Levels and filters on the handler, not on the libraries' loggers: those are
+    # imported later, as commands need them, and one may set its own level then
+    # (bm25s sets DEBUG), which would override ours.
+    handler.setLevel(level)
+    if verbosity < 2:
+        handler.addFilter(_quiet_libraries)
+    logging.basicConfig(level=level, handlers=[handler])
+    logging.captureWarnings(True)  # library warnings may quote page text: through the same formatter
+
+
+def answer_status(printer: "EventPrinter") -> int:
+    """A question's exit status: EXIT_FAIL, EXIT_NO_ANSWER or EXIT_OK."""
+    return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
+
+
+def interrupted() -> None:
+    stderr_console().print(safe_text("Interrupted."))
+
+
+def run(command: Callable[[], int | None | Awaitable[int | None]], *, verbose: int) -> int | None:
+    """Run a command (sync, or async in a new event loop); its exit status,
+    with its errors told on stderr. None if the command returned None."""
+    try:
+        result = command()
+        if inspect.iscoroutine(result):
+            result = asyncio.run(result)
+        return None if result is None else int(result)  # type: ignore[arg-type]
+    except KeyboardInterrupt:
+        interrupted()
+        return EXIT_INTERRUPTED
+    except ChatAgentError as exc:
+        stderr_console().print(safe_text(("error: ", "bold red"), exc.message))
+        return EXIT_FAIL
+    except Exception as exc:  # a bug: say so plainly; the traceback only with -v
+        log.debug("unexpected error", exc_info=True)
+        err = stderr_console()
+        err.print(safe_text(("internal error: ", "bold red"), f"{type(exc).__name__}: {exc}"))
+        if not verbose:
+            err.print(safe_text(("Run again with -v for details.", "dim")))
+        else:  # plain and sanitized: the exception's text may quote a page
+            err.print(safe_text(traceback.format_exc()))
+        return EXIT_FAIL
