@@ -463,14 +463,14 @@ print("ok")
 
 
 @pytest.mark.skipif(not WTQ_PAGES.is_dir(), reason="needs ../shared/data/wtq")
-def test_tabs_extracted_on_threads_at_once_do_not_crash_the_process() -> None:
+async def test_tabs_extracted_on_threads_at_once_do_not_crash_the_process() -> None:
     """Without a process pool (the side panel's host) tabs extract on threads.
     trafilatura/lxml state shared by threads crashed the process natively
     ("double free or corruption", SIGSEGV) in about one run in four of this test
     before extraction in a process was made to take turns."""
-    proc = subprocess.run(
-        [sys.executable, "-c", STRESS, str(WTQ_PAGES), "25"], capture_output=True, text=True, timeout=300,
-        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    proc = await asyncio.to_thread(
+        subprocess.run, [sys.executable, "-c", STRESS, str(WTQ_PAGES), "25"], capture_output=True, text=True,
+        timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
 
