@@ -411,6 +411,7 @@ def test_a_head_start_opened_otherwise_than_the_ask_wants_is_opened_again(site: 
     log = daemon.paths.log.read_text()
     assert log.count("its pages were opened ahead") == used
     assert log.count("an ask's settings are needed") == needed + 1
+    assert "its head start opened its pages otherwise than it asks; opening them again" in log
 
 
 def test_an_ask_in_the_daemons_environment_is_answered_from_its_command_line_alone(site: Site, daemon: Daemon) -> None:

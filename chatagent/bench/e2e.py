@@ -3,7 +3,7 @@
 and LangChain) doing the same job.
 
     python -m chatagent.bench.e2e [--pairs 12] [--ttft-ms 300] [--tabs 1,10] [--out FILE.json] [--data DIR]
-                                  [--seed 20] [--network-as-is] [--no-daemon]
+                                  [--seed 20] [--network-as-is] [--no-daemon] [--gap 1]
 
 Setup: WikiTableQuestions pages (real Wikipedia pages) served on 127.0.0.1
 (`server.PageServer`), and the local Gemini-compatible server
@@ -43,7 +43,9 @@ order drawn at random (interleaved A/B, so drifting load on the machine falls
 on both); the ratio is chatagent / script per pair. 1 tab: the question's
 page; 10 tabs: it and the 9 pages after it (the script opens all in one
 context at once). One untimed pair first: the first process of a run pays for
-reading the libraries from disk.
+reading the libraries from disk. Each timed run starts `--gap` seconds (1)
+after the previous one ended, once its browser has exited, as between two
+commands a person types.
 
 Warm daemon: a third process in each group, in the same random order, is
 `chatagent ask` again with a daemon started beforehand (`chatagent daemon
@@ -96,6 +98,9 @@ SERVED = "answered by the chatagent daemon"  # what `ask -v` logs then (chatagen
 RATIO_GOAL = 0.8
 DAEMON_GOAL_MS = 400.0  # first token with a warm daemon, above the model's own TTFT
 RUN_TIMEOUT_S = 120.0
+# Before each timed run: the previous process's browser has exited, as between two commands a
+# person types. Back to back, each run shared the cores with the last one's shutdown.
+GAP_S = 1.0
 PHASES = ("to_request", "model_ttft", "to_token")
 PROXY_VARIABLES = ("all_proxy", "http_proxy", "https_proxy", "no_proxy")
 
@@ -313,6 +318,7 @@ async def run_e2e(
     seed: int = 20,
     offline: bool = True,
     daemon: bool = True,
+    gap_s: float = GAP_S,
 ) -> dict[str, Any]:
     """Run `pairs` interleaved pairs per tab count; see the module docstring."""
     started = time.perf_counter()
@@ -346,13 +352,14 @@ async def run_e2e(
                 for n in tab_counts:
                     done = {}
                     for side in rng.sample(sides, len(sides)):
+                        await asyncio.sleep(gap_s)
                         done[side] = await run_one(side, for_side(side, work[n][i]), server, envs[side], browser)
                     runs[n] += [done[side] for side in sides]
                     if progress is not None and task is not None:
                         progress.advance(task)
     return {
         "config": {"pairs": pairs, "server_ttft_ms": ttft_ms, "tokens_per_s": TOKENS_PER_S, "tabs": list(tab_counts),
-                   "model": MODEL_NAME, "seed": seed, "offline": offline, "daemon": daemon,
+                   "model": MODEL_NAME, "seed": seed, "offline": offline, "daemon": daemon, "gap_s": gap_s,
                    "data_dir": str(data_dir),
                    "questions": [t.question.id for t in work[tab_counts[0]]]},
         "machine": {**machine(), "loadavg_at_start": at_start["loadavg"]},
@@ -449,6 +456,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--network-as-is", dest="offline", action="store_false",
                     help="leave the processes' network alone (default: hosts but 127.0.0.1 refused at once)")
     ap.add_argument("--no-daemon", dest="daemon", action="store_false", help="leave out the warm-daemon runs")
+    ap.add_argument("--gap", type=float, default=GAP_S, metavar="S",
+                    help=f"seconds between one run's end and the next one's start (default {GAP_S:g})")
     ap.add_argument("--out", type=Path, help="write the full results (every run) as JSON")
     args = ap.parse_args(argv)
     tab_counts = [int(x) for x in args.tabs.split(",") if x.strip()]
@@ -458,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     async def go() -> dict[str, Any]:
         with progress_bar(Console(stderr=True)) as progress:
             return await run_e2e(args.pairs, args.ttft_ms, tab_counts, data_dir=args.data, progress=progress,
-                                 seed=args.seed, offline=args.offline, daemon=args.daemon)
+                                 seed=args.seed, offline=args.offline, daemon=args.daemon, gap_s=args.gap)
 
     result = asyncio.run(go())
     if args.out:

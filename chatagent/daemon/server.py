@@ -316,7 +316,7 @@ class Daemon:
                     session, tabs = head.session, head.tabs
                 else:
                     if head is not None:  # opened ahead, but not as this ask wants
-                        log.info("its pages were opened ahead otherwise than it asks; opening them again")
+                        log.info("its head start opened its pages otherwise than it asks; opening them again")
                         await head.close()
                         head = None
                     session = await self._session()
