@@ -8,18 +8,24 @@ import sys
 
 
 def main() -> int:
-    from .daemon.early import answer, head_start
+    try:
+        from .daemon.early import answer, head_start
 
-    early = head_start(sys.argv[1:])
-    if early is not None:
-        status = answer(early)  # the daemon answers from the command line: no CLI, no settings here
-        if status is not None:
-            return status
-        if early.fileno() == -1:
-            early = None
-    from .cli import main as cli_main
+        early = head_start(sys.argv[1:])
+        if early is not None:
+            status = answer(early)  # the daemon answers from the command line: no CLI, no settings here
+            if status is not None:
+                return status
+            if early.fileno() == -1:
+                early = None
+        from .cli import main as cli_main
 
-    return cli_main(early=early)
+        return cli_main(early=early)
+    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (`process.run`), e.g. while importing it
+        from .process import EXIT_INTERRUPTED, interrupted
+
+        interrupted()
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

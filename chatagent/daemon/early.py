@@ -69,12 +69,6 @@ def answer(sock: socket.socket) -> int | None:
     except (OSError, ProtocolError):  # a daemon that hangs, goes, or speaks another protocol
         sock.close()
         return None
-    except KeyboardInterrupt:
-        sock.close()
-        from ..process import EXIT_INTERRUPTED, interrupted
-
-        interrupted()
-        return EXIT_INTERRUPTED
     if isinstance(reply, AskNeeded):
         return None
     if not isinstance(reply, Answering):  # refused: the CLI asks again and says why
