@@ -4,28 +4,45 @@ An `ask` first gives a running daemon its command line (`daemon.early`),
 before the CLI and its settings are imported: the daemon opens the pages at
 once, and answers from the command line when it can."""
 
+import signal
 import sys
+
+from .exit_status import EXIT_INTERRUPTED, INTERRUPTED  # now: the Ctrl-C handler below imports nothing
 
 
 def main() -> int:
+    _hold_ctrl_c()
     try:
         from .daemon.early import answer, head_start
 
         early = head_start(sys.argv[1:])
         if early is not None:
-            status = answer(early)  # the daemon answers from the command line: no CLI, no settings here
+            # The daemon answers from the command line: no CLI, no settings here.
+            status = answer(early, loaded=_deliver_ctrl_c)
             if status is not None:
                 return status
             if early.fileno() == -1:
                 early = None
+            _hold_ctrl_c()
         from .cli import main as cli_main
 
+        _deliver_ctrl_c()
         return cli_main(early=early)
-    except KeyboardInterrupt:  # Ctrl-C before a command's own handling (`process.run`), e.g. while importing it
-        from .process import EXIT_INTERRUPTED, interrupted
-
-        interrupted()
+    except KeyboardInterrupt:  # before a command's own handling (`process.run`)
+        sys.stderr.write(INTERRUPTED + "\n")
         return EXIT_INTERRUPTED
+
+
+# Ctrl-C is held while a command's modules are imported, and delivered (as
+# KeyboardInterrupt, handled above) once they are: an import cut short inside
+# a library's native code can crash the process (pydantic-core's panics), and
+# one cut short anywhere can fail when tried again. The imports take ~0.3 s.
+def _hold_ctrl_c() -> None:
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+
+def _deliver_ctrl_c() -> None:
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from .errors import ChatAgentError
+from .exit_status import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, INTERRUPTED
 from .terminal import SanitizingFormatter, safe_text, stderr_console
 
 if TYPE_CHECKING:
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("chatagent")
 
-EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+__all__ = ["EXIT_FAIL", "EXIT_INTERRUPTED", "EXIT_NO_ANSWER", "EXIT_OK", "EXIT_USAGE", "answer_status", "interrupted",
+           "run", "setup_logging"]
+
 
 # Libraries that chatter at INFO and below: -v is about chatagent, -vv about them too.
 _CHATTY_LIBRARIES = frozenset(("bm25s", "httpx", "trafilatura", "htmldate", "asyncio"))
@@ -53,7 +56,7 @@ def answer_status(printer: "EventPrinter") -> int:
 
 
 def interrupted() -> None:
-    stderr_console().print(safe_text("Interrupted."))
+    stderr_console().print(safe_text(INTERRUPTED))
 
 
 def run(command: Callable[[], int | None | Awaitable[int | None]], *, verbose: int) -> int | None:

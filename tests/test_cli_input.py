@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -102,3 +104,24 @@ def test_chat_commands_on_piped_input_print_their_results_on_stdout(site: Site) 
     assert "$1,349.00" not in out, "nothing after /quit"
     assert "No tab 7: the tabs are 2." in err and "Unknown command /bogus" in err
     assert proc.returncode == 1, "a command failed"
+
+
+def test_ctrl_c_at_any_moment_of_the_start_says_interrupted_and_never_a_traceback(site: Site) -> None:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("GOOGLE_API_KEY", None)
+    statuses = []
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.6, 0.9):  # imports, the CLI, the browser's launch
+        proc = subprocess.Popen([sys.executable, "-m", "chatagent", "ask", site.url("product"), "-q", "How much?"],
+                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+        if err.startswith("Fatal Python error: init_"):  # the interpreter's own start: before any of chatagent
+            continue
+        assert "Traceback" not in err + out, (delay, err)
+        # -SIGINT: the signal came before Python had set up its own handling.
+        assert proc.returncode in (130, -signal.SIGINT), (delay, proc.returncode, err)
+        if proc.returncode == 130:
+            assert err.strip().endswith("Interrupted."), (delay, err)
+        statuses.append(proc.returncode)
+    assert statuses.count(130) >= 3, statuses

@@ -22,7 +22,7 @@ from __future__ import annotations
 import json
 import os
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from .paths import BUILD, DaemonError, DaemonPaths, check_private, peer, settings_inputs
 
@@ -57,13 +57,17 @@ def head_start(argv: Sequence[str]) -> socket.socket | None:
         return None
 
 
-def answer(sock: socket.socket) -> int | None:
+def answer(sock: socket.socket, *, loaded: Callable[[], None] = lambda: None) -> int | None:
     """The exit status of the ask the daemon answers from its command line,
     shown here as `chatagent ask` shows an answer. None if the ask must load
     its settings (the CLI goes on with `sock` if it is still open: the daemon
-    waits for its request there) or answer in its own process."""
+    waits for its request there) or answer in its own process. `loaded` is
+    called once what showing an answer needs is imported."""
+    from ..process import answer_status, run, setup_logging
+    from .client import answer_opened
     from .protocol import Answering, AskNeeded, ProtocolError, parse_reply
 
+    loaded()
     try:
         reply = parse_reply(_first_frame(sock))
     except (OSError, ProtocolError):  # a daemon that hangs, goes, or speaks another protocol
@@ -74,9 +78,6 @@ def answer(sock: socket.socket) -> int | None:
     if not isinstance(reply, Answering):  # refused: the CLI asks again and says why
         sock.close()
         return None
-    from ..process import answer_status, run, setup_logging
-    from .client import answer_opened
-
     setup_logging(reply.verbose)
 
     async def shown() -> int | None:

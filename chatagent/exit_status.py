@@ -1,0 +1,7 @@
+"""`chatagent`'s exit statuses, and what an interrupted command says.
+
+Its own module, importing nothing: `__main__` reads it after a Ctrl-C that
+may have cut an import short, when importing anything more could fail."""
+
+EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_NO_ANSWER, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+INTERRUPTED = "Interrupted."
