@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 from . import __version__
 from .errors import ChatAgentError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
-from .process import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK, answer_status, run, setup_logging
+from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
+from .process import answer_status, run, setup_logging
 from .settings import Settings
 from .terminal import json_safe, no_echo, safe_text, sanitize, stderr_console
 
@@ -518,14 +519,20 @@ def main(argv: Sequence[str] | None = None, *, early: socket.socket | None = Non
             early.close()  # not an `ask` after all (parse errors, --help): the daemon drops what it opened
 
 
+def verbosity(args: argparse.Namespace) -> int:
+    """How many -v the command line gives, before the command's name and after it."""
+    return args.verbose + getattr(args, "verbose_after", 0)
+
+
 def _main(argv: list[str], early: socket.socket | None) -> int:
     parser = build_parser(plugins=not _names_built_in(argv))
     args = parser.parse_args(argv)  # exits 2 with a usage message on bad input
     args.early = early
-    args.verbose += getattr(args, "verbose_after", 0)
+    args.verbose = verbosity(args)
     setup_logging(args.verbose)
     status = run(lambda: args.handler(args), verbose=args.verbose)
     return EXIT_OK if status is None else status
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,16 +16,13 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from .errors import ChatAgentError
-from .exit_status import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, INTERRUPTED
+from .exit_status import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, INTERRUPTED
 from .terminal import SanitizingFormatter, safe_text, stderr_console
 
 if TYPE_CHECKING:
     from .render import EventPrinter
 
 log = logging.getLogger("chatagent")
-
-__all__ = ["EXIT_FAIL", "EXIT_INTERRUPTED", "EXIT_NO_ANSWER", "EXIT_OK", "EXIT_USAGE", "answer_status", "interrupted",
-           "run", "setup_logging"]
 
 
 # Libraries that chatter at INFO and below: -v is about chatagent, -vv about them too.

@@ -104,14 +104,7 @@ async def _ask(
         return None
     reader, writer = connection
     with no_echo():  # as in-process: keys typed meanwhile wait for the shell
-        try:
-            writer.write(request.encode())
-            await writer.drain()
-        except ConnectionError as exc:
-            writer.close()
-            _note(f"the chatagent daemon did not answer properly ({exc}; its log: {paths.log}); answering here.")
-            return None
-        return await _answer(reader, writer, paths, json_mode=json_mode)
+        return await _answer(reader, writer, paths, json_mode=json_mode, request=request.encode())
 
 
 async def answer_opened(sock: socket.socket, *, json_mode: bool) -> EventPrinter | None:
@@ -129,9 +122,14 @@ async def answer_opened(sock: socket.socket, *, json_mode: bool) -> EventPrinter
 
 async def _answer(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, paths: DaemonPaths, *, json_mode: bool,
+    request: bytes = b"",
 ) -> EventPrinter | None:
-    """The daemon's reply to an ask, then its events, shown."""
+    """`request` sent (none: the daemon took the ask from its command line),
+    the daemon's reply to the ask, then its events, shown."""
     try:
+        if request:
+            writer.write(request)
+            await writer.drain()
         from ..render import show  # imported while the daemon opens the pages
 
         with stderr_console().status("Opening pages…"):

@@ -231,7 +231,7 @@ class Daemon:
         loads here: the ask's own, as its environment is the daemon's (its
         settings file is read again). Else why its `AskRequest` is needed: the
         ask then says what is wrong, as without a daemon."""
-        from ..cli import settings_of
+        from ..cli import settings_of, verbosity
 
         if request.build != BUILD:
             return f"it runs {BUILD}, and the ask is {request.build}"
@@ -248,7 +248,7 @@ class Daemon:
             return "the cdp setting"
         if refusal := self._refusal(ask):
             return refusal
-        return ask, Answering(json_mode=args.json, verbose=args.verbose + getattr(args, "verbose_after", 0))
+        return ask, Answering(json_mode=args.json, verbose=verbosity(args))
 
     def _refusal(self, request: AskRequest) -> str | None:
         if request.build != BUILD:
