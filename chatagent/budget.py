@@ -284,8 +284,8 @@ class _Columns:
 
 def _columns(units: list[_Unit], ranker: RankerFactory) -> _Columns | None:
     """Columns of the table made of `units` (its header unit first); None when most
-    rows do not line up with its header (extraction drops empty cells, a rowspan
-    leaves rows short). Rows that do not line up are shown whole."""
+    rows do not line up with its header (a page's rendered text drops empty cells;
+    extraction keeps them). Rows that do not line up are shown whole."""
     header = [line for line in units[0].text.splitlines() if is_row(line) and set(line) - set("|-: ")]  # no separator
     if not header:
         return None

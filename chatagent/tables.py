@@ -205,12 +205,17 @@ def _split(block: _Block) -> list[Table]:
     lower: dict[int, tuple[str, ...]] = {}  # a table's shorter second header row, by its place in `out`
     for k, (row, line) in enumerate(zip(block.rows, block.lines)):
         under_header = current is not None and bool(current.columns) and not current.rows
+        if under_header and current is not None and "" in row and not any(map(_DIGIT.search, row)):
+            current.columns = _merged(current.columns, row)  # cells in place: spans left empty ones
+            continue
         if under_header and current is not None and len(row) < len(current.columns) and not any(map(_DIGIT.search, row)):
             lower[len(out) - 1] = row  # "US Country | US" under "Year | Single | Chart positions | Album"
             continue
         if _header(row, bare_columns, year_columns, first=k == 0):
             if current is not None and not current.rows:
-                if len(row) >= len(current.columns):
+                if "" in row or "" in current.columns or len(row) == len(current.columns):
+                    current.columns = _merged(current.columns, row)  # cells in place: each column named by both
+                elif len(row) > len(current.columns):
                     current.columns = row  # the lower row of a two-row header names each column
                 continue
             if current is not None and row == current.columns:
@@ -228,6 +233,20 @@ def _split(block: _Block) -> list[Table]:
     for n, names in lower.items():
         out[n].columns = _spanned(out[n], names)
     return [t for t in out if t.rows]
+
+
+def _merged(upper: tuple[str, ...], lower: tuple[str, ...]) -> tuple[str, ...]:
+    """A two-row header whose cells are in place (extraction keeps the empty cells that
+    spans leave): each column named by both rows, an upper cell also naming the empty
+    ones after it that the lower row names ("Pinnacle height" over "ft | m")."""
+    out, carry = [], ""
+    for j in range(max(len(upper), len(lower))):
+        up = upper[j] if j < len(upper) else ""
+        low = lower[j] if j < len(lower) else ""
+        carry = up or carry
+        top = up or (carry if low else "")
+        out.append(f"{top} {low}" if top and low and top != low else top or low)
+    return tuple(out)
 
 
 def _spanned(table: Table, lower: tuple[str, ...]) -> tuple[str, ...]:

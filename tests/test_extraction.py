@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 
+import lxml.html
 import pytest
 
 from chatagent import extraction
@@ -18,6 +19,9 @@ from chatagent.context import ContextBuilder, PageContext, TabContext
 from chatagent.extraction import Extracted, ExtractionPool, Extractor, extract_snapshot
 from chatagent.browser.base import PageSnapshot
 from chatagent.tokens import count_tokens
+from chatagent import table_spans
+from chatagent.table_spans import fill_spans
+from chatagent.tables import tables
 
 from conftest import HUGE_DEEP_ENTRIES, HUGE_DEEP_FACT, HUGE_DEEP_QUESTION, ROOT, Site
 
@@ -486,3 +490,37 @@ async def test_a_data_table_whose_class_names_row_headers_is_not_taken_for_navig
     ex = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/season.html", html=html))
     assert "Ludwig Wolf" in ex.text
     assert "Ludmila Navigation" not in ex.text
+
+
+SPANNED = (
+    "<html><head><title>Awards</title></head><body><article><h1>Awards</h1>"
+    + "".join(f"<p>Paragraph {i} about the singer's career, told at some length for the reader.</p>" for i in range(8))
+    + "<table class='wikitable'><tr><th rowspan='2'>Year</th><th colspan='2'>Award</th><th rowspan='2'>Result</th></tr>"
+    "<tr><th>Ceremony</th><th>Category</th></tr>"
+    "<tr><td rowspan='3'>2008</td><td>MOBO Awards</td><td>Best Song</td><td>Won</td></tr>"
+    "<tr><td>Q Awards</td><td>Best Video</td><td>Won</td></tr>"
+    "<tr><td colspan='2'>Ceremony cancelled</td><td>–</td></tr>"
+    "<tr><td>2009</td><td>Brit Awards</td><td>Best Single</td><td rowspan='2'>Nominated</td></tr>"
+    "<tr><td>2010</td><td>Grammy Awards</td><td>Best New Artist</td></tr>"
+    "</table></article></body></html>"
+)
+
+
+async def test_cells_spanning_rows_or_columns_stay_in_their_columns() -> None:
+    # Written once by the page, a spanning cell belongs to every row and column it spans: the
+    # rows below "2008" are that year's, and "Award" names both columns under it.
+    ex = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/awards.html", html=SPANNED))
+    (table,) = tables(ex.text)
+    assert table.columns == ("Year", "Award Ceremony", "Award Category", "Result")
+    rows = [table.render(i) for i in range(len(table.rows))]
+    assert "Year: 2008; Award Ceremony: Q Awards; Award Category: Best Video; Result: Won" in rows
+    assert "Year: 2008; Award Ceremony: Ceremony cancelled" in rows, "a cell spanning columns is followed by empty ones"
+    assert "Year: 2010; Award Ceremony: Grammy Awards; Award Category: Best New Artist; Result: Nominated" in rows
+
+
+async def test_filling_spans_is_bounded_on_a_page_that_asks_for_millions_of_cells() -> None:
+    rows = "".join("<tr><td rowspan='64'>x</td></tr>" for _ in range(5000))
+    doc = lxml.html.fromstring(f"<html><body><table>{rows}</table></body></html>")
+    added = fill_spans(doc)
+    assert table_spans.MAX_ADDED <= added < table_spans.MAX_ADDED + 64
+    assert len(doc.xpath("//td")) == 5000 + added

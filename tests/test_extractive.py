@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+from chatagent.browser.base import PageSnapshot
 from chatagent.context import PageContext, TabContext
+from chatagent.extraction import extract_snapshot
 from chatagent.models.extractive import ExtractiveChatModel, is_visual
 from chatagent.prompts import ESCALATION_MARKER, build_messages
 
@@ -479,3 +481,20 @@ def test_times_are_compared_as_times() -> None:
     assert "Athlete: Mia Berg" in answer and "Ana Lund" not in answer, answer
     answer = pass1("Marathon results", MARATHON, "How many athletes finished with a time below 2:10:00?")
     assert "2 rows with “Time below 2:10:00”" in answer, answer
+
+
+def test_a_row_under_a_cell_spanning_rows_is_answered_with_that_cell() -> None:
+    # The page writes "2008" once, spanning that year's rows; extraction repeats it in each
+    # (`table_spans`), so the answer about the second of them names its year.
+    prose = "".join(f"<p>Paragraph {i} about the singer's career, told at some length.</p>" for i in range(8))
+    html = (
+        f"<html><head><title>Awards</title></head><body><article><h1>Awards</h1>{prose}<table>"
+        "<tr><th>Year</th><th>Ceremony</th><th>Category</th><th>Result</th></tr>"
+        "<tr><td>2007</td><td>Brit Awards</td><td>Best Single</td><td>Nominated</td></tr>"
+        "<tr><td rowspan='2'>2008</td><td>MOBO Awards</td><td>Best Song</td><td>Won</td></tr>"
+        "<tr><td>Q Awards</td><td>Best Video</td><td>Won</td></tr>"
+        "<tr><td>2009</td><td>Brit Awards</td><td>Best Album</td><td>Nominated</td></tr></table></article></body></html>"
+    )
+    text = extract_snapshot(PageSnapshot(tab_id="1", url="http://127.0.0.1/awards.html", html=html)).text
+    answer = pass1("Awards", text, "In what year did she win the Q Awards for best video?")
+    assert "Year: 2008; Ceremony: Q Awards; Category: Best Video; Result: Won" in answer

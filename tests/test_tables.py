@@ -72,3 +72,11 @@ def test_clean_removes_markdown_escapes_emphasis_links_and_tags() -> None:
     assert clean(r"A **resource** is *any* \[object\] see [docs](https://x.example) <b>now</b>\.") == (
         "A resource is any [object] see docs now."
     )
+
+
+def test_a_two_row_header_with_its_cells_in_place_names_each_column_by_both_rows() -> None:
+    # Extraction keeps the empty cells a span leaves: "Pinnacle height" spans "ft" and "m".
+    text = "|Name|Pinnacle height||Year|\n||ft|m||\n|CN Tower|1,815|553|1976|\n|Ostankino|1,772|540||\n"
+    (t,) = tables(text)
+    assert t.columns == ("Name", "Pinnacle height ft", "Pinnacle height m", "Year")
+    assert t.render(1) == "Name: Ostankino; Pinnacle height ft: 1,772; Pinnacle height m: 540"
