@@ -44,7 +44,7 @@ from trafilatura.utils import load_html
 from . import pdf
 from .browser.base import PageSnapshot
 from .rows import join_row, row_cells
-from .table_spans import fill_spans
+from .table_spans import ROWS, fill_spans
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
     except Exception as exc:  # the parser's zoo of errors on odd input
         log.debug("unparsable HTML: %s", exc)
         return None
-    if doc is not None and ("rowspan" in html or "colspan" in html):
+    if doc is not None:
         fill_spans(doc)
     return doc
 
@@ -187,7 +187,7 @@ def _cell_text(cell: etree._Element) -> str:
 def _table_markdown(table: etree._Element) -> tuple[str, list[list[str]]] | None:
     """A data table as markdown rows (first row = header) plus its rows' cells; None for layout/nav tables."""
     rows: list[list[str]] = []
-    for tr in table.xpath("./tr|./thead/tr|./tbody/tr|./tfoot/tr"):
+    for tr in table.xpath(ROWS):
         cells = [_cell_text(c) for c in tr.xpath("./th|./td")]
         if any(len(c) > MAX_CELL_CHARS for c in cells):
             return None
@@ -412,7 +412,7 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
     rendered_words = _words(rendered)
     method = "trafilatura"
     # After trafilatura, which copies the tree: reading the tables drops notes from their cells.
-    if main and doc is not None and "<table" in html.lower() and (tables := _missed_tables(doc, main)):
+    if main and doc is not None and (tables := _missed_tables(doc, main)):
         main = f"{main}\n\n{TABLES_HEADING}\n\n" + "\n\n".join(tables)
         method = "trafilatura+tables"
     if main and (byline := _byline(html, main, rendered)):

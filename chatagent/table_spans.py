@@ -20,6 +20,7 @@ MAX_SPAN = 64  # a span beyond this is a page's mistake (or "colspan=1000"): cap
 # Cells added per page at most: spans can ask for rows × 64 copies; past this the rows left keep their spans.
 MAX_ADDED = 100_000
 _CELLS = ("td", "th")
+ROWS = "./tr|./thead/tr|./tbody/tr|./tfoot/tr"  # a table's own rows, not those of a table inside it
 
 
 def _span(cell: etree._Element, attr: str) -> int:
@@ -41,15 +42,11 @@ def _text(cell: etree._Element) -> bool:
     return bool("".join(cell.itertext()).strip())
 
 
-def _empty(like: etree._Element) -> etree._Element:
-    return etree.Element("th" if like.tag == "th" else "td")
-
-
-def _carry(out: list[etree._Element], below: dict[int, tuple[etree._Element | None, int]]) -> None:
+def _carry(out: list[etree._Element], below: dict[int, tuple[etree._Element, int]]) -> None:
     """Add to row `out` the cells of the rows above that span into its next columns."""
     while (col := len(out)) in below:
         cell, left = below.pop(col)
-        out.append(_copy(cell) if cell is not None else _empty(out[-1] if out else etree.Element("td")))
+        out.append(_copy(cell))
         if left > 1:
             below[col] = (cell, left - 1)
 
@@ -59,10 +56,10 @@ def fill_spans(doc: etree._Element) -> int:
     cells; the number of cells added."""
     added = 0
     for table in doc.iter("table"):
-        rows = table.xpath("./tr|./thead/tr|./tbody/tr|./tfoot/tr")
+        rows = table.xpath(ROWS)
         if not any(c.get("rowspan") or c.get("colspan") for tr in rows for c in tr if c.tag in _CELLS):
             continue
-        below: dict[int, tuple[etree._Element | None, int]] = {}  # column → (cell to repeat or None: empty, rows left)
+        below: dict[int, tuple[etree._Element, int]] = {}  # column → (cell to repeat there, rows left)
         for tr in rows:
             if added >= MAX_ADDED:
                 return added
@@ -76,13 +73,15 @@ def fill_spans(doc: etree._Element) -> int:
                 for attr in ("rowspan", "colspan"):
                     cell.attrib.pop(attr, None)
                 for k in range(cols_spanned):
-                    twin = cell if k == 0 else _copy(cell) if cell.tag == "th" and several else None
-                    out.append(twin if twin is not None else _empty(cell))
+                    if k == 0:
+                        out.append(cell)
+                    else:
+                        out.append(_copy(cell) if cell.tag == "th" and several else etree.Element(cell.tag))
                     if rows_spanned > 1:
-                        below[len(out) - 1] = (twin, rows_spanned - 1)
+                        below[len(out) - 1] = (out[-1], rows_spanned - 1)
             _carry(out, below)
             while below and max(below) >= len(out):  # a row ending before a span further right
-                out.append(_empty(out[-1] if out else tr))
+                out.append(etree.Element("td"))
                 _carry(out, below)
             if not any(_text(c) for c in cells):
                 continue  # nothing of its own (a bracket's spacer row): repeating the row above adds nothing
