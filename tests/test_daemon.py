@@ -189,13 +189,15 @@ def test_a_local_file_is_named_from_the_clients_directory_and_its_neighbour_stay
     (tmp_path / "notes.html").write_text(
         "<html><head><title>Meeting notes</title></head><body><h1>Meeting notes</h1>"
         "<p>The meeting is in room B204 on Thursday.</p><iframe src='secret.html'></iframe></body></html>")
-    (tmp_path / "secret.html").write_text("<html><body><p>The vault code is 7319.</p></body></html>")
+    # A secret no timing figure can contain by chance ("7319" did: "46.1731969999164" ms).
+    (tmp_path / "secret.html").write_text("<html><body><p>The vault code is vault-7319-kestrel.</p></body></html>")
     proc = run("ask", "notes.html", "-q", "Which room is the meeting in?", "--json", "-v", env=daemon.env, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert SERVED.format(pid=daemon.pid) in proc.stderr, "the daemon (running in /) read the file named relative to the client"
     done = ending(proc)
     assert "B204" in done["answer"] and done["citations"][0]["url"] == (tmp_path / "notes.html").as_uri()
-    assert "7319" not in proc.stdout + proc.stderr, "the file beside it was not named, so it is not served"
+    seen = proc.stdout + proc.stderr
+    assert "kestrel" not in seen and "vault" not in seen, "the file beside it was not named, so it is not served"
 
 
 def test_an_unreachable_page_fails_as_in_process(closed_port_url: str, daemon: Daemon) -> None:
