@@ -285,7 +285,9 @@ class Runtime:
                 await self._browser.close()
         finally:
             if parts is not None and parts.pool is not None:
-                parts.pool.shutdown(wait=False, cancel_futures=True)
+                # Waited for (on a thread): a pool still closing its pipes as the process exits races
+                # Python 3.11's exit hook, which then writes to a closed one (a traceback at exit).
+                await asyncio.to_thread(parts.pool.shutdown, wait=True, cancel_futures=True)
 
     async def __aenter__(self) -> "Runtime":
         self._start_loading()  # under way while the caller starts the browser
