@@ -6,13 +6,16 @@ Waits poll with a generous bound and never assert how long anything took."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import signal
 import socket
+import stat
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ import pytest
 
 from chatagent.daemon.paths import BUILD, DaemonPaths, daemon_pid, settings_inputs
 from chatagent.daemon.protocol import MAX_REQUEST_BYTES
+from chatagent.daemon.server import _private_socket
 
 from conftest import ROOT, Site
 
@@ -356,6 +360,35 @@ def test_a_directory_or_socket_open_to_others_is_not_used(site: Site, tmp_path: 
         os.chown(theirs, 65534, 65534)
         proc = run("daemon", "status", env=_env(theirs))
         assert proc.returncode == 1 and "belongs to another user (uid 65534)" in proc.stderr
+
+
+def test_the_daemons_socket_is_private_from_the_moment_it_can_be_seen(tmp_path: Path) -> None:
+    """Bound under the usual umask, a socket is 0755 until it is narrowed; an
+    ask that looked in between refused the daemon (seen once in CI)."""
+    paths = DaemonPaths(tmp_path)
+    tmp_path.chmod(0o700)
+    seen: set[int] = set()
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            with contextlib.suppress(FileNotFoundError):
+                seen.add(stat.S_IMODE(os.lstat(paths.socket).st_mode))
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    old = os.umask(0o022)
+    try:
+        socks = [_private_socket(paths) for _ in range(200)]
+    finally:
+        os.umask(old)
+        done.set()
+        watcher.join()
+    with socket.socket(socket.AF_UNIX) as client:
+        client.connect(str(paths.socket))
+    for sock in socks:
+        sock.close()
+    assert seen == {0o600} and sorted(p.name for p in tmp_path.iterdir()) == ["daemon.sock"]
 
 
 # --- the head start ---------------------------------------------------------------------------

@@ -54,6 +54,12 @@ class DaemonPaths:
         return self.dir / "daemon.sock"
 
     @property
+    def staging(self) -> Path:
+        """Where the socket is bound and narrowed before it is renamed into
+        place (no longer a name than `socket`, so it fits where that does)."""
+        return self.dir / "daemon.new"
+
+    @property
     def lock(self) -> Path:
         return self.dir / "daemon.lock"
 

@@ -19,6 +19,7 @@ import io
 import logging
 import os
 import signal
+import socket
 import time
 from collections.abc import Awaitable, Callable
 from contextlib import redirect_stderr, redirect_stdout, suppress
@@ -487,6 +488,25 @@ async def run_daemon(settings: Settings, paths: DaemonPaths, *, ready: Callable[
                 loop.remove_signal_handler(sig)
 
 
+def _private_socket(paths: DaemonPaths) -> socket.socket:
+    """A listening socket at `paths.socket` that is 0600 from the moment a
+    client can see it: bound under a temporary name, narrowed, then renamed
+    into place (a client between bind and chmod saw umask's 0755 and refused)."""
+    staging = paths.staging
+    staging.unlink(missing_ok=True)  # under the lock: a dead daemon's
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.bind(str(staging))
+        os.chmod(staging, 0o600)  # the directory is 0700 already; this holds if it is ever widened
+        sock.listen(100)
+        os.replace(staging, paths.socket)
+    except BaseException:
+        sock.close()
+        staging.unlink(missing_ok=True)
+        raise
+    return sock
+
+
 async def _serve(daemon: Daemon, paths: DaemonPaths, ready: Callable[[Status], None]) -> None:
     warm = asyncio.ensure_future(daemon.warm())
     stop = asyncio.ensure_future(daemon.stopped.wait())
@@ -498,10 +518,7 @@ async def _serve(daemon: Daemon, paths: DaemonPaths, ready: Callable[[Status], N
             await warm
         return
     warm.result()
-    # Under the lock no other daemon is listening: a socket file left is a dead one's.
-    paths.socket.unlink(missing_ok=True)
-    server = await asyncio.start_unix_server(daemon.serve_client, path=str(paths.socket), limit=MAX_REQUEST_BYTES)
-    os.chmod(paths.socket, 0o600)  # the directory is 0700 already; this holds if it is ever widened
+    server = await asyncio.start_unix_server(daemon.serve_client, sock=_private_socket(paths), limit=MAX_REQUEST_BYTES)
     bound = os.stat(paths.socket)
     try:
         ready(daemon.status())
