@@ -100,7 +100,8 @@ class ChatAgent:
     ) -> None:
         self.model = Model.of(model)  # a bare chat model gets generic error handling
         self.tabs = list(tabs)
-        self.builder = builder or ContextBuilder()
+        builder = builder or ContextBuilder()
+        self.builder = builder.with_budget(max(builder.budget_per_tab, self.model.provider.reads_per_tab or 0))
         self.max_turns = max_turns
         self.max_tool_calls = max_tool_calls
         self.history = history or History()

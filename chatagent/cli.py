@@ -92,7 +92,7 @@ def _factor(value: str) -> float:
 def _add_context(sub: Any) -> None:
     p = sub.add_parser(
         "context",
-        help="show the page context the model would see for one or more URLs",
+        help="show the page context a language model would be sent for one or more URLs",
         description="Open the pages in a headless Chromium (or attach to a running Chrome with --cdp), "
         "extract their text and fit it into the token budget, then print it per tab.",
     )

@@ -176,3 +176,26 @@ def test_cdp_with_urls_opens_and_then_closes_only_its_own_tabs(site: Site, runni
     assert tab["url"] == site.url("two_a") and "founded in 1648" in tab["text"]
     urls = _open_page_urls(running_chrome)
     assert site.url("two_a") not in urls and site.url("two_b") in urls
+
+
+def test_the_offline_model_reads_the_whole_table_a_language_model_is_sent_a_cut_of(tmp_path: Path) -> None:
+    # 300 stations; the busiest is row 260. A language model is sent 2,000 tokens of the
+    # page (the `budget`), which end long before it; the offline model's reading costs
+    # nothing, so it reads the whole table (before, it named the busiest of the rows kept).
+    rows = [(f"Station {i:03d}", f"{1000 + i * 37 % 900:,}") for i in range(1, 301)]
+    rows[259] = ("Harbour Gate", "98,765")
+    body = "".join(f"<tr><td>{name}</td><td>Line {i % 7 + 1}</td><td>{riders}</td></tr>" for i, (name, riders) in enumerate(rows))
+    page = tmp_path / "stations.html"
+    page.write_text(
+        "<html><head><title>Stations of the city railway</title></head><body><h1>Stations of the city railway</h1>"
+        f"<table><tr><th>Station</th><th>Line</th><th>Daily riders</th></tr>{body}</table></body></html>"
+    )
+    question = "Which station has the most daily riders?"
+    context = run_cli("context", str(page), "-q", question, "--json")
+    assert context.returncode == 0, context.stderr
+    sent = json.loads(context.stdout)["tabs"][0]
+    assert sent["tokens"] <= 2000 and "Harbour Gate" not in sent["text"]
+    asked = run_cli("ask", str(page), "-q", question, "--model", "extractive", "--json")
+    assert asked.returncode == 0, asked.stderr
+    done = json.loads(asked.stdout.strip().splitlines()[-1])
+    assert "Station: Harbour Gate; Line: Line 1; Daily riders: 98,765" in done["answer"], done

@@ -30,6 +30,9 @@ class Provider:
     prefixes: ClassVar[tuple[str, ...]] = ()  # model names it serves start with one of these
     key_setting: ClassVar[str] = "the model's API key"  # what to fix when credentials are refused
     endpoint_setting: ClassVar[str] = ""  # how to point it elsewhere
+    # Tokens of page text per tab its models read at least, whatever the `budget`
+    # setting (which bounds what a model that costs per token is sent). None: the setting.
+    reads_per_tab: ClassVar[int | None] = None
 
     def matches(self, model: str) -> bool:
         return model.startswith(self.prefixes)
