@@ -499,7 +499,7 @@ def _private_socket(paths: DaemonPaths) -> socket.socket:
         sock.bind(str(staging))
         os.chmod(staging, 0o600)  # the directory is 0700 already; this holds if it is ever widened
         sock.listen(100)
-        os.replace(staging, paths.socket)
+        os.replace(staging, paths.socket)  # under the lock, a socket file there is a dead daemon's
     except BaseException:
         sock.close()
         staging.unlink(missing_ok=True)

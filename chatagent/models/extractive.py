@@ -719,7 +719,7 @@ class ExtractiveProvider(Provider):
     name = "extractive"
     # Its reading is local and costs nothing, so it answers from up to a long
     # article's text: a count or a "most" over a table needs every row, not the
-    # rows a 2,000-token cut keeps (WikiTableQuestions: 0.493 → 0.509, docs/offline-answers.md).
+    # rows a 2,000-token cut keeps (WikiTableQuestions: 0.493 → 0.510, docs/offline-answers.md).
     reads_per_tab = 16_000
 
     def matches(self, model: str) -> bool:
