@@ -379,15 +379,15 @@ def test_the_daemons_socket_is_private_from_the_moment_it_can_be_seen(tmp_path: 
     watcher.start()
     old = os.umask(0o022)
     try:
-        socks = [_private_socket(paths) for _ in range(200)]
+        for _ in range(200):
+            _private_socket(paths).close()
+        listening = _private_socket(paths)
     finally:
         os.umask(old)
         done.set()
         watcher.join()
-    with socket.socket(socket.AF_UNIX) as client:
+    with listening, socket.socket(socket.AF_UNIX) as client:
         client.connect(str(paths.socket))
-    for sock in socks:
-        sock.close()
     assert seen == {0o600} and sorted(p.name for p in tmp_path.iterdir()) == ["daemon.sock"]
 
 
