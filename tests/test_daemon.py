@@ -225,11 +225,15 @@ def test_a_model_that_cannot_be_made_fails_as_in_process(site: Site, daemon: Dae
 
 
 def test_an_asks_own_settings_are_used_and_others_it_cannot_take_send_it_elsewhere(site: Site, daemon: Daemon) -> None:
-    full = run("ask", site.url("long"), "-q", "What is this page about?", "--json", "-v", env=daemon.env)
-    small = run("ask", site.url("long"), "-q", "What is this page about?", "--json", "-v", "--budget", "64", env=daemon.env)
-    for proc in (full, small):
+    # The offline model reads at least 16,000 tokens a tab whatever --budget says, so the
+    # ask raises it: the long page (57k tokens) is read further than that.
+    question = "Where is the emergency generator for the east pier kept?"
+    usual = run("ask", site.url("long"), "-q", question, "--json", "-v", env=daemon.env)
+    more = run("ask", site.url("long"), "-q", question, "--json", "-v", "--budget", "30000", env=daemon.env)
+    for proc in (usual, more):
         assert SERVED.format(pid=daemon.pid) in proc.stderr
-    assert ending(small)["usage"]["input_tokens"] < ending(full)["usage"]["input_tokens"], "--budget reached the daemon"
+        assert ending(proc)["pass"] == 1 and "shed 41-C" in ending(proc)["answer"]
+    assert ending(more)["usage"]["input_tokens"] > ending(usual)["usage"]["input_tokens"], "--budget reached the daemon"
 
     other_key = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v",
                     env={**daemon.env, "GOOGLE_API_KEY": "a-key-the-daemon-was-not-started-with"})
