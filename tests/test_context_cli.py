@@ -199,3 +199,16 @@ def test_the_offline_model_reads_the_whole_table_a_language_model_is_sent_a_cut_
     assert asked.returncode == 0, asked.stderr
     done = json.loads(asked.stdout.strip().splitlines()[-1])
     assert "Station: Harbour Gate; Line: Line 1; Daily riders: 98,765" in done["answer"], done
+
+
+def test_the_offline_model_says_what_a_page_is_about_in_pass_1(site: Site) -> None:
+    # Before, "What is this page about?" had no word to match: it went to the browser,
+    # scrolled the 57k-token page and stopped at its input-token budget.
+    asked = run_cli("ask", site.url("long"), "-q", "What is this page about?", "--model", "extractive", "--json")
+    assert asked.returncode == 0, asked.stderr
+    done = json.loads(asked.stdout.strip().splitlines()[-1])
+    assert done["pass"] == 1 and done["tool_calls"] == 0, done
+    assert done["answer"].startswith(
+        "Bergholm Harbour Board — Annual reports 1901–2020: This page collects the summaries of the board's annual reports"
+    ), done["answer"]
+    assert done["answer"].endswith("needs a language model: set one with `chatagent config`.")

@@ -498,3 +498,25 @@ def test_a_row_under_a_cell_spanning_rows_is_answered_with_that_cell() -> None:
     text = extract_snapshot(PageSnapshot(tab_id="1", url="http://127.0.0.1/awards.html", html=html)).text
     answer = pass1("Awards", text, "In what year did she win the Q Awards for best video?")
     assert "Year: 2008; Ceremony: Q Awards; Category: Best Video; Result: Won" in answer
+
+
+def test_what_a_page_is_about_is_its_title_and_how_it_begins_with_the_limit_said() -> None:
+    text = (
+        "# Bergholm Harbour Board\n\nUpdated 3 May · 4 min read\n\nThis page collects the summaries of the board's "
+        "annual reports, year by year, as transcribed by the Historical Society. It starts in 1901. It ends in 2020.\n\n"
+        "## 1901\n\nThe year opened with a January hurricane.\n"
+    )
+    for question in ("What is this page about?", "Summarize the article", "tl;dr", "What is this?", "Give me an overview"):
+        answer = pass1("Bergholm Harbour Board", text, question)
+        assert answer.startswith("Bergholm Harbour Board: This page collects the summaries"), (question, answer)
+        assert "It starts in 1901." in answer and "It ends in 2020" not in answer, "two sentences"
+        assert "4 min read" not in answer and "hurricane" not in answer
+        assert answer.endswith("summarizing all of it needs a language model: set one with `chatagent config`.")
+    # A question with a topic of its own is answered from what it asks about.
+    assert "hurricane" in pass1("Bergholm Harbour Board", text, "What was the hurricane about?")
+
+
+def test_what_pages_are_about_is_each_tab_s_opening_side_by_side() -> None:
+    answer = laptops("What are these pages about?")
+    assert "From [Tab 1] (Aurora X14 Pro — Kestrel Electronics):\n\nOur price: $1,349.00" in answer, answer
+    assert "From [Tab 2] (Orion 14 review | Bitfield):\n\nThe Orion 14 has a plain grey chassis." in answer, answer

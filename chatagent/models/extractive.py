@@ -254,6 +254,70 @@ _ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|differe
 _TITLE_NOTE = re.compile(r"\s*\([^)]*\)\s*$")  # "The Crown (mountain)": the note is not the name
 
 
+# "What is this page about?", "Summarize the article", "tl;dr": asked of the page itself,
+# with no topic of their own. `_GIST_WORDS` are the words such a question may use.
+_GIST = re.compile(
+    r"\b(about|summar(y|ies|i[sz]e[sd]?)|sum up|overview|gist|tl;?dr|main (point|idea|topic)s?|key points?|"
+    r"explain|topics?|covers?|says?|describe|for)\b|^\s*what(\s+i|')s\s+(this|it)\s*\??\s*$",
+    re.I,
+)
+_GIST_WORDS = (
+    "about summary summaries summarize summarise summarized summarised sum up overview gist tl dr tldr main point "
+    "points idea ideas key topic topics explain cover covers say says describe article articles site website "
+    "document post tab tabs"
+)
+# How a page begins, for a gist: its first paragraph that is prose, not a line of
+# figures or a byline, cut at sentences.
+LEAD_WORDS = 15
+GIST_MAX_WORDS = 60
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
+GIST_LIMIT = f"This is how the page begins; summarizing all of it {table_quote.NEEDS_MODEL}."
+
+
+def _asks_gist(question: str) -> bool:
+    """Whether the question asks what a page is about, with no topic of its own."""
+    if not _GIST.search(question) or _intent_terms(question) or _HOW_MANY.search(question):
+        return False
+    return not _question_terms(question) - set(_terms(_GIST_WORDS))
+
+
+def _is_prose(p: _Passage) -> bool:
+    return not p.text.startswith(("#", "|", "- #")) and not _LABEL.match(p.text)
+
+
+def _lead(passages: list[_Passage]) -> str | None:
+    """A page's opening paragraph, up to two sentences: the first of at least `LEAD_WORDS`
+    words (a line broken mid-sentence, as a PDF's are, goes on into the next), else its
+    first line that is not a list's item."""
+    prose = [i for i, p in enumerate(passages) if _is_prose(p)]
+    if not prose:
+        return None
+    start = next((i for i in prose if len(passages[i].text.split()) >= LEAD_WORDS),
+                 next((i for i in prose if not _ITEM.match(passages[i].text)), prose[0]))
+    text = passages[start].quote()
+    for p in passages[start + 1 :]:
+        if re.search(r"[.!?]\W*$", text) or len(text.split()) >= GIST_MAX_WORDS or not _is_prose(p):
+            break
+        text = f"{text} {p.quote()}"
+    words = " ".join(_SENTENCE_END.split(text)[:2]).split()
+    return " ".join(words[:GIST_MAX_WORDS]) + (" …" if len(words) > GIST_MAX_WORDS else "")
+
+
+def _gist(passages: dict[str, list[_Passage]], turn: _Turn) -> str | None:
+    """What each tab is, by its title and how it begins, and the one-line limit."""
+    leads = {tab_id: lead for tab_id, ps in passages.items() if (lead := _lead(ps))}
+    if not leads:
+        return None
+    if len(leads) == 1:
+        (tab_id, lead), ps = next(iter(leads.items())), passages[next(iter(leads))]
+        # The page's own title line: the prompt's copy of the title has its quotes changed.
+        title = ps[0].quote() if ps[0].text.startswith("# ") else clean(turn.titles().get(tab_id, ""))
+        body = f"{title}: {lead} [Tab {tab_id}]" if title else f"{lead} [Tab {tab_id}]"
+    else:
+        body = _side_by_side(list(leads.items()), turn)
+    return f"{body}\n\n{GIST_LIMIT}"
+
+
 def _intent_terms(question: str) -> set[str]:
     return {term for term, asks, _ in _INTENTS if asks.search(question)}
 
@@ -542,6 +606,8 @@ def _evidence(
         merged.setdefault(tab_id, []).append(text)
     bodies = {tab_id: "\n\n".join(parts) for tab_id, parts in merged.items()}
     passages = {tab_id: _passages(tab_id, body) for tab_id, body in bodies.items()}
+    if _asks_gist(question):
+        return _gist(passages, turn)
     named = _named_tabs(question, list(bodies), turn)
     compared = _by_kind(question, passages, named, turn, ranker) or _each_named(question, passages, named, turn, ranker)
     if compared:
