@@ -3,11 +3,16 @@
 
 from __future__ import annotations
 
+import random
+
 from chatagent.browser.base import PageSnapshot
 from chatagent.context import PageContext, TabContext
 from chatagent.extraction import extract_snapshot
+from chatagent.models import table_quote
 from chatagent.models.extractive import ExtractiveChatModel, is_visual
 from chatagent.prompts import ESCALATION_MARKER, build_messages
+from chatagent.ranking import CONTENT_WORDS
+from chatagent.tables import tables
 
 
 def pass1(title: str, text: str, question: str) -> str:
@@ -520,3 +525,18 @@ def test_what_pages_are_about_is_each_tab_s_opening_side_by_side() -> None:
     answer = laptops("What are these pages about?")
     assert "From [Tab 1] (Aurora X14 Pro — Kestrel Electronics):\n\nOur price: $1,349.00" in answer, answer
     assert "From [Tab 2] (Orion 14 review | Bitfield):\n\nThe Orion 14 has a plain grey chassis." in answer, answer
+
+
+def test_rows_that_match_equally_tie_in_every_process() -> None:
+    # A set's order follows the hash seed, which changes with each process: summing a row's
+    # term weights in that order made two equal rows differ in the last bit, so which one
+    # was quoted changed from run to run (2 of 2,244 WTQ answers between two seeds).
+    rng = random.Random(7)
+    for _ in range(100):
+        vocab = ["".join(rng.choice("bcdfgklmnprstvz") + rng.choice("aeiou") for _ in range(3)) for _ in range(6)]
+        shared, one, two = vocab[:4], vocab[4], vocab[5]
+        # Each shared word in a different number of rows, so each weighs differently.
+        rows = ["|Name|Place|Note|", *(f"|{w} r{i}{k}|x|y|" for i, w in enumerate(shared) for k in range(i + 1))]
+        rows += [f"|{' '.join(shared)}|{one}|one|", f"|{' '.join(shared)}|{two}|two|"]
+        scored = table_quote._score(tables("\n".join(rows))[0], set(CONTENT_WORDS.terms(" ".join(vocab))), set())
+        assert scored.row_scores[-1] == scored.row_scores[-2], vocab

@@ -192,7 +192,8 @@ def _score(
     idf = {t: math.log(1 + n / df[t]) for t in df}
     # A row the question sets aside ("other than MLW") is not one it names.
     hits = [frozenset() if excluded and excluded <= c else frozenset(c & q) for c in cells]
-    row_scores = [sum(idf[t] for t in h) for h in hits]
+    # fsum: a set's order changes with the hash seed, and rows that tie must tie in every process.
+    row_scores = [math.fsum(idf[t] for t in h) for h in hits]
     best = max(row_scores, default=0.0)
     score = best + 1.5 * sum(column_hits) + 0.5 * len(caption_terms & q)
     return _Scored(table, cells, row_scores, hits, column_hits, score)
