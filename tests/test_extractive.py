@@ -540,3 +540,14 @@ def test_rows_that_match_equally_tie_in_every_process() -> None:
         rows += [f"|{' '.join(shared)}|{one}|one|", f"|{' '.join(shared)}|{two}|two|"]
         scored = table_quote._score(tables("\n".join(rows))[0], set(CONTENT_WORDS.terms(" ".join(vocab))), set())
         assert scored.row_scores[-1] == scored.row_scores[-2], vocab
+
+
+def test_who_wrote_this_article_is_answered_by_its_byline() -> None:
+    text = (
+        "# Northport opens its first tram line\n\nBy Maren Oyelaran, Transport Correspondent · 3 March 2025\n\n"
+        "The Harbour Line carried its first passengers on Monday morning.\n\n"
+        "The article was corrected on 4 March: the line has 19 stops, not 18.\n"
+    )
+    for question in ("Who wrote this article?", "Who is the author?", "Who wrote the story?"):
+        answer = pass1("Northport opens its first tram line", text, question)
+        assert answer.startswith("By Maren Oyelaran, Transport Correspondent"), (question, answer)

@@ -145,8 +145,12 @@ def _terms(text: str) -> list[str]:
     return ANALYSER.terms(text)
 
 
+# "this article", "the site": the page the question is asked on, not a topic.
+_THIS_PAGE = re.compile(r"\b(this|the|these)\s+(article|site|website|document|post|story|blog|report|tab)s?\b", re.I)
+
+
 def _question_terms(question: str) -> set[str]:
-    question = _WHICH_ONE.sub(r"\1", question)
+    question = _THIS_PAGE.sub(r"\1", _WHICH_ONE.sub(r"\1", question))
     return set(_terms(_VISUAL_WORDS.sub(" ", question))) or set(_terms(question))
 
 
@@ -227,6 +231,12 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         "xxtemperaturexx",
         re.compile(r"\b(temperatures?|how hot|how cold|how warm|degrees)\b", re.I),
         re.compile(r"\d\s?(°|º|℃|℉|degrees?\b)", re.I),
+    ),
+    (
+        # "Who wrote this?" is answered by a byline: "By Maren Oyelaran, Transport Correspondent".
+        "xxauthorxx",
+        re.compile(r"\b(who wrote|who write|who is the author|author|authors|writer|written by|byline)\b", re.I),
+        re.compile(r"^(by|written by|words by|authors?:)\s+[A-Z]", re.I),
     ),
     (
         # A results table names its winner only by rank: "|1|104|Henrik Solvang|…|".
