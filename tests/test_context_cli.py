@@ -212,3 +212,12 @@ def test_the_offline_model_says_what_a_page_is_about_in_pass_1(site: Site) -> No
         "Bergholm Harbour Board — Annual reports 1901–2020: This page collects the summaries of the board's annual reports"
     ), done["answer"]
     assert done["answer"].endswith("needs a language model: set one with `chatagent config`.")
+
+
+def test_the_offline_model_quotes_the_reviews_under_the_heading_it_found(site: Site) -> None:
+    # The reviews' heading is only in the text read from the screen; it used to be the whole answer.
+    asked = run_cli("ask", site.url("product"), "-q", "What do customers say about it?", "--model", "extractive", "--json")
+    assert asked.returncode == 0, asked.stderr
+    done = json.loads(asked.stdout.strip().splitlines()[-1])
+    assert done["answer"].startswith("Customer reviews [Tab 1]\n"), done["answer"]
+    assert "- I used it for a whole conference day" in done["answer"], done["answer"]

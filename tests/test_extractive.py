@@ -551,3 +551,16 @@ def test_who_wrote_this_article_is_answered_by_its_byline() -> None:
     for question in ("Who wrote this article?", "Who is the author?", "Who wrote the story?"):
         answer = pass1("Northport opens its first tram line", text, question)
         assert answer.startswith("By Maren Oyelaran, Transport Correspondent"), (question, answer)
+
+
+def test_a_heading_that_matches_is_quoted_with_what_it_heads() -> None:
+    # Extracted without markup, as trafilatura often gives a recipe: the headings are plain lines.
+    text = (
+        "# Apple cake\n\nThis is the cake my grandmother made every October.\n\nIngredients\n\n4 tart apples\n\n"
+        "200 g butter, softened\n\n4 eggs\n\nMethod\n\nHeat the oven to 175 °C.\n\nBake for 50 minutes.\n"
+    )
+    answer = pass1("Apple cake", text, "What ingredients do I need?")
+    assert answer == "Ingredients [Tab 1]\n- 4 tart apples\n- 200 g butter, softened\n- 4 eggs", answer
+    answer = pass1("Apple cake", text.replace("Ingredients", "## Ingredients").replace("Method", "## Method"),
+                   "What are the ingredients?")
+    assert answer.startswith("Ingredients [Tab 1]\n- 4 tart apples") and "Heat the oven" not in answer, answer

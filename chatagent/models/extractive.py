@@ -503,15 +503,65 @@ def _only(tabs: dict[str, Any]) -> str:
     return next(iter(tabs), "1")
 
 
-def _format_answer(hits: list[tuple[float, float, _Passage]]) -> str:
-    """One tab's best passage, and a second when it is nearly as good and says something
-    (a heading only names what the sentences under it say)."""
+# What a heading heads: the passages under it, up to the next heading of its level, this many words.
+SECTION_WORDS = 60
+_HEADING_LEVEL = re.compile(r"^(#+)\s")
+
+
+def _heads(p: _Passage) -> int:
+    """A heading's level (1 for "# …"), or 0 for a passage that states something. A heading
+    can lose its "#" (in text read from the screen, or extracted without markup): there a
+    short line of words, without a figure or an ending stop ("Customer reviews",
+    "Ingredients"), heads what follows, below any "#" heading."""
+    if m := _HEADING_LEVEL.match(p.text):
+        return len(m.group(1))
+    words = p.text.split()
+    plain = (0 < len(words) <= 4 and not _ITEM.match(p.text) and re.search(r"[^\W\d_]", p.text)
+             and not re.search(r"[\d.!?:;|]", p.text))
+    return 9 if plain else 0
+
+
+def _section(p: _Passage, passages: Sequence[_Passage]) -> list[_Passage]:
+    """A heading and what it heads ("Ingredients" over "4 eggs", …), up to the next heading of
+    its level, or a short line (the next item's start) past half of `SECTION_WORDS`."""
+    level = _heads(p)
+    if not level:
+        return [p]
+    out, words = [p], 0
+    for q in passages:
+        if q.tab_id != p.tab_id or q.order <= p.order:
+            continue
+        size = len(q.text.split())
+        if words >= SECTION_WORDS or 0 < _heads(q) <= level or (words >= SECTION_WORDS / 2 and size <= 4):
+            break
+        out.append(q)
+        words += size
+    return out
+
+
+def _quote_section(p: _Passage, passages: Sequence[_Passage]) -> str:
+    """A passage as quoted; a heading with the lines under it as a list."""
+    head, *under = _section(p, passages)
+    return "\n".join([head.quote(), *(f"- {q.quote()}" for q in under)])
+
+
+def _format_answer(hits: list[tuple[float, float, _Passage]], passages: Sequence[_Passage]) -> str:
+    """One tab's best passage (a heading with what it heads), and a second when it is nearly
+    as good and says something of its own."""
     top = hits[0][1]
+    shown = {id(q) for q in _section(hits[0][2], passages)}
     keep = [hits[0]] + [
         h for h in hits[1:]
         if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6 and not h[2].text.startswith("#")
+        and id(h[2]) not in shown
     ]
-    return "\n\n".join(f"{h[2].quote()} {h[2].cite()}" for h in keep[:MAX_PASSAGES_SINGLE])
+    return "\n\n".join(_cited(_quote_section(h[2], passages), h[2]) for h in keep[:MAX_PASSAGES_SINGLE])
+
+
+def _cited(text: str, p: _Passage) -> str:
+    """The citation after a quote's first line: under a heading, the lines follow it."""
+    first, _, rest = text.partition("\n")
+    return f"{first} {p.cite()}" + (f"\n{rest}" if rest else "")
 
 
 def _named_tabs(question: str, tab_ids: Sequence[str], turn: _Turn) -> list[str]:
@@ -639,7 +689,7 @@ def _evidence(
         return None
     if len(turn.tabs) == 1:
         if not rows:
-            return _format_answer(hits)
+            return _format_answer(hits, [p for ps in passages.values() for p in ps])
         tab_id, tq = next(iter(rows.items()))
         return table_quote.render(tq, tab_id)
     shown = list(strength)
@@ -650,7 +700,7 @@ def _evidence(
         shown = [t for t in shown if strength[t] >= top]
     blocks = [
         (tab_id, table_quote.render(rows[tab_id], tab_id, cite=False) if tab_id in rows
-         else next(p.quote() for _, _, p in hits if p.tab_id == tab_id))
+         else next(_quote_section(p, passages[tab_id]) for _, _, p in hits if p.tab_id == tab_id))
         for tab_id in shown
     ]
     return _side_by_side(blocks, turn)
