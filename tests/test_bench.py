@@ -7,10 +7,13 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import socket
 import statistics
+import struct
 import urllib.error
 import urllib.request
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -50,6 +53,18 @@ def test_page_server_serves_only_what_it_was_given(tmp_path: Path) -> None:
         assert _get(fresh_url(mem, 4))[2] == b"<title>(read 4)</title><p>in memory</p>"
         legacy = _get(fresh_url(site.file_url(tmp_path / "legacy.html"), 5))
         assert legacy[1] == "text/html; charset=windows-1252" and legacy[2].endswith(b"<p>caf\xe9</p>")
+
+
+def test_a_browser_hanging_up_leaves_no_traceback_on_stderr(capfd: pytest.CaptureFixture[str]) -> None:
+    with PageServer() as site:
+        url = urlsplit(site.page_url("big.html", "<p>" + "x" * 8_000_000 + "</p>"))
+        for _ in range(3):
+            with socket.create_connection((url.hostname, url.port)) as conn:
+                conn.sendall(f"GET {url.path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                conn.recv(1)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, at once
+        assert _get(site.base + "/p/big.html")[0] == 200, "still serving"
+    assert "Traceback" not in capfd.readouterr().err
 
 
 def test_one_percentile_definition_linear_between_ranks() -> None:

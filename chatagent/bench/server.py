@@ -23,6 +23,7 @@ from __future__ import annotations
 import gzip
 import re
 import socket
+import sys
 import threading
 from collections.abc import Sequence
 from contextlib import asynccontextmanager
@@ -61,6 +62,15 @@ def _retitle(body: bytes, n: str) -> bytes:
     return body[:at] + b"<title>" + mark.strip() + b"</title>" + body[at:]
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """A browser hangs up on a page it no longer wants (a navigation, a closed tab): that
+    is no error, and its traceback would bury the bench's own output on stderr."""
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)  # type: ignore[arg-type]
+
+
 class PageServer:
     """Serves registered files (gunzipped when .gz) and in-memory pages; anything else is a 404."""
 
@@ -95,7 +105,7 @@ class PageServer:
                 self.end_headers()
                 self.wfile.write(body)
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="bench-pages", daemon=True)
 
