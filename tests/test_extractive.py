@@ -564,3 +564,22 @@ def test_a_heading_that_matches_is_quoted_with_what_it_heads() -> None:
     answer = pass1("Apple cake", text.replace("Ingredients", "## Ingredients").replace("Method", "## Method"),
                    "What are the ingredients?")
     assert answer.startswith("Ingredients [Tab 1]\n- 4 tart apples") and "Heat the oven" not in answer, answer
+
+
+def test_a_card_s_name_is_quoted_without_its_heading_marks() -> None:
+    text = "# Hiking boots\n\n- ### Trailhead Low Kestrel Outdoor $129.00 Breathable mesh\n- ### Basalt Mid WP $174.50 Waterproof membrane\n"
+    assert pass1("Hiking boots", text, "Which boots are waterproof?") == "Basalt Mid WP $174.50 Waterproof membrane [Tab 1]"
+
+
+CARDS = (
+    "# Hiking boots\n\nShowing 5 results\n\n- ### Ridgeline GTX Mid Kestrel $189.95 Waterproof leather\n"
+    "- ### Trailhead Low Kestrel $129.00 Breathable mesh\n- ### Summit Pro 3 Alpenwerk $249.00 Insulated\n"
+    "- ### Basalt Mid WP Granite $174.50 Waterproof membrane\n- ### Meadow Trail Moorfield $89.00 Everyday walking shoe\n"
+)
+
+
+def test_the_cheapest_of_a_list_of_priced_items_is_the_one_with_the_lowest_price() -> None:
+    assert pass1("Hiking boots", CARDS, "Which boots are cheapest?") == "Meadow Trail Moorfield $89.00 Everyday walking shoe [Tab 1]"
+    assert pass1("Hiking boots", CARDS, "What is the most expensive boot?").startswith("Summit Pro 3 Alpenwerk $249.00")
+    # Among the items with the question's other words.
+    assert pass1("Hiking boots", CARDS, "What's the cheapest waterproof boot?").startswith("Basalt Mid WP Granite $174.50")

@@ -92,6 +92,7 @@ def is_visual(question: str, texts: Sequence[str]) -> bool:
 _WHICH_ONE = re.compile(r"\b(which|each|every|any|the other|this|that) ones?\b|\b(each|every)\b", re.I)
 _LABEL = re.compile(r"^(?:[-*+]\s+)?[^:]{1,40}:$")  # a list item naming what the next one states
 _ITEM = re.compile(r"^[-*+]\s+")
+_HEADING_MARK = re.compile(r"^\s*(?:[-*+]\s+)?#+\s*")  # "## Price", "- ### Trailhead Low" (a card's name)
 _MARKER_LINE = re.compile(r"^\[… .* left out …\]$|^\(Note: .*\)$")
 # Questions and passages alike: a question's function words ("how many", "which")
 # are gone too, so coverage counts only what it is about.
@@ -133,7 +134,7 @@ class _Passage:
             if found:
                 t = found[0]
                 return f"{t.caption}: {t.render(len(t.rows) - 1)}" if t.caption else t.render(len(t.rows) - 1)
-        return clean(PAGE_MARK.sub("", self.text).lstrip("#").strip())
+        return clean(_HEADING_MARK.sub("", PAGE_MARK.sub("", self.text)))
 
     def cite(self) -> str:
         """[Tab N], with the page for a passage of a PDF: [Tab N, p. 3]."""
@@ -653,6 +654,33 @@ def _coverage(tq: table_quote.TableQuote, question: str, title: str) -> float:
     return len(q & held) / len(q) if q else 0.0
 
 
+# "Which boots are cheapest?" over a page of product cards: the list item with the lowest price.
+_CHEAPEST = re.compile(r"\b(cheapest|least expensive|lowest[- ]priced|lowest price|most affordable)\b", re.I)
+_DEAREST = re.compile(r"\b(most expensive|priciest|dearest|highest[- ]priced|highest price)\b", re.I)
+_PRICE = re.compile(r"[$€£¥]\s?(\d[\d,]*(?:\.\d+)?)")
+MIN_PRICED_ITEMS = 3  # a list of things for sale, not a page's one price and its accessory
+
+
+def _priced_item(question: str, passages: list[_Passage], title: str) -> str | None:
+    """For the cheapest (or dearest) of a list whose items each state one price, that item;
+    among the items with the question's other words ("the cheapest waterproof boot")."""
+    cheapest, dearest = bool(_CHEAPEST.search(question)), bool(_DEAREST.search(question))
+    if cheapest == dearest:
+        return None
+    priced = [(float(m[0].replace(",", "")), p) for p in passages
+              if _ITEM.match(p.text) and len(m := _PRICE.findall(p.text)) == 1]
+    if len(priced) < MIN_PRICED_ITEMS:
+        return None
+    comparing = {t for m in _COMPARING.finditer(question) for t in _terms(m.group(0))}
+    topic = _question_terms(question) - set(_terms(title)) - _intent_words(question) - comparing - set(_terms("expensive"))
+    if topic:
+        priced = [(price, p) for price, p in priced if topic <= set(_terms(f"{p.text} {p.section}"))]
+    if not priced:
+        return None
+    _, item = (min if cheapest else max)(priced, key=lambda x: x[0])
+    return f"{_ITEM.sub('', item.quote())} {item.cite()}"
+
+
 def _evidence(
     question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranker: RankerFactory = BM25Ranker
 ) -> str | None:
@@ -668,6 +696,10 @@ def _evidence(
     passages = {tab_id: _passages(tab_id, body) for tab_id, body in bodies.items()}
     if _asks_gist(question):
         return _gist(passages, turn)
+    if len(passages) == 1:
+        tab_id, ps = next(iter(passages.items()))
+        if priced := _priced_item(question, ps, turn.titles().get(tab_id, "")):
+            return priced
     named = _named_tabs(question, list(bodies), turn)
     compared = _by_kind(question, passages, named, turn, ranker) or _each_named(question, passages, named, turn, ranker)
     if compared:
