@@ -320,9 +320,10 @@ def _gist(passages: dict[str, list[_Passage]], turn: _Turn) -> str | None:
     if not leads:
         return None
     if len(leads) == 1:
-        (tab_id, lead), ps = next(iter(leads.items())), passages[next(iter(leads))]
+        tab_id, lead = next(iter(leads.items()))
+        first = passages[tab_id][0]
         # The page's own title line: the prompt's copy of the title has its quotes changed.
-        title = ps[0].quote() if ps[0].text.startswith("# ") else clean(turn.titles().get(tab_id, ""))
+        title = first.quote() if first.text.startswith("# ") else clean(turn.titles().get(tab_id, ""))
         body = f"{title}: {lead} [Tab {tab_id}]" if title else f"{lead} [Tab {tab_id}]"
     else:
         body = _side_by_side(list(leads.items()), turn)
@@ -671,8 +672,8 @@ def _priced_item(question: str, passages: list[_Passage], title: str) -> str | N
               if _ITEM.match(p.text) and len(m := _PRICE.findall(p.text)) == 1]
     if len(priced) < MIN_PRICED_ITEMS:
         return None
-    comparing = {t for m in _COMPARING.finditer(question) for t in _terms(m.group(0))}
-    topic = _question_terms(question) - set(_terms(title)) - _intent_words(question) - comparing - set(_terms("expensive"))
+    rest = _DEAREST.sub(" ", _CHEAPEST.sub(" ", question))
+    topic = _question_terms(rest) - set(_terms(title)) - _intent_words(rest)
     if topic:
         priced = [(price, p) for price, p in priced if topic <= set(_terms(f"{p.text} {p.section}"))]
     if not priced:
