@@ -293,7 +293,7 @@ def _asks_gist(question: str) -> bool:
 
 
 def _is_prose(p: _Passage) -> bool:
-    return not p.text.startswith(("#", "|", "- #")) and not _LABEL.match(p.text)
+    return not p.text.startswith("|") and not _HEADING_MARK.match(p.text) and not _LABEL.match(p.text)
 
 
 def _lead(passages: list[_Passage]) -> str | None:
@@ -524,15 +524,14 @@ def _heads(p: _Passage) -> int:
 
 
 def _section(p: _Passage, passages: Sequence[_Passage]) -> list[_Passage]:
-    """A heading and what it heads ("Ingredients" over "4 eggs", …), up to the next heading of
-    its level, or a short line (the next item's start) past half of `SECTION_WORDS`."""
+    """A heading and what it heads ("Ingredients" over "4 eggs", …) among its tab's `passages`,
+    up to the next heading of its level, or a short line (the next item's start) past half of
+    `SECTION_WORDS`."""
     level = _heads(p)
     if not level:
         return [p]
     out, words = [p], 0
-    for q in passages:
-        if q.tab_id != p.tab_id or q.order <= p.order:
-            continue
+    for q in passages[passages.index(p) + 1 :]:
         size = len(q.text.split())
         if words >= SECTION_WORDS or 0 < _heads(q) <= level or (words >= SECTION_WORDS / 2 and size <= 4):
             break
@@ -548,8 +547,8 @@ def _quote_section(p: _Passage, passages: Sequence[_Passage]) -> str:
 
 
 def _format_answer(hits: list[tuple[float, float, _Passage]], passages: Sequence[_Passage]) -> str:
-    """One tab's best passage (a heading with what it heads), and a second when it is nearly
-    as good and says something of its own."""
+    """One tab's best passage (a heading with what it heads, among the tab's `passages`), and
+    a second when it is nearly as good and says something of its own."""
     top = hits[0][1]
     shown = {id(q) for q in _section(hits[0][2], passages)}
     keep = [hits[0]] + [
@@ -722,7 +721,7 @@ def _evidence(
         return None
     if len(turn.tabs) == 1:
         if not rows:
-            return _format_answer(hits, [p for ps in passages.values() for p in ps])
+            return _format_answer(hits, passages[hits[0][2].tab_id])
         tab_id, tq = next(iter(rows.items()))
         return table_quote.render(tq, tab_id)
     shown = list(strength)
