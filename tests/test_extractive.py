@@ -583,3 +583,19 @@ def test_the_cheapest_of_a_list_of_priced_items_is_the_one_with_the_lowest_price
     assert pass1("Hiking boots", CARDS, "What is the most expensive boot?").startswith("Summit Pro 3 Alpenwerk $249.00")
     # Among the items with the question's other words.
     assert pass1("Hiking boots", CARDS, "What's the cheapest waterproof boot?").startswith("Basalt Mid WP Granite $174.50")
+
+
+def test_how_long_asks_for_a_length_or_a_time_not_for_the_word_long() -> None:
+    text = (
+        "# Northport opens its first tram line\n\n"
+        "The Harbour Line, a 14.2-kilometre tram route linking the ferry terminal with the campus, opened on Monday.\n\n"
+        "Twelve low-floor vehicles were built for the route. Each is 32 metres long and carries 210 passengers.\n"
+    )
+    answer = pass1("Northport opens its first tram line", text, "How long is the tram line?")
+    assert answer.startswith("The Harbour Line, a 14.2-kilometre tram route"), answer
+    results = (
+        "|Rank|Name|Nationality|Time|\n|---|---|---|---|\n|6|Lars Berg|Norway|1:47.40|\n|7|Joni Jaako|Sweden|1:47.61|\n\n"
+        "|Event|Men|Women|\n|---|---|---|\n|Long jump|1|5|\n|800 metres|2|3|\n"
+    )
+    answer = pass1("European Team Championships", results, "How long did it take Jaako to finish the race?")
+    assert "Joni Jaako" in answer and "1:47.61" in answer and "Long jump" not in answer, answer

@@ -151,7 +151,7 @@ _THIS_PAGE = re.compile(r"\b(this|the|these)\s+(article|site|website|document|po
 
 
 def _question_terms(question: str) -> set[str]:
-    question = _THIS_PAGE.sub(r"\1", _WHICH_ONE.sub(r"\1", question))
+    question = _THIS_PAGE.sub(r"\1", _WHICH_ONE.sub(r"\1", table_quote.HOW_MEASURE.sub("how", question)))
     return set(_terms(_VISUAL_WORDS.sub(" ", question))) or set(_terms(question))
 
 
@@ -222,6 +222,11 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         "xxdurationxx",
         re.compile(r"\b(how long|duration|runtime|lasts?|lasted|longer|longest|shorter|shortest)\b", re.I),
         re.compile(r"\d\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?)\b", re.I),
+    ),
+    (
+        "xxlengthxx",
+        re.compile(r"\b(how long|how far|length|distance|longer|longest|shorter|shortest)\b", re.I),
+        re.compile(r"\d\s?-?(km|kilometres?|kilometers?|mi|miles?|m|metres?|meters?|ft|feet|foot|yards?|cm)\b", re.I),
     ),
     (
         "xxweightxx",
@@ -430,7 +435,10 @@ def _best(
         on_topic = len(topic & under) / len(topic) if topic else 1.0
         if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0:
             defining = bool(defines and defines.search(clean(p.text)))
-            scored.append(((not defining, -beyond, -coverage, p.text.startswith("#"), -s, p.order), coverage, float(s), p))
+            # Then a passage naming what the title names ("the tram route") over one that does not.
+            named = len(q & own & title)
+            scored.append(((not defining, -beyond, -coverage, p.text.startswith("#"), -named, -s, p.order),
+                           coverage, float(s), p))
     if counted:
         # Where a tab counts what is asked, its other passages answer another question.
         counting = {id(p) for _, _, _, p in scored if _counts(p.text, counted)}

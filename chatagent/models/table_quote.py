@@ -299,12 +299,17 @@ def subject(text: str) -> str:
     return clean(lead.group(1)) if lead else ""
 
 
+# "How long did it take?" asks for a time or a length: no row or column is named "long"
+# ("Long jump"), and a sentence saying "32 metres long" is not about what is asked.
+HOW_MEASURE = re.compile(r"\bhow\s+(long|far|old)\b", re.I)
+
+
 def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     """The rows of `text`'s tables that answer `question`, or None when no table is about it.
 
     Words of the page's `title` are what the whole page is about ("Davis Love" on his
     page): they name no row, unless the question has no other words."""
-    q = set(ANALYSER.terms(question)) - PHRASING
+    q = set(ANALYSER.terms(HOW_MEASURE.sub("how", question))) - PHRASING
     if re.search(r"\btime\b", question, re.I):  # "the fastest time" names a column; "how many times" only phrases
         q |= set(ANALYSER.terms("time"))
     q = q - set(ANALYSER.terms(title)) or q
