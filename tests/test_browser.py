@@ -303,3 +303,32 @@ async def test_launch_without_a_browser_raises_the_install_hint(
     _no_browser_anywhere(monkeypatch, tmp_path)
     with pytest.raises(BrowserNotFoundError, match="Install one"):
         await PlaywrightBrowser.launch()
+
+
+def test_the_browser_hanging_up_on_a_local_file_prints_no_traceback(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # A tab closed while its local file is still being sent: routine, and the traceback
+    # socketserver prints by default would land in the middle of the user's answer.
+    import socket
+    import struct
+    import urllib.request
+    from urllib.parse import urlsplit
+
+    from chatagent.browser.localfiles import LocalFiles
+
+    page = tmp_path / "big.html"
+    page.write_text("<p>" + "x" * 8_000_000 + "</p>")
+    files = LocalFiles()
+    try:
+        url = urlsplit(files.serve(page.as_uri()))
+        for _ in range(3):
+            with socket.create_connection((url.hostname, url.port)) as conn:
+                conn.sendall(f"GET {url.path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+                conn.recv(1)
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))  # a reset, at once
+        with urllib.request.urlopen(url.geturl(), timeout=10) as still:
+            assert still.status == 200, "still serving"
+    finally:
+        files.close()
+    assert "Traceback" not in capfd.readouterr().err

@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 import mimetypes
 import secrets
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,6 +33,16 @@ FILE_SCHEME = "file:"
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     files: dict[str, Path]  # served path -> the named file
+
+    def handle_error(self, request: object, client_address: object) -> None:
+        # socketserver prints the traceback to stderr, in the middle of the user's
+        # answer: the browser hanging up on a page it no longer wants (a closed tab,
+        # the ask ending) is routine, and anything else is a line of the log.
+        exc = sys.exc_info()[1]
+        if isinstance(exc, ConnectionError):
+            log.debug("local file server: %s hung up: %s", client_address, exc)
+        else:
+            log.warning("local file server: a request failed: %s", exc, exc_info=log.isEnabledFor(logging.DEBUG))
 
 
 class _Handler(BaseHTTPRequestHandler):
