@@ -179,7 +179,7 @@ def _score(
     # "6 hospital beds", "match day 6": the rows with that figure in the column named beside it.
     for figure, beside in numbered:
         for j in _numeric_columns(table):
-            if _alike(beside, column_terms[j]):
+            if _alike(beside, column_terms[j]) or (RANK in beside and _PLACE.match(table.column(j).strip())):
                 term = f"#{j}={figure:g}"
                 q = q | {term}
                 for i in range(len(table.rows)):
@@ -255,6 +255,16 @@ _NUMBER_WORDS = {
 }
 _FIGURE = re.compile(r"(?<![\w.,:\-–/])(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS) + r")(?![\w.,:\-–/])", re.I)
 _THRESHOLD_BEFORE = re.compile(r"\b(than|least|most|over|under|above|below|before|after|since|until|to)\s*$", re.I)
+# "Who came fourth?", "the 3rd place": a place, in a column of ranks ("first" and "last"
+# order rows instead: `_FIRST`, `_LAST`).
+_ORDINAL_WORDS = {
+    w: i for i, w in enumerate(
+        "second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+        "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split(), 2)
+}
+_ORDINAL = re.compile(r"\b(?:(" + "|".join(_ORDINAL_WORDS) + r")|(\d{1,3})(?:st|nd|rd|th))\b", re.I)
+RANK = "#rank"  # in a figure's words: the figure is a place, found in a column of places
+_PLACE = re.compile(r"^(rank|ranking|pos\.?|position|place|pl\.?|finish|finished)$", re.I)  # not "No.": a number worn
 
 
 def _only_asked(s: _Scored, question: str) -> bool:
@@ -282,6 +292,8 @@ def _numbered(question: str) -> list[tuple[float, set[str]]]:
             continue
         around = question[: m.start()].split()[-2:] + question[m.end():].split()[:2]
         out.append((float(_NUMBER_WORDS.get(token, token)), set(ANALYSER.terms(" ".join(around)))))
+    for m in _ORDINAL.finditer(question):
+        out.append((float(_ORDINAL_WORDS[m[1].lower()] if m[1] else m[2]), {RANK}))
     return out
 
 
