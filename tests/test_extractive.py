@@ -613,3 +613,14 @@ def test_a_place_asked_as_an_ordinal_is_found_in_the_column_of_places() -> None:
     # A shirt number is no place: "No." is not a column of places.
     squad = "|No.|Player|Position|\n|---|---|---|\n|4|Jaymee Highcock|DF|\n|9|Tom Reed|FW|\n"
     assert "Jaymee Highcock" not in pass1("Kansas City Brass", squad, "Who came fourth?")
+
+
+def test_a_word_no_cell_holds_finds_its_kin_kenyans_in_kenya() -> None:
+    results = (
+        "|Place|Athlete|Country|Time|\n|---|---|---|---|\n|1|Henrik Solvang|Norway|2:09:47|\n"
+        "|2|Daniel Kiprono|Kenya|2:10:05|\n|3|Tadesse Alemu|Ethiopia|2:10:52|\n|4|Samuel Otieno|Kenya|2:13:49|\n"
+    )
+    answer = pass1("Lakeside Marathon", results, "How many Kenyans were in the race?")
+    assert "Daniel Kiprono" in answer and "Samuel Otieno" in answer and "Henrik Solvang" not in answer, answer
+    answer = pass1("Lakeside Marathon", results, "Where did the Ethiopian finish?")
+    assert "Tadesse Alemu" in answer and answer.count("Athlete:") == 1, answer

@@ -169,6 +169,7 @@ def _score(
     # A word naming a column ("designed") names what is compared, not which rows.
     q = q - _alike(q, set().union(*column_terms))
     cells = [set(t) | _values_in(row, values) for row, t in zip(table.rows, ANALYSER.analyse(" ".join(r) for r in table.rows))]
+    _kin(q, cells)
     # A value the question quotes ('the venue is "h"') names the rows with a cell that is it.
     for said in quoted:
         term = f'"{said}"'
@@ -200,6 +201,21 @@ def _score(
 
 
 PREFIX = 5  # stems sharing this many first letters name the same thing ("attendees", "attendance")
+
+
+def _kin(q: set[str], cells: list[set[str]]) -> None:
+    """A word of the question no cell holds names the cells holding a word that starts it or
+    that it starts ("Kenyans": "Kenya"; "Italian": "Italy"), both of `PREFIX` letters or more;
+    each such cell gets the question's word."""
+    held = set().union(*cells) if cells else set()
+    for t in q - held:
+        if len(t) < PREFIX or t.startswith("#"):
+            continue
+        kin = {c for c in held if len(c) >= PREFIX and (t.startswith(c) or c.startswith(t))}
+        if kin:
+            for cell in cells:
+                if cell & kin:
+                    cell.add(t)
 
 
 def _alike(q: set[str], names: set[str]) -> set[str]:
