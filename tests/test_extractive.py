@@ -624,3 +624,27 @@ def test_a_word_no_cell_holds_finds_its_kin_kenyans_in_kenya() -> None:
     assert "Daniel Kiprono" in answer and "Samuel Otieno" in answer and "Henrik Solvang" not in answer, answer
     answer = pass1("Lakeside Marathon", results, "Where did the Ethiopian finish?")
     assert "Tadesse Alemu" in answer and answer.count("Athlete:") == 1, answer
+
+
+APPLE_CAKE = (
+    "# Apple cake\n\nServes 8 · Baking 50 minutes at 175 °C\n\n"
+    "It is moist, not too sweet, and keeps for three days under a cloth. Keep it away from the oven's heat.\n\n"
+    "Ingredients\n\n4 tart apples\n\n180 g sugar\n\n250 g plain flour\n\n"
+    "Method\n\nHeat the oven to 175 °C.\n\nBeat the butter and sugar until pale.\n\nBake for 50 minutes.\n"
+)
+
+
+def test_how_much_of_a_thing_is_a_quantity_not_a_price() -> None:
+    assert pass1("Apple cake", APPLE_CAKE, "How much sugar do I need?").startswith("180 g sugar [Tab 1]")
+
+
+def test_a_spelled_out_duration_answers_how_long() -> None:
+    answer = pass1("Apple cake", APPLE_CAKE, "How long does it keep?")
+    assert answer.startswith("It is moist, not too sweet, and keeps for three days"), answer
+
+
+def test_how_do_i_questions_are_answered_by_the_section_of_steps() -> None:
+    for question in ("How do I make it?", "What are the steps?", "How do I bake the cake?"):
+        answer = pass1("Apple cake", APPLE_CAKE, question)
+        assert answer.startswith("Method [Tab 1]\n- Heat the oven to 175 °C."), (question, answer)
+        assert "Bake for 50 minutes." in answer and "180 g sugar" not in answer, (question, answer)

@@ -202,7 +202,9 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     (
         "xxmoneyxx",
         re.compile(
-            r"\b(cost|costs|price|prices|priced|how much|pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|pricier|"
+            # "How much is it?" asks a price; "how much sugar" a quantity of what it names.
+            r"\b(cost|costs|price|prices|priced|how much(?=\s+(?:is|was|are|were|does|do|did|will|would|should|can|could|"
+            r"for|to|money)\b|\s*[?.]|\s*$)|pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|pricier|"
             r"revenue|revenues|income|profit|profits|earnings|salary|salaries|budget)\b",
             re.I,
         ),
@@ -220,8 +222,9 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (
         "xxdurationxx",
-        re.compile(r"\b(how long|duration|runtime|lasts?|lasted|longer|longest|shorter|shortest)\b", re.I),
-        re.compile(r"\d\s*(hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?)\b", re.I),
+        re.compile(r"\b(how long|duration|runtime|lasts|lasted|(?:does|did|do|will|would|it|they)\s+last|longer|longest|shorter|shortest)\b", re.I),
+        re.compile(r"(\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several))\s*"
+                   r"(hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?)\b", re.I),
     ),
     (
         "xxlengthxx",
@@ -243,6 +246,15 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         "xxauthorxx",
         re.compile(r"\b(who wrote|who write|who is the author|author|authors|writer|written by|byline)\b", re.I),
         re.compile(r"^(by|written by|words by|authors?:)\s+[A-Z]", re.I),
+    ),
+    (
+        # "How do I make it?", "What are the steps?": the section a page gives its steps under
+        # ("Method", "Instructions", "Installation"), whatever the question's verb.
+        "xxstepsxx",
+        re.compile(r"\b(steps|instructions|directions|procedure|how (?:do|can|should|would) (?:i|you|we|one) \w+|"
+                   r"how to \w+)\b", re.I),
+        re.compile(r"^(?:#+\s*)?(method|steps|instructions|directions|preparation|procedure|installation|installing|"
+                   r"setup|set-up|getting started|usage|how to\b.{0,60})\s*:?\s*$", re.I),
     ),
     (
         # A results table names its winner only by rank: "|1|104|Henrik Solvang|…|".
@@ -435,8 +447,9 @@ def _best(
         on_topic = len(topic & under) / len(topic) if topic else 1.0
         if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0:
             defining = bool(defines and defines.search(clean(p.text)))
-            # Then a passage naming what the title names ("the tram route") over one that does not.
-            named = len(q & own & title)
+            # Then a passage naming all the title names of the question ("the tram route") over one
+            # that does not ("Aurora X16" shares a word with "Aurora X14 Pro": another thing).
+            named = bool(q & title) and q & title <= own
             scored.append(((not defining, -beyond, -coverage, p.text.startswith("#"), -named, -s, p.order),
                            coverage, float(s), p))
     if counted:
