@@ -121,7 +121,26 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
         return None
     if doc is not None:
         fill_spans(doc)
+        _name_terms(doc)
     return doc
+
+
+MAX_TERM_CHARS = 60
+
+
+def _name_terms(doc: lxml.html.HtmlElement) -> None:
+    """A description list's terms end with a colon, so each reads as naming the value that
+    follows it ("Memory:" then "32 GB"), as written out on separate lines: otherwise a spec
+    sheet becomes a list of words and values no reader can pair up."""
+    for dt in doc.iter("dt"):
+        after = dt.getnext()
+        words = dt.text_content().strip()
+        if after is None or after.tag != "dd" or not words or words.endswith(":") or len(words) > MAX_TERM_CHARS:
+            continue
+        if len(dt):
+            dt[-1].tail = (dt[-1].tail or "").rstrip() + ":"
+        else:
+            dt.text = (dt.text or "").rstrip() + ":"
 
 
 def _main_text(doc: lxml.html.HtmlElement | None, url: str) -> str:

@@ -524,3 +524,17 @@ async def test_filling_spans_is_bounded_on_a_page_that_asks_for_millions_of_cell
     added = fill_spans(doc)
     assert table_spans.MAX_ADDED <= added < table_spans.MAX_ADDED + 64
     assert len(doc.xpath("//td")) == 5000 + added
+
+
+async def test_a_description_list_s_terms_name_the_values_that_follow_them() -> None:
+    html = (
+        "<html><head><title>Aurora X14 Pro</title></head><body><main><h1>Aurora X14 Pro</h1>"
+        "<p>A 14-inch laptop for people who travel with their work, with a bright screen and a long battery life.</p>"
+        "<h2>Key specifications</h2><dl><dt>Memory</dt><dd>32 GB LPDDR5X</dd><dt><b>Screen</b></dt>"
+        "<dd>14-inch OLED</dd><dt>Weight:</dt><dd>1.28 kg</dd></dl></main></body></html>"
+    )
+    text = extract_snapshot(PageSnapshot(tab_id="1", url="http://127.0.0.1/p.html", html=html)).text
+    lines = [line.replace("**", "").strip("- ") for line in text.splitlines() if line.strip()]
+    for term, value in (("Memory:", "32 GB LPDDR5X"), ("Screen:", "14-inch OLED"), ("Weight:", "1.28 kg")):
+        assert lines[lines.index(term) + 1] == value, text
+    assert "Weight::" not in text
