@@ -648,3 +648,20 @@ def test_how_do_i_questions_are_answered_by_the_section_of_steps() -> None:
         answer = pass1("Apple cake", APPLE_CAKE, question)
         assert answer.startswith("Method [Tab 1]\n- Heat the oven to 175 °C."), (question, answer)
         assert "Bake for 50 minutes." in answer and "180 g sugar" not in answer, (question, answer)
+
+
+def test_more_ram_is_answered_by_each_tab_s_memory_not_its_storage() -> None:
+    aurora = "# Aurora X14 Pro\n\n## Key specifications\n\n- Storage:\n- 1 TB SSD\n- Memory:\n- 32 GB LPDDR5X\n"
+    orion = (
+        "# Orion 14 review\n\n## Price\n\nA version with a 1 TB drive adds $100.\n\n"
+        "## Performance\n\nOur unit came with an AMD Ryzen 7, 16 GB of memory and a 512 GB SSD.\n"
+    )
+    tabs = [
+        TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="Aurora X14 Pro — Kestrel Electronics", text=aurora),
+        TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="Orion 14 review | Bitfield", text=orion),
+    ]
+    answer = str(ExtractiveChatModel().invoke(
+        build_messages(PageContext(tabs=tabs, budget_per_tab=2000), "Which has more RAM?")).content)
+    assert "Memory: 32 GB LPDDR5X" in answer and "16 GB of memory" in answer and "1 TB" not in answer, answer
+    one = aurora + "\n## Reviews\n\nFast and light. I wish the RAM were upgradeable.\n"
+    assert pass1("Aurora X14 Pro", one, "How much RAM does it have?").startswith("- Memory: 32 GB LPDDR5X [Tab 1]")

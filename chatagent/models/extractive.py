@@ -197,6 +197,7 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
 
 
 _HAS_DATE = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I)
+_BYTES = re.compile(r"\d\s?(kb|mb|gb|tb|kilobytes?|megabytes?|gigabytes?|terabytes?)\b", re.I)
 # Question intents a lexical match misses: "how much" is answered by "$1,349".
 _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     (
@@ -236,6 +237,9 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(r"\b(weigh|weighs|weight|heavy|heavier|heaviest|light|lighter|lightest)\b", re.I),
         re.compile(r"\d\s*(kg|kilograms?|g|grams?|pounds?|lbs?|ounces?|oz|tonnes?|tons?)\b", re.I),
     ),
+    # "More RAM?": "Memory: 32 GB", "16 GB of memory"; storage is sized alike, and asked apart.
+    ("xxmemoryxx", re.compile(r"\b(ram|memory)\b", re.I), _BYTES),
+    ("xxstoragexx", re.compile(r"\b(storage|ssd|hdd|disk|drive space)\b", re.I), _BYTES),
     (
         "xxtemperaturexx",
         re.compile(r"\b(temperatures?|how hot|how cold|how warm|degrees)\b", re.I),
@@ -278,7 +282,7 @@ _COMPARED_KINDS = (
 )
 _NAME_WORD = re.compile(r"\w+")
 # A question across tabs, beyond comparing words: "What does each laptop cost?"
-_ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or)\b", re.I)
+_ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or|more|less|fewer)\b", re.I)
 _TITLE_NOTE = re.compile(r"\s*\([^)]*\)\s*$")  # "The Crown (mountain)": the note is not the name
 
 
@@ -381,6 +385,12 @@ def _counts(text: str, counted: set[str]) -> bool:
     return False
 
 
+def _said(question: str) -> set[str]:
+    """The words that ask for the kinds of value the question asks for: what passages stating
+    such a value call it ("cost" asks, "price" says)."""
+    return {t for _, asks, _ in _COMPARED_KINDS if asks.search(question) for t in _terms(asks.pattern)}
+
+
 def _passage_intents(text: str) -> str:
     return " ".join(term for term, _, has in _INTENTS if has.search(text))
 
@@ -436,6 +446,8 @@ def _best(
         for tab_id, rest in beyond_title.items()
     }
     defines = _definition(question)
+    said = _said(question)
+    intents = _intent_terms(question)
     scored = []
     for i, (p, own) in enumerate(zip(passages, corpus)):
         s = scores_by_tab[p.tab_id][i]
@@ -450,7 +462,12 @@ def _best(
             # Then a passage naming all the title names of the question ("the tram route") over one
             # that does not ("Aurora X16" shares a word with "Aurora X14 Pro": another thing).
             named = bool(q & title) and q & title <= own
-            scored.append(((not defining, -beyond, -coverage, p.text.startswith("#"), -named, -s, p.order),
+            # Then one naming what is asked for ("Memory: 32 GB" for RAM) over another value of its kind.
+            kind = bool(said & under)
+            # A passage stating a value of the kind asked for over one only using the question's words.
+            states = bool(intents & own)
+            scored.append(((not defining, -beyond, -coverage, p.text.startswith("#"), -states, -named, -kind, -s,
+                            p.order),
                            coverage, float(s), p))
     if counted:
         # Where a tab counts what is asked, its other passages answer another question.
@@ -617,8 +634,7 @@ def _by_kind(
         return None  # "When was Port Averly founded?" asks one tab, whatever else is open
     if len(passages) < 2 or not kinds:
         return None
-    # The words that ask for the kind are what its passages are called ("cost" asks, "price" says).
-    said = {t for term, asks, _ in _COMPARED_KINDS if asks.search(question) for t in _terms(asks.pattern)}
+    said = _said(question)
     terms = Query(question, tuple(sorted(_question_terms(question) | said)))
     blocks = []
     for tab_id, ps in passages.items():
