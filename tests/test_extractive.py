@@ -665,3 +665,14 @@ def test_more_ram_is_answered_by_each_tab_s_memory_not_its_storage() -> None:
     assert "Memory: 32 GB LPDDR5X" in answer and "16 GB of memory" in answer and "1 TB" not in answer, answer
     one = aurora + "\n## Reviews\n\nFast and light. I wish the RAM were upgradeable.\n"
     assert pass1("Aurora X14 Pro", one, "How much RAM does it have?").startswith("- Memory: 32 GB LPDDR5X [Tab 1]")
+
+
+def test_a_year_after_the_counted_word_does_not_count_it() -> None:
+    text = (
+        "# Ferries annual report\n\nThe company operates five routes along the northern coast.\n\n"
+        "Passengers carried per route, 2026\n\nFinishers of the harbour swim: 41\n"
+    )
+    assert pass1("Ferries annual report", text, "How many routes are there?").startswith(
+        "The company operates five routes"), "a count, not a caption's year"
+    assert pass1("Ferries annual report", text, "How many finishers were there?").startswith(
+        "Finishers of the harbour swim: 41"), "a label still names its figure"

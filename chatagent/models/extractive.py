@@ -376,13 +376,20 @@ def _counted(question: str) -> set[str]:
 def _counts(text: str, counted: set[str]) -> bool:
     """Whether a number in the text counts one of the counted words: "19 stops",
     "six tram lines", "Finishers: 41"."""
-    words = _WORD_OR_NUMBER.findall(text)
+    found = list(_WORD_OR_NUMBER.finditer(text))
+    words = [m.group(0) for m in found]
     stems = ANALYSER.stems(words)
     for i, w in enumerate(words):
         if w[0].isdigit() or _NUMBER_WORD.match(w):
-            if counted & set(stems[i + 1 : i + 1 + COUNT_REACH]) or (i and stems[i - 1] in counted):
+            if counted & set(stems[i + 1 : i + 1 + COUNT_REACH]):
+                return True
+            # A label names the figure after it ("Finishers: 41"); "per route, 2026" is a year.
+            if i and stems[i - 1] in counted and _LABELS.fullmatch(text[found[i - 1].end() : found[i].start()]):
                 return True
     return False
+
+
+_LABELS = re.compile(r"\s*[:=]\s*")
 
 
 def _said(question: str) -> set[str]:
