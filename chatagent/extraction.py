@@ -125,6 +125,39 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
     return doc
 
 
+# A list item's own blocks: trafilatura writes their texts end to end, with nothing between.
+_ITEM_BLOCKS = frozenset("div p h1 h2 h3 h4 h5 h6 section article header footer address figcaption".split())
+MAX_ITEM_BLOCKS = 8
+
+
+def _unglued(doc: lxml.html.HtmlElement | None, text: str) -> str:
+    """`text` with a space where trafilatura glued two blocks of a list item together: a
+    product card's brand, price and blurb read "Kestrel Outdoor$189.95Waterproof", which no
+    reader can split and no word search matches ("waterproof"). Spacing the blocks in the
+    tree does not help: trafilatura trims it."""
+    if doc is None or not text:
+        return text
+    spaced: dict[str, str] = {}
+    for item in doc.iter("li"):
+        ends = []
+        for block in item:
+            if isinstance(block.tag, str) and block.tag in _ITEM_BLOCKS and (words := block.text_content().split()):
+                ends.append((words[0], words[-1]))
+        # Every later block, not only the next: one trafilatura drops leaves its neighbours touching.
+        for i, (_, left) in enumerate(ends[:MAX_ITEM_BLOCKS]):
+            for right, _ in ends[i + 1 : MAX_ITEM_BLOCKS]:
+                spaced[left + right] = f"{left} {right}"
+    found = [glued for glued in spaced if glued in text]
+    if not found:
+        return text
+    # Never split what the page itself writes as one ("foot" + "ball" beside "football").
+    page = doc.text_content()
+    for glued in sorted(found, key=len, reverse=True):
+        if glued not in page:
+            text = text.replace(glued, spaced[glued])
+    return text
+
+
 MAX_TERM_CHARS = 60
 
 
@@ -427,7 +460,7 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
             html = _head_of(html)
             notes.append(f"This page is very large ({oversized}): only the start of its HTML was read.")
     doc = _parse(html)
-    main = _main_text(doc, snapshot.url)
+    main = _unglued(doc, _main_text(doc, snapshot.url))
     rendered_words = _words(rendered)
     method = "trafilatura"
     # After trafilatura, which copies the tree: reading the tables drops notes from their cells.

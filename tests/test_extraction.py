@@ -538,3 +538,25 @@ async def test_a_description_list_s_terms_name_the_values_that_follow_them() -> 
     for term, value in (("Memory:", "32 GB LPDDR5X"), ("Screen:", "14-inch OLED"), ("Weight:", "1.28 kg")):
         assert lines[lines.index(term) + 1] == value, text
     assert "Weight::" not in text
+
+
+async def test_a_product_card_s_blocks_are_not_glued_together() -> None:
+    card = (
+        '<li class="card"><h3><a href="/p/{n}">{name}</a></h3><div class="brand">Kestrel Outdoor</div>'
+        '<div class="rating">4.7 ★</div>\n<div class="price">{price}</div>\n<div class="blurb">{blurb}</div></li>\n'
+    )
+    cards = "".join(card.format(n=n, name=name, price=price, blurb=blurb) for n, (name, price, blurb) in enumerate([
+        ("Ridgeline GTX Mid", "$189.95", "Waterproof leather, Vibram sole"),
+        ("Trailhead Low", "$129.00", "Breathable mesh"),
+        ("Canyon Runner", "$99.99", "Lightweight, quick-drying"),
+    ]))
+    html = (
+        "<html><head><title>Hiking boots</title></head><body><main><h1>Hiking boots</h1>"
+        "<p>Showing 3 of 3 results, sorted by popularity. Free delivery on orders over $50.</p>"
+        f"<ul>{cards}</ul><p>Our football boots are elsewhere.</p>"
+        "<ul><li><div>Size guide for foot</div>\n<div>ball and heel widths</div></li></ul></main></body></html>"
+    )
+    text = extract_snapshot(PageSnapshot(tab_id="1", url="http://127.0.0.1/boots.html", html=html)).text
+    assert "Kestrel Outdoor $189.95 Waterproof leather" in text, text
+    assert "$99.99 Lightweight" in text and "Outdoor$" not in text, text
+    assert "football boots" in text, "what the page itself writes as one word stays one"
