@@ -601,14 +601,16 @@ def test_how_long_asks_for_a_length_or_a_time_not_for_the_word_long() -> None:
     assert "Joni Jaako" in answer and "1:47.61" in answer and "Long jump" not in answer, answer
 
 
+LAKESIDE = (
+    "|Place|Bib|Athlete|Country|Time|\n|---|---|---|---|---|\n|1|104|Henrik Solvang|Norway|2:09:47|\n"
+    "|2|112|Daniel Kiprono|Kenya|2:10:05|\n|3|101|Tadesse Alemu|Ethiopia|2:10:52|\n"
+    "|4|118|Lucas Moreau|France|2:11:30|\n|5|121|Samuel Otieno|Kenya|2:13:49|\n"
+)
+
+
 def test_a_place_asked_as_an_ordinal_is_found_in_the_column_of_places() -> None:
-    results = (
-        "|Place|Bib|Athlete|Country|Time|\n|---|---|---|---|---|\n|1|104|Henrik Solvang|Norway|2:09:47|\n"
-        "|2|112|Daniel Kiprono|Kenya|2:10:05|\n|3|101|Tadesse Alemu|Ethiopia|2:10:52|\n"
-        "|4|118|Lucas Moreau|France|2:11:30|\n|5|127|Kenji Watanabe|Japan|2:11:58|\n"
-    )
     for question, athlete in (("Who came fourth?", "Lucas Moreau"), ("Who finished 2nd?", "Daniel Kiprono")):
-        answer = pass1("Lakeside Marathon", results, question)
+        answer = pass1("Lakeside Marathon", LAKESIDE, question)
         assert athlete in answer and answer.count("Athlete:") == 1, (question, answer)
     # A shirt number is no place: "No." is not a column of places.
     squad = "|No.|Player|Position|\n|---|---|---|\n|4|Jaymee Highcock|DF|\n|9|Tom Reed|FW|\n"
@@ -616,13 +618,9 @@ def test_a_place_asked_as_an_ordinal_is_found_in_the_column_of_places() -> None:
 
 
 def test_a_word_no_cell_holds_finds_its_kin_kenyans_in_kenya() -> None:
-    results = (
-        "|Place|Athlete|Country|Time|\n|---|---|---|---|\n|1|Henrik Solvang|Norway|2:09:47|\n"
-        "|2|Daniel Kiprono|Kenya|2:10:05|\n|3|Tadesse Alemu|Ethiopia|2:10:52|\n|4|Samuel Otieno|Kenya|2:13:49|\n"
-    )
-    answer = pass1("Lakeside Marathon", results, "How many Kenyans were in the race?")
+    answer = pass1("Lakeside Marathon", LAKESIDE, "How many Kenyans were in the race?")
     assert "Daniel Kiprono" in answer and "Samuel Otieno" in answer and "Henrik Solvang" not in answer, answer
-    answer = pass1("Lakeside Marathon", results, "Where did the Ethiopian finish?")
+    answer = pass1("Lakeside Marathon", LAKESIDE, "Where did the Ethiopian finish?")
     assert "Tadesse Alemu" in answer and answer.count("Athlete:") == 1, answer
 
 
