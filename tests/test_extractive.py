@@ -674,3 +674,38 @@ def test_a_year_after_the_counted_word_does_not_count_it() -> None:
         "The company operates five routes"), "a count, not a caption's year"
     assert pass1("Ferries annual report", text, "How many finishers were there?").startswith(
         "Finishers of the harbour swim: 41"), "a label still names its figure"
+
+
+def towns(question: str) -> str:
+    averly = (
+        "# Port Averly\n\nPort Averly is a harbour city founded in 1648 as a fishing settlement.\n\n"
+        "Six tram lines cross the city, the oldest dating from 1911. The airport is 18 km north of the centre.\n\n"
+        "|Population (2024)|182,400|\n|Annual rainfall|640 mm|\n\n"
+        "Sights\n\nThe star-shaped Averly Fortress and the fish market on Quay 3 are the most visited.\n"
+    )
+    lindqvist = (
+        "# Lindqvist Harbor\n\nThe town has no trams. The nearest airport is 64 km away, reached by coach.\n\n"
+        "|Population (2024)|96,750|\n|Founded|1791|\n|Annual rainfall|1,120 mm|\n\n"
+        "Sights\n\nThe wooden old town and the funicular to Mount Sjura.\n"
+    )
+    tabs = [
+        TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="Port Averly — City guide", text=averly),
+        TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="Lindqvist Harbor — City guide", text=lindqvist),
+    ]
+    return str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), question)).content)
+
+
+def test_towns_compared_by_the_kind_of_value_each_question_means() -> None:
+    cases = {
+        "Which town is bigger?": ("182,400", "96,750"),
+        "Which has more people?": ("182,400", "96,750"),
+        "Which is wetter?": ("640 mm", "1,120 mm"),
+        "Which is older?": ("founded in 1648", "1791"),  # not "the oldest dating from 1911"
+        "How far is the airport from each?": ("18 km", "64 km"),  # not the population's figures
+        "What is there to see in each?": ("Sights\n- The star-shaped Averly Fortress", "Sights\n- The wooden old town"),
+    }
+    for question, (a, b) in cases.items():
+        answer = towns(question)
+        assert "From [Tab 1]" in answer and "From [Tab 2]" in answer, (question, answer)
+        assert a in answer and b in answer, (question, answer)
+    assert "1911" not in towns("Which is older?") and "182,400" not in towns("How far is the airport from each?")

@@ -110,13 +110,12 @@ COUNT_REACH = 3
 _HOW_MANY = re.compile(r"\bhow many\s+(?P<what>[^?.,;]*)", re.IGNORECASE)
 # Words that say how to compare values, not what the values are about: "which
 # town was founded first?" is about founding; no passage says "first".
-_COMPARING = re.compile(
-    r"\b(first|last|earlier|earliest|later|latest|bigger|biggest|larger|largest|smaller|smallest|higher|"
-    r"highest|lower|lowest|longer|longest|shorter|shortest|older|oldest|newer|newest|younger|youngest|"
-    r"better|best|worse|worst|greater|greatest|fewer|fewest|cheaper|cheapest|dearer|pricier|lighter|lightest|"
-    r"heavier|heaviest)\b",
-    re.IGNORECASE,
-)
+_COMPARING_WORDS = (
+    "first last earlier earliest later latest bigger biggest larger largest smaller smallest higher highest lower "
+    "lowest longer longest shorter shortest older oldest newer newest younger youngest better best worse worst "
+    "greater greatest fewer fewest cheaper cheapest dearer pricier lighter lightest heavier heaviest"
+).split()
+_COMPARING = re.compile(r"\b(" + "|".join(_COMPARING_WORDS) + r")\b", re.IGNORECASE)
 
 
 @dataclass
@@ -237,6 +236,19 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         re.compile(r"\b(weigh|weighs|weight|heavy|heavier|heaviest|light|lighter|lightest)\b", re.I),
         re.compile(r"\d\s*(kg|kilograms?|g|grams?|pounds?|lbs?|ounces?|oz|tonnes?|tons?)\b", re.I),
     ),
+    (
+        # "Which town is bigger?", "more people": how many live there.
+        "xxpopulationxx",
+        re.compile(r"\b(population|populous|inhabitants|residents|people live|bigger|biggest|larger|largest|smaller|"
+                   r"smallest|more people|fewer people)\b", re.I),
+        re.compile(r"\b(population|inhabitants|residents)\b[^.\n]{0,40}\d|\d[\d,.]*\s*(million\s+)?"
+                   r"(inhabitants|residents|people)\b", re.I),
+    ),
+    (
+        "xxrainxx",
+        re.compile(r"\b(rain|rainy|rainier|rainfall|wet|wetter|wettest|dry|drier|driest|precipitation)\b", re.I),
+        re.compile(r"\d\s?(mm|millimetres?|millimeters?)\b", re.I),
+    ),
     # "More RAM?": "Memory: 32 GB", "16 GB of memory"; storage is sized alike, and asked apart.
     ("xxmemoryxx", re.compile(r"\b(ram|memory)\b", re.I), _BYTES),
     ("xxstoragexx", re.compile(r"\b(storage|ssd|hdd|disk|drive space)\b", re.I), _BYTES),
@@ -259,6 +271,13 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
                    r"how to \w+)\b", re.I),
         re.compile(r"^(?:#+\s*)?(method|steps|instructions|directions|preparation|procedure|installation|installing|"
                    r"setup|set-up|getting started|usage|how to\b.{0,60})\s*:?\s*$", re.I),
+    ),
+    (
+        # "What is there to see?": a travel page's section of sights.
+        "xxsightsxx",
+        re.compile(r"\b(see|visit|visiting|sights|sightseeing|attractions|things to do|what to do)\b", re.I),
+        re.compile(r"^(?:#+\s*)?(sights|sightseeing|attractions|things to (?:see|do)|what to (?:see|do)|landmarks)\s*:?\s*$",
+                   re.I),
     ),
     (
         # A results table names its winner only by rank: "|1|104|Henrik Solvang|…|".
@@ -392,10 +411,18 @@ def _counts(text: str, counted: set[str]) -> bool:
 _LABELS = re.compile(r"\s*[:=]\s*")
 
 
+def _kinds(question: str) -> list[tuple[str, re.Pattern[str], re.Pattern[str]]]:
+    """The kinds of value the question asks for; "a number" only when no kind more precise
+    is asked ("how far" asks for a length, not for any figure on the page)."""
+    kinds = [k for k in _COMPARED_KINDS if k[1].search(question)]
+    precise = [k for k in kinds if k[0] != "xxnumberxx"]
+    return precise or kinds
+
+
 def _said(question: str) -> set[str]:
     """The words that ask for the kinds of value the question asks for: what passages stating
-    such a value call it ("cost" asks, "price" says)."""
-    return {t for _, asks, _ in _COMPARED_KINDS if asks.search(question) for t in _terms(asks.pattern)}
+    such a value call it ("cost" asks, "price" says; not "older", which no passage says)."""
+    return {t for _, asks, _ in _kinds(question) for t in _terms(asks.pattern)} - set(_terms(" ".join(_COMPARING_WORDS)))
 
 
 def _passage_intents(text: str) -> str:
@@ -634,7 +661,7 @@ def _by_kind(
     best passage stating a value of that kind, however it is worded ("Battery life: 14 hours
     20 minutes" against "lasted 11 hours 5 minutes"), side by side. The tabs compared are
     those the question names by title, or else all. None unless each has such a passage."""
-    kinds = [(term, has) for term, asks, has in _COMPARED_KINDS if asks.search(question)]
+    kinds = [(term, has) for term, _, has in _kinds(question)]
     if len(named) >= 2:
         passages = {tab_id: ps for tab_id, ps in passages.items() if tab_id in named}
     elif not _compares(question):
@@ -653,7 +680,7 @@ def _by_kind(
         # A passage naming the kind ("Our price: …") over one that only states a value of it.
         names = [bool(said & set(_terms(f"{p.text} {p.section}"))) for p in found]
         best = max(range(len(found)), key=lambda i: (names[i], scores[i], -found[i].order))
-        blocks.append((tab_id, found[best].quote()))
+        blocks.append((tab_id, _quote_section(found[best], ps)))  # a heading ("Method") with its lines
     return _side_by_side(blocks, turn)
 
 
