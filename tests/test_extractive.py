@@ -709,3 +709,13 @@ def test_towns_compared_by_the_kind_of_value_each_question_means() -> None:
         assert "From [Tab 1]" in answer and "From [Tab 2]" in answer, (question, answer)
         assert a in answer and b in answer, (question, answer)
     assert "1911" not in towns("Which is older?") and "182,400" not in towns("How far is the airport from each?")
+
+
+def test_a_question_only_about_a_price_is_not_answered_by_the_word_cost() -> None:
+    text = (
+        "# Rambler 20 oz Tumbler\n\nOur tumbler is made from stainless steel to protect the temperature of your "
+        "drink at all costs.\n\nIt fits most cup holders.\n"
+    )
+    assert pass1("Rambler 20 oz Tumbler", text, "How much does it cost?").startswith(ESCALATION_MARKER)
+    priced = text + "\nPrice: $35.00\n"
+    assert pass1("Rambler 20 oz Tumbler", priced, "How much does it cost?").startswith("Price: $35.00")

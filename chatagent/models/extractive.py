@@ -491,7 +491,10 @@ def _best(
         under = own | sections[i]
         coverage = len(q & (under | title)) / len(q)
         on_topic = len(topic & under) / len(topic) if topic else 1.0
-        if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0:
+        # A question only about a kind of value ("How much does it cost?") is answered by a
+        # value of that kind, not by its word ("… the temperature at all costs").
+        states_kind = bool(intents & own) or bool(topic) or not intents
+        if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0 and states_kind:
             defining = bool(defines and defines.search(clean(p.text)))
             # Then a passage naming all the title names of the question ("the tram route") over one
             # that does not ("Aurora X16" shares a word with "Aurora X14 Pro": another thing).
