@@ -719,3 +719,15 @@ def test_a_question_only_about_a_price_is_not_answered_by_the_word_cost() -> Non
     assert pass1("Rambler 20 oz Tumbler", text, "How much does it cost?").startswith(ESCALATION_MARKER)
     priced = text + "\nPrice: $35.00\n"
     assert pass1("Rambler 20 oz Tumbler", priced, "How much does it cost?").startswith("Price: $35.00")
+
+
+def test_a_byline_names_someone_and_a_date_is_a_date() -> None:
+    text = (
+        "# TypeScript generics explained\n\nBy using generics, you can write a single function for many types.\n\n"
+        "You may need to mark a type parameter as optional; a decade of JavaScript taught us that.\n"
+    )
+    for question in ("Who wrote it?", "When was it published?"):
+        assert pass1("TypeScript generics explained", text, question).startswith(ESCALATION_MARKER), question
+    dated = "By Ada Moreno · 3 March 2025\n\n" + text.split("\n\n", 1)[1]
+    for question in ("Who wrote it?", "When was it published?"):
+        assert pass1("TypeScript generics explained", dated, question).startswith("By Ada Moreno · 3 March 2025")

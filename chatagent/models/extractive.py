@@ -195,7 +195,10 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
     return out
 
 
-_HAS_DATE = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b|\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b", re.I)
+# A year, or a month beside a day or a year ("3 March", "Mar 2025"): not "may" or "mark" alone.
+_MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t|tember)?|"
+          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
+_HAS_DATE = re.compile(rf"\b(1[5-9]\d\d|20\d\d)\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?!\w)|\b{_MONTH}\s+\d{{1,2}}\b", re.I)
 _BYTES = re.compile(r"\d\s?(kb|mb|gb|tb|kilobytes?|megabytes?|gigabytes?|terabytes?)\b", re.I)
 # Question intents a lexical match misses: "how much" is answered by "$1,349".
 _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
@@ -212,7 +215,8 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (
         "xxdatexx",
-        re.compile(r"\b(when|what year|which year|date|founded|born|died|opened|built|older|oldest|newer|newest|younger|youngest|earliest)\b", re.I),
+        re.compile(r"\b(when|what year|which year|date|founded|born|died|opened|built|published|released|updated|"
+                   r"posted|older|oldest|newer|newest|younger|youngest|earliest)\b", re.I),
         _HAS_DATE,
     ),
     (
@@ -261,7 +265,8 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         # "Who wrote this?" is answered by a byline: "By Maren Oyelaran, Transport Correspondent".
         "xxauthorxx",
         re.compile(r"\b(who wrote|who write|who is the author|author|authors|writer|written by|byline)\b", re.I),
-        re.compile(r"^(by|written by|words by|authors?:)\s+[A-Z]", re.I),
+        # A name after "By": capitalised words ("By Maren Oyelaran, …"), not "By using generics, …".
+        re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,3}(?:\s*[,·|–—-]|\s*$)"),
     ),
     (
         # "How do I make it?", "What are the steps?": the section a page gives its steps under
