@@ -731,3 +731,14 @@ def test_a_byline_names_someone_and_a_date_is_a_date() -> None:
     dated = "By Ada Moreno · 3 March 2025\n\n" + text.split("\n\n", 1)[1]
     for question in ("Who wrote it?", "When was it published?"):
         assert pass1("TypeScript generics explained", dated, question).startswith("By Ada Moreno · 3 March 2025")
+
+
+def test_a_gist_is_read_from_prose_not_code_or_a_list_of_contents() -> None:
+    text = (
+        "# Utility-first fundamentals\n\n- Tailwind's flexbox and padding utilities to control the overall card layout and "
+        "the spacing between every element of it\n\n```\n.chat-notification { display: flex; align-items: center; "
+        "max-width: 24rem; margin: 0 auto; padding: 1.5rem; border-radius: 0.5rem; background-color: #fff; }\n```\n\n"
+        "This approach lets you build a completely custom component design without writing a single line of custom CSS.\n"
+    )
+    answer = pass1("Utility-first fundamentals", text, "What is this page about?")
+    assert answer.startswith("This approach lets you build a completely custom component design"), answer

@@ -125,6 +125,7 @@ class _Passage:
     order: int
     header: str = ""  # a table row's caption and header rows: what the table is, what its columns are
     section: str = ""  # the heading the passage is under: what it is about
+    code: bool = False  # a line of a fenced code block
 
     def quote(self) -> str:
         """As a person reads it: a row as "column: value" pairs under its caption, no Markdown escapes."""
@@ -161,8 +162,16 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
     rows = 0  # rows of two or more cells in the current table
     last = -2  # the line of the last passage of text
     section = ""
+    code = False
     for i, raw in enumerate(body.splitlines()):
         line = raw.strip()
+        if line.startswith("```"):
+            code = not code
+            continue
+        if code:
+            if line:
+                out.append(_Passage(tab_id, line, i, section=section, code=True))
+            continue
         if not line or _MARKER_LINE.match(line) or set(line) <= set("|-: "):
             continue
         if not line.startswith("|"):
@@ -338,7 +347,7 @@ def _asks_gist(question: str) -> bool:
 
 
 def _is_prose(p: _Passage) -> bool:
-    return not p.text.startswith("|") and not _HEADING_MARK.match(p.text) and not _LABEL.match(p.text)
+    return not (p.code or p.text.startswith("|") or _HEADING_MARK.match(p.text) or _LABEL.match(p.text))
 
 
 def _lead(passages: list[_Passage]) -> str | None:
@@ -348,8 +357,10 @@ def _lead(passages: list[_Passage]) -> str | None:
     prose = [i for i, p in enumerate(passages) if _is_prose(p)]
     if not prose:
         return None
-    start = next((i for i in prose if len(passages[i].text.split()) >= LEAD_WORDS),
-                 next((i for i in prose if not _ITEM.match(passages[i].text)), prose[0]))
+    long = [i for i in prose if len(passages[i].text.split()) >= LEAD_WORDS]
+    # A paragraph over a list's item (a page opening with a list of what it covers).
+    start = next((i for i in long if not _ITEM.match(passages[i].text)),
+                 next(iter(long), next((i for i in prose if not _ITEM.match(passages[i].text)), prose[0])))
     text = passages[start].quote()
     for p in passages[start + 1 :]:
         if re.search(r"[.!?]\W*$", text) or len(text.split()) >= GIST_MAX_WORDS or not _is_prose(p):
