@@ -741,4 +741,4 @@ def test_a_gist_is_read_from_prose_not_code_or_a_list_of_contents() -> None:
         "This approach lets you build a completely custom component design without writing a single line of custom CSS.\n"
     )
     answer = pass1("Utility-first fundamentals", text, "What is this page about?")
-    assert answer.startswith("This approach lets you build a completely custom component design"), answer
+    assert answer.startswith("Utility-first fundamentals: This approach lets you build a completely custom"), answer
