@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 
 from chatagent.browser.base import PageSnapshot
 from chatagent.context import PageContext, TabContext
@@ -198,6 +199,22 @@ def test_visual_intent_comes_from_what_is_asked_about_not_single_words() -> None
     )
 
 
+def two_tabs(question: str, first: tuple[str, str], second: tuple[str, str]) -> str:
+    """The offline model's pass-1 answer over two tabs, each (title, text)."""
+    tabs = [TabContext(tab_id=str(i), url=f"http://127.0.0.1/{i}.html", title=title, text=text)
+            for i, (title, text) in enumerate((first, second), 1)]
+    return str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), question)).content)
+
+
+def quotes_each_tab(ask: Callable[[str], str], cases: dict[str, tuple[str, str]]) -> None:
+    """Each question is answered in pass 1 from both tabs, quoting the first tab's value and the second's."""
+    for question, (a, b) in cases.items():
+        answer = ask(question)
+        assert not answer.startswith(ESCALATION_MARKER), question
+        assert "From [Tab 1]" in answer and "From [Tab 2]" in answer, (question, answer)
+        assert a in answer and b in answer, (question, answer)
+
+
 def laptops(question: str) -> str:
     aurora = (
         "# Aurora X14 Pro\n\nOur price: $1,349.00 incl. free delivery\n\n## Key specifications\n\n- Battery life:\n"
@@ -209,11 +226,7 @@ def laptops(question: str) -> str:
         "## Battery\n\nIn our rundown test the Orion 14 lasted 11 hours 5 minutes before shutting down.\n\n"
         "## Price\n\nThe configuration we tested sells for $1,099 from the maker's online store.\n"
     )
-    tabs = [
-        TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="Aurora X14 Pro — Kestrel Electronics", text=aurora),
-        TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="Orion 14 review | Bitfield", text=orion),
-    ]
-    return str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), question)).content)
+    return two_tabs(question, ("Aurora X14 Pro — Kestrel Electronics", aurora), ("Orion 14 review | Bitfield", orion))
 
 
 def test_a_comparison_across_tabs_quotes_each_tab_s_value_of_the_kind_asked_however_worded() -> None:
@@ -223,11 +236,7 @@ def test_a_comparison_across_tabs_quotes_each_tab_s_value_of_the_kind_asked_howe
         "What does each laptop cost?": ("$1,349.00", "$1,099"),
         "Which one is lighter?": ("1.28 kg", "2.9 pounds"),
     }
-    for question, (a, b) in cases.items():
-        answer = laptops(question)
-        assert not answer.startswith(ESCALATION_MARKER), question
-        assert "From [Tab 1]" in answer and "From [Tab 2]" in answer, (question, answer)
-        assert a in answer and b in answer, (question, answer)
+    quotes_each_tab(laptops, cases)
     assert "Battery life: 14 hours 20 minutes" in laptops("Which laptop has the longer battery life?"), "label and value joined"
     assert "$29.99" not in laptops("What does each laptop cost?"), "the price named as a price, not an accessory's"
 
@@ -654,12 +663,8 @@ def test_more_ram_is_answered_by_each_tab_s_memory_not_its_storage() -> None:
         "# Orion 14 review\n\n## Price\n\nA version with a 1 TB drive adds $100.\n\n"
         "## Performance\n\nOur unit came with an AMD Ryzen 7, 16 GB of memory and a 512 GB SSD.\n"
     )
-    tabs = [
-        TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="Aurora X14 Pro — Kestrel Electronics", text=aurora),
-        TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="Orion 14 review | Bitfield", text=orion),
-    ]
-    answer = str(ExtractiveChatModel().invoke(
-        build_messages(PageContext(tabs=tabs, budget_per_tab=2000), "Which has more RAM?")).content)
+    answer = two_tabs("Which has more RAM?", ("Aurora X14 Pro — Kestrel Electronics", aurora),
+                      ("Orion 14 review | Bitfield", orion))
     assert "Memory: 32 GB LPDDR5X" in answer and "16 GB of memory" in answer and "1 TB" not in answer, answer
     one = aurora + "\n## Reviews\n\nFast and light. I wish the RAM were upgradeable.\n"
     assert pass1("Aurora X14 Pro", one, "How much RAM does it have?").startswith("- Memory: 32 GB LPDDR5X [Tab 1]")
@@ -688,11 +693,7 @@ def towns(question: str) -> str:
         "|Population (2024)|96,750|\n|Founded|1791|\n|Annual rainfall|1,120 mm|\n\n"
         "Sights\n\nThe wooden old town and the funicular to Mount Sjura.\n"
     )
-    tabs = [
-        TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="Port Averly — City guide", text=averly),
-        TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="Lindqvist Harbor — City guide", text=lindqvist),
-    ]
-    return str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), question)).content)
+    return two_tabs(question, ("Port Averly — City guide", averly), ("Lindqvist Harbor — City guide", lindqvist))
 
 
 def test_towns_compared_by_the_kind_of_value_each_question_means() -> None:
@@ -704,10 +705,7 @@ def test_towns_compared_by_the_kind_of_value_each_question_means() -> None:
         "How far is the airport from each?": ("18 km", "64 km"),  # not the population's figures
         "What is there to see in each?": ("Sights\n- The star-shaped Averly Fortress", "Sights\n- The wooden old town"),
     }
-    for question, (a, b) in cases.items():
-        answer = towns(question)
-        assert "From [Tab 1]" in answer and "From [Tab 2]" in answer, (question, answer)
-        assert a in answer and b in answer, (question, answer)
+    quotes_each_tab(towns, cases)
     assert "1911" not in towns("Which is older?") and "182,400" not in towns("How far is the airport from each?")
 
 

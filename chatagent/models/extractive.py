@@ -208,6 +208,11 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t|tember)?|"
           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
 _HAS_DATE = re.compile(rf"\b(1[5-9]\d\d|20\d\d)\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?!\w)|\b{_MONTH}\s+\d{{1,2}}\b", re.I)
+def _heading_named(names: str) -> re.Pattern[str]:
+    """A heading line, with or without its "#", that is one of `names` (a regex alternation)."""
+    return re.compile(rf"^(?:#+\s*)?({names})\s*:?\s*$", re.I)
+
+
 _BYTES = re.compile(r"\d\s?(kb|mb|gb|tb|kilobytes?|megabytes?|gigabytes?|terabytes?)\b", re.I)
 # Question intents a lexical match misses: "how much" is answered by "$1,349".
 _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
@@ -283,15 +288,14 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         "xxstepsxx",
         re.compile(r"\b(steps|instructions|directions|procedure|how (?:do|can|should|would) (?:i|you|we|one) \w+|"
                    r"how to \w+)\b", re.I),
-        re.compile(r"^(?:#+\s*)?(method|steps|instructions|directions|preparation|procedure|installation|installing|"
-                   r"setup|set-up|getting started|usage|how to\b.{0,60})\s*:?\s*$", re.I),
+        _heading_named(r"method|steps|instructions|directions|preparation|procedure|installation|installing|setup|"
+                       r"set-up|getting started|usage|how to\b.{0,60}"),
     ),
     (
         # "What is there to see?": a travel page's section of sights.
         "xxsightsxx",
         re.compile(r"\b(see|visit|visiting|sights|sightseeing|attractions|things to do|what to do)\b", re.I),
-        re.compile(r"^(?:#+\s*)?(sights|sightseeing|attractions|things to (?:see|do)|what to (?:see|do)|landmarks)\s*:?\s*$",
-                   re.I),
+        _heading_named(r"sights|sightseeing|attractions|things to (?:see|do)|what to (?:see|do)|landmarks"),
     ),
     (
         # A results table names its winner only by rank: "|1|104|Henrik Solvang|…|".
