@@ -207,7 +207,10 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
 # A year, or a month beside a day or a year ("3 March", "Mar 2025"): not "may" or "mark" alone.
 _MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t|tember)?|"
           r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
-_HAS_DATE = re.compile(rf"\b(1[5-9]\d\d|20\d\d)\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?!\w)|\b{_MONTH}\s+\d{{1,2}}\b", re.I)
+_HAS_DATE = re.compile(
+    rf"\b(1[5-9]\d\d|20\d\d)\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?!\w)|\b{_MONTH}\s+\d{{1,2}}\b", re.I)
+
+
 def _heading_named(names: str) -> re.Pattern[str]:
     """A heading line, with or without its "#", that is one of `names` (a regex alternation)."""
     return re.compile(rf"^(?:#+\s*)?({names})\s*:?\s*$", re.I)
@@ -240,7 +243,8 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
     ),
     (
         "xxdurationxx",
-        re.compile(r"\b(how long|duration|runtime|lasts|lasted|(?:does|did|do|will|would|it|they)\s+last|longer|longest|shorter|shortest)\b", re.I),
+        re.compile(r"\b(how long|duration|runtime|lasts|lasted|(?:does|did|do|will|would|it|they)\s+last|longer|"
+                   r"longest|shorter|shortest)\b", re.I),
         re.compile(r"(\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several))\s*"
                    r"(hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?)\b", re.I),
     ),
@@ -280,7 +284,8 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         "xxauthorxx",
         re.compile(r"\b(who wrote|who write|who is the author|author|authors|writer|written by|byline)\b", re.I),
         # A name after "By": capitalised words ("By Maren Oyelaran, …"), not "By using generics, …".
-        re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,3}(?:\s*[,·|–—-]|\s*$)"),
+        re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,3}"
+                   r"(?:\s*[,·|–—-]|\s*$)"),
     ),
     (
         # "How do I make it?", "What are the steps?": the section a page gives its steps under
@@ -319,7 +324,8 @@ _COMPARED_KINDS = (
 )
 _NAME_WORD = re.compile(r"\w+")
 # A question across tabs, beyond comparing words: "What does each laptop cost?"
-_ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or|more|less|fewer)\b", re.I)
+_ACROSS = re.compile(
+    r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or|more|less|fewer)\b", re.I)
 _TITLE_NOTE = re.compile(r"\s*\([^)]*\)\s*$")  # "The Crown (mountain)": the note is not the name
 
 
@@ -442,7 +448,8 @@ def _kinds(question: str) -> list[tuple[str, re.Pattern[str], re.Pattern[str]]]:
 def _said(question: str) -> set[str]:
     """The words that ask for the kinds of value the question asks for: what passages stating
     such a value call it ("cost" asks, "price" says; not "older", which no passage says)."""
-    return {t for _, asks, _ in _kinds(question) for t in _terms(asks.pattern)} - set(_terms(" ".join(_COMPARING_WORDS)))
+    comparing = set(_terms(" ".join(_COMPARING_WORDS)))
+    return {t for _, asks, _ in _kinds(question) for t in _terms(asks.pattern)} - comparing
 
 
 def _passage_intents(text: str) -> str:
@@ -511,21 +518,21 @@ def _best(
         under = own | sections[i]
         coverage = len(q & (under | title)) / len(q)
         on_topic = len(topic & under) / len(topic) if topic else 1.0
+        # A value of the kind asked ("$35.00" for "cost"), not only the question's words.
+        states = bool(intents & own)
         # A question only about a kind of value ("How much does it cost?") is answered by a
         # value of that kind, not by its word ("… the temperature at all costs").
-        states_kind = bool(intents & own) or bool(topic) or not intents
-        if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0 and states_kind:
+        answers_kind = states or bool(topic) or not intents
+        if coverage >= MIN_COVERAGE and on_topic >= MIN_COVERAGE and beyond and s > 0 and answers_kind:
             defining = bool(defines and defines.search(clean(p.text)))
-            # Then a passage naming all the title names of the question ("the tram route") over one
-            # that does not ("Aurora X16" shares a word with "Aurora X14 Pro": another thing).
+            # Among equals: one stating a value of the kind asked ("Memory: 32 GB" over "I wish the
+            # RAM were upgradeable"), then one naming every title word of the question ("the tram
+            # route"; "Aurora X16" shares one word with "Aurora X14 Pro": another thing), then one
+            # naming the kind ("price" for "cost").
             named = bool(q & title) and q & title <= own
-            # Then one naming what is asked for ("Memory: 32 GB" for RAM) over another value of its kind.
             kind = bool(said & under)
-            # A passage stating a value of the kind asked for over one only using the question's words.
-            states = bool(intents & own)
-            scored.append(((not defining, -beyond, -coverage, p.text.startswith("#"), -states, -named, -kind, -s,
-                            p.order),
-                           coverage, float(s), p))
+            key = (not defining, -beyond, -coverage, p.text.startswith("#"), -states, -named, -kind, -s, p.order)
+            scored.append((key, coverage, float(s), p))
     if counted:
         # Where a tab counts what is asked, its other passages answer another question.
         counting = {id(p) for _, _, _, p in scored if _counts(p.text, counted)}
