@@ -740,3 +740,21 @@ def test_a_gist_is_read_from_prose_not_code_or_a_list_of_contents() -> None:
     )
     answer = pass1("Utility-first fundamentals", text, "What is this page about?")
     assert answer.startswith("Utility-first fundamentals: This approach lets you build a completely custom"), answer
+
+
+SHELTER = (
+    "# County Pets\n\nNo adoption appointment needed!\n\nWe are open to the public and love visitors.\n\n"
+    "Adoption hours:\n\nMonday - Friday: 1 pm - 5:30 pm\n\nSaturday and Sunday: 11 am - 3:30 pm\n\n"
+    "Please call 281-999-3191 for an appointment for all other services.\n\n"
+    "Questions about volunteering? Write to help@countypets.org.\n"
+)
+
+
+def test_hours_and_contacts_are_answered_by_times_numbers_and_addresses() -> None:
+    answer = pass1("County Pets", SHELTER, "What are the opening hours?")
+    assert "Monday - Friday: 1 pm - 5:30 pm" in answer and "Saturday and Sunday: 11 am - 3:30 pm" in answer, answer
+    assert "open to the public" not in answer, answer
+    assert pass1("County Pets", SHELTER, "What is your phone number?").startswith("Please call 281-999-3191")
+    assert pass1("County Pets", SHELTER, "What is the email address?").startswith("Questions about volunteering?")
+    answer = pass1("County Pets", SHELTER, "How do I contact you?")
+    assert "281-999-3191" in answer or "help@countypets.org" in answer, answer

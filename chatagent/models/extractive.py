@@ -216,6 +216,8 @@ def _heading_named(names: str) -> re.Pattern[str]:
     return re.compile(rf"^(?:#+\s*)?({names})\s*:?\s*$", re.I)
 
 
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[a-z]{2,}", re.I)
+_PHONE = re.compile(r"(?<!\d)(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)\s?)?\d{2,4}[\s.-]\d{3,4}[\s.-]\d{3,4}(?!\d)")
 _BYTES = re.compile(r"\d\s?(kb|mb|gb|tb|kilobytes?|megabytes?|gigabytes?|terabytes?)\b", re.I)
 # Question intents a lexical match misses: "how much" is answered by "$1,349".
 _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
@@ -296,6 +298,19 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         _heading_named(r"method|steps|instructions|directions|preparation|procedure|installation|installing|setup|"
                        r"set-up|getting started|usage|how to\b.{0,60}"),
     ),
+    (
+        # "What are the opening hours?": times of day ("1 pm - 5:30 pm", "Mon–Fri 9:00–17:00").
+        "xxhoursxx",
+        re.compile(r"\b(opening hours|open hours|opening times?|business hours|office hours|hours of operation|"
+                   r"closing times?|what time|what hours|when (?:is|are|does|do) [\w' ]{1,40} (?:open|close))\b", re.I),
+        re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|\b\d{1,2}[:.]\d{2}\s*[-–]\s*\d{1,2}[:.]\d{2}\b",
+                   re.I),
+    ),
+    # "How do I contact you?": an email address or a phone number; "the email address": the one.
+    ("xxcontactxx", re.compile(r"\b(contact|get in touch|reach (?:you|them|us))\b", re.I),
+     re.compile(f"{_EMAIL.pattern}|{_PHONE.pattern}", re.I)),
+    ("xxemailxx", re.compile(r"\b(e-?mail(?: address)?)\b", re.I), _EMAIL),
+    ("xxphonexx", re.compile(r"\b((?:tele)?phone(?: number)?|call (?:you|them|us))\b", re.I), _PHONE),
     (
         # "What is there to see?": a travel page's section of sights.
         "xxsightsxx",
@@ -397,7 +412,9 @@ def _gist(passages: dict[str, list[_Passage]], turn: _Turn) -> str | None:
 
 
 def _intent_terms(question: str) -> set[str]:
-    return {term for term, asks, _ in _INTENTS if asks.search(question)}
+    terms = {term for term, asks, _ in _INTENTS if asks.search(question)}
+    # "How do I contact you?" asks for a phone number, not for a section of steps.
+    return terms - {"xxstepsxx"} if len(terms) > 1 else terms
 
 
 def _intent_words(question: str) -> set[str]:
@@ -509,6 +526,9 @@ def _best(
     defines = _definition(question)
     said = _said(question)
     intents = _intent_terms(question)
+    # The words asking for a kind of value are covered by a value of it: "$35.00" answers all of
+    # "how much does it cost", "281-999-3191" all of "phone number".
+    asked = (q - _intent_words(question)) | intents or q
     scored = []
     for i, (p, own) in enumerate(zip(passages, corpus)):
         s = scores_by_tab[p.tab_id][i]
@@ -516,7 +536,7 @@ def _best(
         beyond = len((q & own) - title)
         # The heading a passage is under says what it is about ("## Battery" over "lasted 11 hours").
         under = own | sections[i]
-        coverage = len(q & (under | title)) / len(q)
+        coverage = len(asked & (under | title)) / len(asked)
         on_topic = len(topic & under) / len(topic) if topic else 1.0
         # A value of the kind asked ("$35.00" for "cost"), not only the question's words.
         states = bool(intents & own)
