@@ -32,6 +32,7 @@ import signal
 import threading
 import time
 from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor
+from itertools import islice
 from urllib.parse import unquote
 
 import lxml.html
@@ -128,6 +129,7 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
 # A list item's own blocks: trafilatura writes their texts end to end, with nothing between.
 _ITEM_BLOCKS = frozenset("div p h1 h2 h3 h4 h5 h6 section article header footer address figcaption".split())
 MAX_ITEM_BLOCKS = 8
+GLUE_SCAN_CHARS = 400_000_000  # characters of text scanned for glued blocks, in all
 
 
 def _unglued(doc: lxml.html.HtmlElement | None, text: str) -> str:
@@ -147,11 +149,14 @@ def _unglued(doc: lxml.html.HtmlElement | None, text: str) -> str:
         for i, (_, left) in enumerate(ends[:MAX_ITEM_BLOCKS]):
             for right, _ in ends[i + 1 : MAX_ITEM_BLOCKS]:
                 spaced[left + right] = f"{left} {right}"
-    found = [glued for glued in spaced if glued in text]
+    # Each look is a scan of the text: on a huge page, the first items' joins only (~0.1 s at most).
+    looks = max(1, GLUE_SCAN_CHARS // max(len(text), 1))
+    found = [glued for glued in islice(spaced, looks) if glued in text]
     if not found:
         return text
-    # Never split what the page itself writes as one ("foot" + "ball" beside "football").
-    page = doc.text_content()
+    # Never split what the page itself writes as one ("foot" + "ball" beside "football"). Its
+    # text nodes one by one: minified HTML has nothing between blocks, so its whole text is glued too.
+    page = " ".join(doc.itertext())
     for glued in sorted(found, key=len, reverse=True):
         if glued not in page:
             text = text.replace(glued, spaced[glued])

@@ -543,7 +543,7 @@ async def test_a_description_list_s_terms_name_the_values_that_follow_them() -> 
 async def test_a_product_card_s_blocks_are_not_glued_together() -> None:
     card = (
         '<li class="card"><h3><a href="/p/{n}">{name}</a></h3><div class="brand">Kestrel Outdoor</div>'
-        '<div class="rating">4.7 ★</div>\n<div class="price">{price}</div>\n<div class="blurb">{blurb}</div></li>\n'
+        '<div class="rating">4.7 ★</div><div class="price">{price}</div><div class="blurb">{blurb}</div></li>'
     )
     cards = "".join(card.format(n=n, name=name, price=price, blurb=blurb) for n, (name, price, blurb) in enumerate([
         ("Ridgeline GTX Mid", "$189.95", "Waterproof leather, Vibram sole"),
@@ -560,3 +560,19 @@ async def test_a_product_card_s_blocks_are_not_glued_together() -> None:
     assert "Kestrel Outdoor $189.95 Waterproof leather" in text, text
     assert "$99.99 Lightweight" in text and "Outdoor$" not in text, text
     assert "football boots" in text, "what the page itself writes as one word stays one"
+
+
+async def test_ungluing_scans_a_bounded_share_of_a_huge_list(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Each join looked for is a scan of the whole text: a page of 20,000 cards gets its first ones.
+    card = ('<li class="card"><h3><a href="/p/{n}">Boot {n}</a></h3><div class="brand">Kestrel{n}</div>'
+            '<div class="rating">4.7 ★</div><div class="price">${n}.99</div><div class="blurb">Blurb{n} text</div></li>')
+    html = (
+        "<html><head><title>Boots</title></head><body><main><h1>Boots</h1><p>Boots for sale in the shop today, "
+        f"sorted by price, with free delivery.</p><ul>{''.join(card.format(n=n) for n in range(40))}</ul></main></body></html>"
+    )
+    snapshot = PageSnapshot(tab_id="1", url="http://127.0.0.1/boots.html", html=html)
+    text = extract_snapshot(snapshot).text
+    assert "Kestrel39 $39.99 Blurb39" in text, text
+    monkeypatch.setattr(extraction, "GLUE_SCAN_CHARS", len(text) * 30)  # 30 looks: the first three cards
+    text = extract_snapshot(snapshot).text
+    assert "Kestrel1 $1.99 Blurb1" in text and "Kestrel39$39.99Blurb39" in text, text
