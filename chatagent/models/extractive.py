@@ -211,6 +211,11 @@ _HAS_DATE = re.compile(
     rf"\b(1[5-9]\d\d|20\d\d)\b|\b\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH}(?!\w)|\b{_MONTH}\s+\d{{1,2}}\b", re.I)
 
 
+def _asks(words: str) -> re.Pattern[str]:
+    """What a question asking for a kind of value says: any of `words` (a regex alternation)."""
+    return re.compile(rf"\b({words})\b", re.I)
+
+
 def _heading_named(names: str) -> re.Pattern[str]:
     """A heading line, with or without its "#", that is one of `names` (a regex alternation)."""
     return re.compile(rf"^(?:#+\s*)?({names})\s*:?\s*$", re.I)
@@ -220,71 +225,71 @@ _EMAIL = re.compile(r"[\w.+-]+@[\w-]+\.[a-z]{2,}", re.I)
 _PHONE = re.compile(r"(?<!\d)(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)\s?)?\d{2,4}[\s.-]\d{3,4}[\s.-]\d{3,4}(?!\d)")
 _BYTES = re.compile(r"\d\s?(kb|mb|gb|tb|kilobytes?|megabytes?|gigabytes?|terabytes?)\b", re.I)
 # Question intents a lexical match misses: "how much" is answered by "$1,349".
-_INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
+# A kind of value: its term, what a question asking for it says, what a passage stating one holds.
+_Kind = tuple[str, re.Pattern[str], re.Pattern[str]]
+_INTENTS: tuple[_Kind, ...] = (
     (
         "xxmoneyxx",
-        re.compile(
-            # "How much is it?" asks a price; "how much sugar" a quantity of what it names.
-            r"\b(cost|costs|price|prices|priced|how much(?=\s+(?:is|was|are|were|does|do|did|will|would|should|can|could|"
-            r"for|to|money)\b|\s*[?.]|\s*$)|pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|pricier|"
-            r"revenue|revenues|income|profit|profits|earnings|salary|salaries|budget)\b",
-            re.I,
-        ),
+        # "How much is it?" asks a price; "how much sugar" a quantity of what it names.
+        _asks(r"cost|costs|price|prices|priced|"
+              r"how much(?=\s+(?:is|was|are|were|does|do|did|will|would|should|can|could|for|to|money)\b|\s*[?.]|\s*$)|"
+              r"pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|pricier|"
+              r"revenue|revenues|income|profit|profits|earnings|salary|salaries|budget"),
         re.compile(r"[$€£¥]\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?)\b", re.I),
     ),
     (
         "xxdatexx",
-        re.compile(r"\b(when|what year|which year|date|founded|born|died|opened|built|published|released|updated|"
-                   r"posted|older|oldest|newer|newest|younger|youngest|earliest)\b", re.I),
+        _asks(r"when|what year|which year|date|founded|born|died|opened|built|published|released|updated|"
+              r"posted|older|oldest|newer|newest|younger|youngest|earliest"),
         _HAS_DATE,
     ),
     (
         "xxnumberxx",
-        re.compile(r"\b(how many|number of|how long|how far|how tall|how big|how old|population|count)\b", re.I),
+        _asks(r"how many|number of|how long|how far|how tall|how big|how old|population|count"),
         re.compile(r"\d"),
     ),
     (
         "xxdurationxx",
-        re.compile(r"\b(how long|duration|runtime|lasts|lasted|(?:does|did|do|will|would|it|they)\s+last|longer|"
-                   r"longest|shorter|shortest)\b", re.I),
+        _asks(r"how long|duration|runtime|lasts|lasted|(?:does|did|do|will|would|it|they)\s+last|longer|"
+              r"longest|shorter|shortest"),
         re.compile(r"(\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several))\s*"
                    r"(hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?)\b", re.I),
     ),
     (
         "xxlengthxx",
-        re.compile(r"\b(how long|how far|length|distance|longer|longest|shorter|shortest)\b", re.I),
+        _asks(r"how long|how far|length|distance|longer|longest|shorter|shortest"),
         re.compile(r"\d\s?-?(km|kilometres?|kilometers?|mi|miles?|m|metres?|meters?|ft|feet|foot|yards?|cm)\b", re.I),
     ),
     (
         "xxweightxx",
-        re.compile(r"\b(weigh|weighs|weight|heavy|heavier|heaviest|light|lighter|lightest)\b", re.I),
+        _asks(r"weigh|weighs|weight|heavy|heavier|heaviest|light|lighter|lightest"),
         re.compile(r"\d\s*(kg|kilograms?|g|grams?|pounds?|lbs?|ounces?|oz|tonnes?|tons?)\b", re.I),
     ),
     (
         # "Which town is bigger?", "more people": how many live there.
         "xxpopulationxx",
-        re.compile(r"\b(population|populous|inhabitants|residents|people live|bigger|biggest|larger|largest|smaller|"
-                   r"smallest|more people|fewer people)\b", re.I),
+        _asks(r"population|populous|inhabitants|residents|people live|bigger|biggest|larger|largest|smaller|"
+              r"smallest|more people|fewer people"),
         re.compile(r"\b(population|inhabitants|residents)\b[^.\n]{0,40}\d|\d[\d,.]*\s*(million\s+)?"
                    r"(inhabitants|residents|people)\b", re.I),
     ),
     (
         "xxrainxx",
-        re.compile(r"\b(rain|rainy|rainier|rainfall|wet|wetter|wettest|dry|drier|driest|precipitation)\b", re.I),
+        _asks(r"rain|rainy|rainier|rainfall|wet|wetter|wettest|dry|drier|driest|precipitation"),
         re.compile(r"\d\s?(mm|millimetres?|millimeters?)\b", re.I),
     ),
     # "More RAM?": "Memory: 32 GB", "16 GB of memory"; storage is sized alike, and asked apart.
-    ("xxmemoryxx", re.compile(r"\b(ram|memory)\b", re.I), _BYTES),
-    ("xxstoragexx", re.compile(r"\b(storage|ssd|hdd|disk|drive space)\b", re.I), _BYTES),
+    ("xxmemoryxx", _asks(r"ram|memory"), _BYTES),
+    ("xxstoragexx", _asks(r"storage|ssd|hdd|disk|drive space"), _BYTES),
     (
         "xxtemperaturexx",
-        re.compile(r"\b(temperatures?|how hot|how cold|how warm|degrees)\b", re.I),
+        _asks(r"temperatures?|how hot|how cold|how warm|degrees"),
         re.compile(r"\d\s?(°|º|℃|℉|degrees?\b)", re.I),
     ),
     (
         # "Who wrote this?" is answered by a byline: "By Maren Oyelaran, Transport Correspondent".
         "xxauthorxx",
-        re.compile(r"\b(who wrote|who write|who is the author|author|authors|writer|written by|byline)\b", re.I),
+        _asks(r"who wrote|who write|who is the author|author|authors|writer|written by|byline"),
         # A name after "By": capitalised words ("By Maren Oyelaran, …"), not "By using generics, …".
         re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,3}"
                    r"(?:\s*[,·|–—-]|\s*$)"),
@@ -293,34 +298,34 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
         # "How do I make it?", "What are the steps?": the section a page gives its steps under
         # ("Method", "Instructions", "Installation"), whatever the question's verb.
         "xxstepsxx",
-        re.compile(r"\b(steps|instructions|directions|procedure|how (?:do|can|should|would) (?:i|you|we|one) \w+|"
-                   r"how to \w+)\b", re.I),
+        _asks(r"steps|instructions|directions|procedure|how (?:do|can|should|would) (?:i|you|we|one) \w+|"
+              r"how to \w+"),
         _heading_named(r"method|steps|instructions|directions|preparation|procedure|installation|installing|setup|"
                        r"set-up|getting started|usage|how to\b.{0,60}"),
     ),
     (
         # "What are the opening hours?": times of day ("1 pm - 5:30 pm", "Mon–Fri 9:00–17:00").
         "xxhoursxx",
-        re.compile(r"\b(opening hours|open hours|opening times?|business hours|office hours|hours of operation|"
-                   r"closing times?|what time|what hours|when (?:is|are|does|do) [\w' ]{1,40} (?:open|close))\b", re.I),
-        re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|\b\d{1,2}[:.]\d{2}\s*[-–]\s*\d{1,2}[:.]\d{2}\b",
-                   re.I),
+        _asks(r"opening hours|open hours|opening times?|business hours|office hours|hours of operation|"
+              r"closing times?|what time|what hours|when (?:is|are|does|do) [\w' ]{1,40} (?:open|close)"),
+        re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm|a\.m\.|p\.m\.)(?!\w)|"
+                   r"\b\d{1,2}[:.]\d{2}\s*[-–]\s*\d{1,2}[:.]\d{2}\b", re.I),
     ),
     # "How do I contact you?": an email address or a phone number; "the email address": the one.
-    ("xxcontactxx", re.compile(r"\b(contact|get in touch|reach (?:you|them|us))\b", re.I),
+    ("xxcontactxx", _asks(r"contact|get in touch|reach (?:you|them|us)"),
      re.compile(f"{_EMAIL.pattern}|{_PHONE.pattern}", re.I)),
-    ("xxemailxx", re.compile(r"\b(e-?mail(?: address)?)\b", re.I), _EMAIL),
-    ("xxphonexx", re.compile(r"\b((?:tele)?phone(?: number)?|call (?:you|them|us))\b", re.I), _PHONE),
+    ("xxemailxx", _asks(r"e-?mail(?: address)?"), _EMAIL),
+    ("xxphonexx", _asks(r"(?:tele)?phone(?: number)?|call (?:you|them|us)"), _PHONE),
     (
         # "What is there to see?": a travel page's section of sights.
         "xxsightsxx",
-        re.compile(r"\b(see|visit|visiting|sights|sightseeing|attractions|things to do|what to do)\b", re.I),
+        _asks(r"see|visit|visiting|sights|sightseeing|attractions|things to do|what to do"),
         _heading_named(r"sights|sightseeing|attractions|things to (?:see|do)|what to (?:see|do)|landmarks"),
     ),
     (
         # A results table names its winner only by rank: "|1|104|Henrik Solvang|…|".
         "xxfirstxx",
-        re.compile(r"\b(won|win|wins|winner|winners|winning|victor|champion|first place|came first|finished first)\b", re.I),
+        _asks(r"won|win|wins|winner|winners|winning|victor|champion|first place|came first|finished first"),
         re.compile(r"^\|\s*(1|1st|1\.|#1|first)\s*\|", re.I),
     ),
 )
@@ -330,10 +335,10 @@ _INTENTS: tuple[tuple[str, re.Pattern[str], re.Pattern[str]], ...] = (
 # first?"), and "higher" for heights; within one page they say how to order rows.
 _COMPARED_KINDS = (
     *_INTENTS,
-    ("xxdatexx", re.compile(r"\b(first|earlier|before)\b", re.I), _HAS_DATE),
+    ("xxdatexx", _asks(r"first|earlier|before"), _HAS_DATE),
     (
         "xxheightxx",
-        re.compile(r"\b(high|higher|highest|tall|taller|tallest|height|elevation)\b", re.I),
+        _asks(r"high|higher|highest|tall|taller|tallest|height|elevation"),
         re.compile(r"\d\s?(m|metres?|meters?|ft|feet|km)\b", re.I),
     ),
 )
@@ -411,10 +416,15 @@ def _gist(passages: dict[str, list[_Passage]], turn: _Turn) -> str | None:
     return f"{body}\n\n{GIST_LIMIT}"
 
 
+def _asked(kinds: Sequence[_Kind], question: str, general: str) -> list[_Kind]:
+    """The `kinds` the question asks for; the `general` one only when it asks for no other."""
+    found = [k for k in kinds if k[1].search(question)]
+    return [k for k in found if k[0] != general] or found
+
+
 def _intent_terms(question: str) -> set[str]:
-    terms = {term for term, asks, _ in _INTENTS if asks.search(question)}
     # "How do I contact you?" asks for a phone number, not for a section of steps.
-    return terms - {"xxstepsxx"} if len(terms) > 1 else terms
+    return {term for term, _, _ in _asked(_INTENTS, question, "xxstepsxx")}
 
 
 def _intent_words(question: str) -> set[str]:
@@ -454,12 +464,10 @@ def _counts(text: str, counted: set[str]) -> bool:
 _LABELS = re.compile(r"\s*[:=]\s*")
 
 
-def _kinds(question: str) -> list[tuple[str, re.Pattern[str], re.Pattern[str]]]:
+def _kinds(question: str) -> list[_Kind]:
     """The kinds of value the question asks for; "a number" only when no kind more precise
     is asked ("how far" asks for a length, not for any figure on the page)."""
-    kinds = [k for k in _COMPARED_KINDS if k[1].search(question)]
-    precise = [k for k in kinds if k[0] != "xxnumberxx"]
-    return precise or kinds
+    return _asked(_COMPARED_KINDS, question, "xxnumberxx")
 
 
 def _said(question: str) -> set[str]:
@@ -503,7 +511,8 @@ def _best(
     match beyond the title; a heading only names what the sentences under it
     state, so those come first.
     """
-    q = _question_terms(question) | _intent_terms(question)
+    intents = _intent_terms(question)
+    q = _question_terms(question) | intents
     if not passages or not q:
         return []
     title_terms = {tab_id: set(_terms(t)) for tab_id, t in (titles or {}).items()}
@@ -525,7 +534,6 @@ def _best(
     }
     defines = _definition(question)
     said = _said(question)
-    intents = _intent_terms(question)
     # The words asking for a kind of value are covered by a value of it: "$35.00" answers all of
     # "how much does it cost", "281-999-3191" all of "phone number".
     asked = (q - _intent_words(question)) | intents or q
@@ -664,7 +672,12 @@ def _section(p: _Passage, passages: Sequence[_Passage]) -> list[_Passage]:
 
 def _quote_section(p: _Passage, passages: Sequence[_Passage]) -> str:
     """A passage as quoted; a heading with the lines under it as a list."""
-    head, *under = _section(p, passages)
+    return _quote_lines(_section(p, passages))
+
+
+def _quote_lines(section: list[_Passage]) -> str:
+    """A `_section` quoted: its first passage, and the lines under it as a list."""
+    head, *under = section
     return "\n".join([head.quote(), *(f"- {q.quote()}" for q in under)])
 
 
@@ -672,13 +685,16 @@ def _format_answer(hits: list[tuple[float, float, _Passage]], passages: Sequence
     """One tab's best passage (a heading with what it heads, among the tab's `passages`), and
     a second when it is nearly as good and says something of its own."""
     top = hits[0][1]
-    shown = {id(q) for q in _section(hits[0][2], passages)}
-    keep = [hits[0]] + [
+    section = _section(hits[0][2], passages)
+    shown = {id(q) for q in section}
+    more = [
         h for h in hits[1:]
         if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6 and not h[2].text.startswith("#")
         and id(h[2]) not in shown
     ]
-    return "\n\n".join(_cited(_quote_section(h[2], passages), h[2]) for h in keep[:MAX_PASSAGES_SINGLE])
+    quotes = [_cited(_quote_lines(section), hits[0][2])]
+    quotes += [_cited(_quote_section(h[2], passages), h[2]) for h in more[: MAX_PASSAGES_SINGLE - 1]]
+    return "\n\n".join(quotes)
 
 
 def _cited(text: str, p: _Passage) -> str:
