@@ -299,6 +299,17 @@ def test_a_row_the_question_sets_aside_is_not_the_answer() -> None:
     assert "Sally Shelton" in answer and "Frank Ortiz" not in answer, answer
 
 
+def test_at_least_and_at_most_filter_rows_they_rank_none() -> None:
+    text = (
+        "|Place|Player|Country|Money ($)|\n|1|Ralph Guldahl|United States|1,500|\n|2|Sam Snead|United States|800|\n"
+        "|T3|Billy Burke|United States|550|\n|5|Gene Sarazen|United States|400|\n|6|Craig Wood|United States|300|\n"
+    )
+    answer = pass1("1939 Masters Tournament", text, "How many players have at least $500?")
+    assert "3 rows with “Money ($) at least 500”" in answer and "Sarazen" not in answer, answer
+    answer = pass1("1939 Masters Tournament", text, "Which players won at most $400?")
+    assert "Sarazen" in answer and "Craig Wood" in answer and "Guldahl" not in answer, answer
+
+
 def test_a_superlative_among_rows_filtered_by_a_figure() -> None:
     answer = pass1("Port Elm Rovers", SEASON, "Which was the first game with an attendance of more than 3,200?")
     assert "Kelby Town" in answer and "Lindvik" not in answer and "Northport" not in answer, answer
@@ -473,6 +484,19 @@ def test_first_in_time_is_by_the_column_of_dates_the_question_names() -> None:
     assert "Season Premiere: March 4, 2006" in answer and "2007" not in answer, answer
 
 
+def test_last_in_time_is_by_a_column_of_years_whatever_its_name() -> None:
+    text = (
+        "|Name|City|Designed|Completed|\n|Crow Island School|Winnetka|1938|1940|\n|Athens Airport|Athens|1960|1969|\n"
+        "|Dulles Airport|Chantilly|1958|1962|\n|Kleinhans Music Hall|Buffalo|1939|1941|\n"
+    )
+    answer = pass1("Works by Eero Saarinen", text, "Which work was the last to be designed?")
+    assert "Athens Airport" in answer and "Kleinhans" not in answer, answer
+    answer = pass1("Works by Eero Saarinen", text, "Which was the first work completed?")
+    assert "Crow Island School" in answer and "Athens" not in answer, answer
+    answer = pass1("Works by Eero Saarinen", text, "Which was the last work completed?")
+    assert "Athens Airport" in answer and "Kleinhans" not in answer, answer
+
+
 def test_which_value_of_the_column_asked_for_has_the_most_rows() -> None:
     text = (
         "|Season|Date|Location|\n|2009|4 Dec 2008|Beaver Creek|\n|2010|4 Dec 2009|Beaver Creek|\n"
@@ -485,6 +509,12 @@ def test_which_value_of_the_column_asked_for_has_the_most_rows() -> None:
 def test_a_quoted_value_names_the_rows_with_a_cell_that_is_it() -> None:
     answer = pass1("Port Elm Rovers", SEASON, 'What is the number of times the venue is "h"?')
     assert "3 rows" in answer and "Venue: A" not in answer, answer
+    text = (
+        '|No.|Title|Airdate|\n|336|"No Surprises"|February 25, 2014|\n|337|"Dig Me Out"|February 11, 2014|\n'
+        '|338|"Basket Case"|March 4, 2014|\n'
+    )
+    answer = pass1("Degrassi (season 13)", text, 'Which was an earlier episode, "Basket Case" or "Dig Me Out"?')
+    assert answer.index("Dig Me Out") < answer.index("Basket Case") and "No Surprises" not in answer, answer
 
 
 MARATHON = "|Athlete|Country|Time|\n|Ana Lund|Norway|2:09:47|\n|Mia Berg|Sweden|2:08:30|\n|Eva Novak|Czechia|2:10:02|\n|Ida Holm|Denmark|2:11:15|\n"

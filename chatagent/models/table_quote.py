@@ -42,17 +42,20 @@ _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
 _YEARISH = re.compile(r"\b(year|years|date|dates|season|born|founded|established|opened|released|built|held)\b", re.I)
 _RANKISH = re.compile(r"^(#|no\.?|rank|ranking|pos\.?|position|place|pl\.?|seed)$", re.I)
 
+# Not "at most", "at least": those test a figure (`_FILTER`), they rank nothing.
 _MOST = re.compile(
-    r"\b(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|best|winningest|slowest|top(?!\s*\d))\b",
+    r"\b(?<!at )(most|highest|largest|biggest|greatest|longest|tallest|heaviest|maximum|best|winningest|slowest|top(?!\s*\d))\b",
     re.I,
 )
 _LEAST = re.compile(
-    r"\b(least|lowest|smallest|fewest|shortest|lightest|minimum|worst|fastest|quickest)\b", re.I
+    r"\b(?<!at )(least|lowest|smallest|fewest|shortest|lightest|minimum|worst|fastest|quickest)\b", re.I
 )
 _SPEED = re.compile(r"\b(fastest|quickest|slowest)\b", re.I)
 _RATE = re.compile(r"speed|km/h|mph|per hour|rate", re.I)
 _FIRST = re.compile(r"\b(first|earliest|oldest|original|initial|debut)\b", re.I)
 _LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\b", re.I)
+_EARLIER = re.compile(r"\b(earlier|sooner|older)\b", re.I)  # of two rows
+_LATER = re.compile(r"\b(later|newer|more recent|younger)\b", re.I)
 _AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\b", re.I)
 _BEFORE = re.compile(r"\b(before|previous|preceding|above|prior|preceded|earlier)\b", re.I)
 _COUNT = re.compile(r"\b(how many|number of|count|times)\b", re.I)
@@ -86,6 +89,7 @@ _NOTHING = {"", "-", "–", "—"}  # a cell saying none
 # How often, not how much: "the most common position", "recorded the most", "most frequent".
 _OFTEN = re.compile(r"\b(?:most|least) (?:common|frequent|often)|\b(?:most|least) commonly\b|\b(?:recorded|listed|appears?) the (?:most|least)\b", re.I)
 _ALSO = re.compile(r"\b(?:what|which|who) (?:other|else)\b|\bwho also\b|\balso\b", re.I)
+QUOTES = "\"“” "
 _QUOTED = re.compile(r'["“”]([^"“”]{1,60})["“”]')
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
@@ -175,7 +179,7 @@ def _score(
         term = f'"{said}"'
         q = q | {term}
         for i, row in enumerate(table.rows):
-            if any(cell.casefold() == said for cell in row):
+            if any(cell.strip(QUOTES).casefold() == said for cell in row):  # a title cell may be quoted
                 cells[i].add(term)
     # "6 hospital beds", "match day 6": the rows with that figure in the column named beside it.
     for figure, beside in numbered:
@@ -234,6 +238,16 @@ def _numeric_columns(table: Table) -> list[int]:
     return out
 
 
+def _dated(table: Table, j: int) -> bool:
+    """A column of times: named so ("Year", "Released"), or whose figures are all years
+    or dates ("Designed": 1953, 1958, …)."""
+    if _YEARISH.search(table.column(j)):
+        return True
+    values = [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]
+    return bool(values) and all(_DATE_YEAR.fullmatch(v.strip()) or _DATE_MONTH.search(v) and _DATE_YEAR.search(v)
+                                for v in values)
+
+
 def _comparator(s: _Scored, question: str) -> int | None:
     """The column a superlative compares by: for "most / least", a numeric column the
     question names; for "first / last", a column of years or dates (else the table's order)."""
@@ -252,13 +266,13 @@ def _comparator(s: _Scored, question: str) -> int | None:
         totals = [j for j in numeric if _TOTAL_COLUMN.match(s.table.column(j))]
         if totals:
             return totals[-1]
-    dated_named = [j for j in named if _YEARISH.search(s.table.column(j))]
+    dated_named = [j for j in named if _dated(s.table, j)]
     if named and (ranks or dated_named):
         # "When did the first episode premiere?": first in time, by the column of dates it names.
         among = named if ranks else dated_named
         return max(among, key=lambda j: s.column_hits[j])
     if _FIRST.search(question) or _LAST.search(question):
-        dated = [j for j in numeric if _YEARISH.search(s.table.column(j))]
+        dated = [j for j in numeric if _dated(s.table, j)]
         return dated[0] if dated else None
     return None
 
@@ -424,6 +438,9 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
     # "Connecticut or New York?": each side's row; "which was founded first, A or B?" orders those two.
     pair = _either(best, question) if named_rows and not _ARITHMETIC.search(question) else None
+    if pair and not (most or least or first or last):
+        # "Which was earlier, A or B?": the first of the two in time.
+        first, last = bool(_EARLIER.search(question)), bool(_LATER.search(question))
     ordinal_pair = bool(pair) and (most or least or first or last)
     if pair and ordinal_pair:
         pool = pair
@@ -460,7 +477,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         return TableQuote(table, list(dict.fromkeys([top, *pair]))[:MAX_ROWS], limit=limit)
     # "The tallest structure before the Burj Khalifa": the row next to the one named.
     after, before = bool(_AFTER.search(question)), bool(_BEFORE.search(question))
-    if named_rows and after != before:
+    if named_rows and after != before and not ordinal_pair:
         nearby = _neighbour(best, top, after=after)
         return TableQuote(table, [top, *nearby] if after else [*nearby, top], limit=limit)
 
