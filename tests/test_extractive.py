@@ -310,6 +310,24 @@ def test_at_least_and_at_most_filter_rows_they_rank_none() -> None:
     assert "Sarazen" in answer and "Craig Wood" in answer and "Guldahl" not in answer, answer
 
 
+RACES = (
+    "|Season|Team|Races|Wins|\n|2007|Apex GP|10|1|\n|2008|Champ Motorsports|13|0|\n|2009|Krenek Motorsport|14|0|\n"
+    "|2010|Angola Racing Team|21|2|\n|2011|Carlin|16|1|\n|2012|Carlin|12|0|\n"
+)
+
+
+def test_rows_that_are_the_answer_are_listed_in_full_up_to_five() -> None:
+    answer = pass1("Alex Fontana", RACES, "What teams raced at least 13 races?")
+    for team in ("Champ Motorsports", "Krenek Motorsport", "Angola Racing Team", "Carlin"):
+        assert team in answer, answer
+    assert "Apex GP" not in answer and "… and" not in answer, answer
+    answer = pass1("Alex Fontana", RACES, "List the seasons with Carlin.")
+    assert "Season: 2011" in answer and "Season: 2012" in answer, answer
+    # A count shows the rows as evidence, three of them.
+    answer = pass1("Alex Fontana", RACES, "How many seasons had at least 13 races?")
+    assert "4 rows with “Races at least 13”" in answer and "… and 1 more" in answer, answer
+
+
 def test_a_superlative_among_rows_filtered_by_a_figure() -> None:
     answer = pass1("Port Elm Rovers", SEASON, "Which was the first game with an attendance of more than 3,200?")
     assert "Kelby Town" in answer and "Lindvik" not in answer and "Northport" not in answer, answer
@@ -654,6 +672,12 @@ def test_a_place_asked_as_an_ordinal_is_found_in_the_column_of_places() -> None:
     # A shirt number is no place: "No." is not a column of places.
     squad = "|No.|Player|Position|\n|---|---|---|\n|4|Jaymee Highcock|DF|\n|9|Tom Reed|FW|\n"
     assert "Jaymee Highcock" not in pass1("Kansas City Brass", squad, "Who came fourth?")
+
+
+def test_the_top_placing_is_the_lowest_place() -> None:
+    text = "|Name|Sport|Placing|\n|Zelig Stroch|Shooting|57|\n|Esther Shahamorov|Athletics|5|\n|Yoav Ra'anan|Diving|21|\n"
+    answer = pass1("Israel at the 1972 Summer Olympics", text, "Who was the top placing competitor?")
+    assert "Esther Shahamorov" in answer and "Stroch" not in answer, answer
 
 
 def test_a_word_no_cell_holds_finds_its_kin_kenyans_in_kenya() -> None:

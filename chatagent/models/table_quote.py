@@ -35,12 +35,13 @@ ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
 PHRASING = frozenset(ANALYSER.terms("times time total number amount listed list"))
 NEEDS_MODEL = "needs a language model: set one with `chatagent config`"
 MAX_ROWS = 3  # rows shown for a count or a list
+MAX_LISTED = 5  # rows shown when they are what is asked for ("which teams raced at least 13 races?")
 MAX_VALUES = 8  # a column's different values listed
 INFOBOX_PENALTY = 2.0  # tuned on the even WTQ ids
 SIZE_PRIOR = 0.7  # weight of a table's size (log rows) in choosing it; tuned on the even WTQ ids
 _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
 _YEARISH = re.compile(r"\b(year|years|date|dates|season|born|founded|established|opened|released|built|held)\b", re.I)
-_RANKISH = re.compile(r"^(#|no\.?|rank|ranking|pos\.?|position|place|pl\.?|seed)$", re.I)
+_RANKISH = re.compile(r"^(#|no\.?|rank|ranking|pos\.?|position|place|placing|pl\.?|seed)$", re.I)
 
 # Not "at most", "at least": those test a figure (`_FILTER`), they rank nothing.
 _MOST = re.compile(
@@ -91,6 +92,7 @@ _OFTEN = re.compile(r"\b(?:most|least) (?:common|frequent|often)|\b(?:most|least
 _ALSO = re.compile(r"\b(?:what|which|who) (?:other|else)\b|\bwho also\b|\balso\b", re.I)
 QUOTES = "\"“” "
 _QUOTED = re.compile(r'["“”]([^"“”]{1,60})["“”]')
+_LISTING = re.compile(r"\b(?:list|name (?:all|the|each|every)|what are|which are|who are|each|every|all the)\b", re.I)
 _DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _SAME = re.compile(r"\b(same|equal|as many|as much|tied)\b", re.I)
 
@@ -294,7 +296,7 @@ _ORDINAL_WORDS = {
 }
 _ORDINAL = re.compile(r"\b(?:(" + "|".join(_ORDINAL_WORDS) + r")|(\d{1,3})(?:st|nd|rd|th))\b", re.I)
 RANK = "#rank"  # in a figure's words: the figure is a place, found in a column of places
-_PLACE = re.compile(r"^(rank|ranking|pos\.?|position|place|pl\.?|finish|finished)$", re.I)  # not "No.": a number worn
+_PLACE = re.compile(r"^(rank|ranking|pos\.?|position|place|placing|pl\.?|finish|finished)$", re.I)  # not "No.": a number worn
 
 
 def _only_asked(s: _Scored, question: str) -> bool:
@@ -346,6 +348,11 @@ def subject(text: str) -> str:
 HOW_MEASURE = re.compile(r"\bhow\s+(long|far|old)\b", re.I)
 
 
+def _ordering(question: str) -> set[str]:
+    """The question's words that order rows: "first", "most", "final"."""
+    return {t for p in (_MOST, _LEAST, _FIRST, _LAST) for m in p.finditer(question) for t in ANALYSER.terms(m.group(0))}
+
+
 def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     """The rows of `text`'s tables that answer `question`, or None when no table is about it.
 
@@ -358,8 +365,7 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     threshold = _FILTER.search(question)  # "before 1999": a test on a column, not a row named 1999
     q = (q - set(ANALYSER.terms(threshold["n"])) or q) if threshold else q
     # "First", "most" order the rows; a row saying "First round" is not named by them.
-    order = {t for p in (_MOST, _LEAST, _FIRST, _LAST) for m in p.finditer(question) for t in ANALYSER.terms(m.group(0))}
-    q = q - order or q
+    q = q - _ordering(question) or q
     found = tables(text)
     quoted = _quote_tables(found, question, q) if found and q else None
     return quoted if quoted is not None and (quoted.rows or quoted.distinct) else None
@@ -408,7 +414,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         counting = bool(_COUNT.search(question))
         return TableQuote(
             table,
-            rows[:MAX_ROWS],
+            rows[:MAX_ROWS if counting else MAX_LISTED],  # the rows are the answer unless a count is
             count=len(rows) if table.complete else None,
             matched=words,
             limit=limit or (f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}." if counting else ""),
@@ -519,7 +525,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
 
     if not named_rows:
         return None
-    return TableQuote(table, (candidates[:1] + others if others else candidates)[:MAX_ROWS], limit=limit)
+    shown = MAX_LISTED if _LISTING.search(question) else MAX_ROWS
+    return TableQuote(table, (candidates[:1] + others if others else candidates)[:shown], limit=limit)
 
 
 TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", "later than", "until")
