@@ -543,6 +543,11 @@ def test_times_are_compared_as_times() -> None:
     assert "Athlete: Mia Berg" in answer and "Ana Lund" not in answer, answer
     answer = pass1("Marathon results", MARATHON, "How many athletes finished with a time below 2:10:00?")
     assert "2 rows with “Time below 2:10:00”" in answer, answer
+    # A time the question gives, with no column named, is tested against the column of times.
+    answer = pass1("Marathon results", MARATHON, "Who finished in under 2:10:00?")
+    assert "Ana Lund" in answer and "Mia Berg" in answer and "Eva Novak" not in answer, answer
+    answer = pass1("Marathon results", MARATHON, "Which athletes were slower than 2:10:00?")
+    assert "Eva Novak" in answer and "Ida Holm" in answer and "Mia Berg" not in answer, answer
 
 
 def test_a_row_under_a_cell_spanning_rows_is_answered_with_that_cell() -> None:

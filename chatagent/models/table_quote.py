@@ -71,7 +71,8 @@ _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+|(?<![\w-])[A-Za-z]+(?:-[A-Za-z0-9]+)*
 # "more than 500", "at least 10", "before 1990": rows filtered by a figure, not ranked.
 _FILTER = re.compile(
     r"\b(?P<no>no |not )?(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
-    r"smaller than|under|below|at most|before|after|since|prior to|previous to|earlier than|later than|until)\s+(?P<cur>\$|£|€)?"
+    r"smaller than|under|below|at most|before|after|since|prior to|previous to|earlier than|later than|until|"
+    r"(?:faster|quicker|slower) than(?=\s+\d{1,3}:))\s+(?P<cur>\$|£|€)?"
     r"(?P<n>\d{1,3}:\d{2}(?::\d{2})?(?:\.\d+)?|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|,\d)",  # "before 1999, how many …"
     re.I,
 )
@@ -248,6 +249,12 @@ def _dated(table: Table, j: int) -> bool:
     values = [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]
     return bool(values) and all(_DATE_YEAR.fullmatch(v.strip()) or _DATE_MONTH.search(v) and _DATE_YEAR.search(v)
                                 for v in values)
+
+
+def _clocks(table: Table, j: int) -> bool:
+    """A column of times of day or durations ("2:09:47")."""
+    values = [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]
+    return bool(values) and sum(bool(_CLOCK.match(v)) for v in values) >= 0.6 * len(values)
 
 
 def _comparator(s: _Scored, question: str) -> int | None:
@@ -559,6 +566,8 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         named = [j for j in dated if _in_range(s.table, j, n)] or dated or named
     elif m["cur"]:  # an amount of money: a column of it
         named = named or [j for j in numeric if m["cur"] in s.table.column(j)]
+    elif ":" in m["n"]:  # a time ("under 2:12:00"): a column of times
+        named = named or [j for j in numeric if _clocks(s.table, j)]
     if not named:
         return None
     # "Seasons with no more than 8 wins": the column named beside the figure.
@@ -576,6 +585,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         "smaller than": float.__lt__, "under": float.__lt__, "below": float.__lt__, "before": float.__lt__,
         "prior to": float.__lt__, "previous to": float.__lt__, "earlier than": float.__lt__,
         "later than": float.__gt__, "until": float.__le__, "at most": float.__le__,
+        "faster than": float.__lt__, "quicker than": float.__lt__, "slower than": float.__gt__,  # of times
     }
     passes = tests[op]
 
