@@ -328,6 +328,26 @@ def test_rows_that_are_the_answer_are_listed_in_full_up_to_five() -> None:
     assert "4 rows with “Races at least 13”" in answer and "… and 1 more" in answer, answer
 
 
+SEASONS = (
+    "|Year|Team Record W|Team Record L|Playoffs|\n|2001|7|2|3rd Qualifier|\n|2002|8|1|2nd Qualifier|\n"
+    "|2003|5|4|–|\n|2004|10|0|Champion|\n|2005|6|3|4th Qualifier|\n"
+)
+
+
+def test_a_column_named_by_its_abbreviation_is_found_by_the_word_it_stands_for() -> None:
+    answer = pass1("Troy High School", SEASONS, "In which year did they have the most wins?")
+    assert "Year: 2004" in answer and "2002" not in answer, answer
+    answer = pass1("Troy High School", SEASONS, "Which year had the fewest losses?")
+    assert "Year: 2004" in answer and "2003" not in answer, answer
+
+
+def test_every_test_a_question_sets_on_figures_is_applied() -> None:
+    answer = pass1("Troy High School", SEASONS.replace("Team Record W", "Wins"),
+                   "Name a season that had more than 6 wins but less than 10.")
+    assert "Year: 2001" in answer and "Year: 2002" in answer, answer
+    assert "2004" not in answer and "2005" not in answer, answer
+
+
 def test_a_superlative_among_rows_filtered_by_a_figure() -> None:
     answer = pass1("Port Elm Rovers", SEASON, "Which was the first game with an attendance of more than 3,200?")
     assert "Kelby Town" in answer and "Lindvik" not in answer and "Northport" not in answer, answer

@@ -171,7 +171,7 @@ def _score(
     table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset(), excluded: set[str] = frozenset(),
     numbered: Sequence[tuple[float, set[str]]] = (), quoted: Sequence[str] = (),
 ) -> _Scored:
-    column_terms = [set(t) for t in ANALYSER.analyse([table.column(j) for j in range(table.width)])]
+    column_terms = [_column_terms(table, j) for j in range(table.width)]
     column_hits = [len(_alike(q, c)) for c in column_terms]
     # A word naming a column ("designed") names what is compared, not which rows.
     q = q - _alike(q, set().union(*column_terms))
@@ -231,6 +231,20 @@ def _alike(q: set[str], names: set[str]) -> set[str]:
     return {t for t in q if t in names or (len(t) >= PREFIX and t[:PREFIX] in prefixes)}
 
 
+# What a table's header abbreviates, as questions spell it ("W" is wins): sports tables mostly.
+_HEADER_WORDS = {
+    "w": "wins won", "l": "losses lost", "d": "draws drawn", "t": "ties tied", "pts": "points", "att": "attendance",
+    "apps": "appearances", "pop": "population",
+}
+
+
+def _column_terms(table: Table, j: int) -> set[str]:
+    """The terms of column `j`'s name, with what its abbreviations stand for."""
+    name = table.column(j)
+    spelled = " ".join(_HEADER_WORDS.get(w.casefold(), "") for w in re.findall(r"[A-Za-z]+", name))
+    return set(ANALYSER.terms(f"{name} {spelled}"))
+
+
 def _numeric_columns(table: Table) -> list[int]:
     """Columns most of whose cells hold a figure."""
     out = []
@@ -267,7 +281,7 @@ def _comparator(s: _Scored, question: str) -> int | None:
     asked = _ASKED.search(question)
     if asked and len(named) > 1:
         head = set(ANALYSER.terms(asked["what"]))
-        compared = [j for j in named if not _alike(head, set(ANALYSER.terms(s.table.column(j))))]
+        compared = [j for j in named if not _alike(head, _column_terms(s.table, j))]
         named = compared or named
     ranks = _MOST.search(question) or _LEAST.search(question)
     if ranks and not named:
@@ -317,7 +331,7 @@ def _only_asked(s: _Scored, question: str) -> bool:
     rest = set(ANALYSER.terms(question[: asked.start()] + " " + question[asked.end():]))
     return all(
         _alike(head, terms) and not _alike(rest, terms)  # "the largest amount of hospital beds" names one
-        for terms in (set(ANALYSER.terms(s.table.column(j))) for j in named)
+        for terms in (_column_terms(s.table, j) for j in named)
     )
 
 
@@ -369,8 +383,9 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     if re.search(r"\btime\b", question, re.I):  # "the fastest time" names a column; "how many times" only phrases
         q |= set(ANALYSER.terms("time"))
     q = q - set(ANALYSER.terms(title)) or q
-    threshold = _FILTER.search(question)  # "before 1999": a test on a column, not a row named 1999
-    q = (q - set(ANALYSER.terms(threshold["n"])) or q) if threshold else q
+    # "before 1999": a test on a column, not a row named 1999
+    tested = {t for threshold in _FILTER.finditer(question) for t in ANALYSER.terms(threshold["n"])}
+    q = q - tested or q
     # "First", "most" order the rows; a row saying "First round" is not named by them.
     q = q - _ordering(question) or q
     found = tables(text)
@@ -551,13 +566,24 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         # "Which country had no gold medals?": a zero (or nothing) in the column it names, the
         # one named right after "no" when several are ("one silver but no bronze").
         after = set(ANALYSER.terms(" ".join(question[none.end():].split()[:4])))
-        near = [j for j in named if _alike(after, set(ANALYSER.terms(s.table.column(j))))]
+        near = [j for j in named if _alike(after, _column_terms(s.table, j))]
         col = max(near or named, key=lambda j: s.column_hits[j])
         rows = [
             i for i in range(len(s.table.rows))
             if (_number(s.table.value(i, col)) == 0 or s.table.value(i, col) in _NOTHING) and not s.table.is_total(i)
         ]
         return rows, [f"{s.table.column(col)} 0"]
+    # "More than 7 wins but less than 10": the rows that pass every test.
+    # A test whose column the table lacks ("more than 10 points") is left out.
+    passed = [one for m in _FILTER.finditer(question) if (one := _passing(s, question, m)) is not None]
+    if not passed:
+        return None
+    rows = sorted(set.intersection(*(set(r) for r, _ in passed)))
+    return rows, [" and ".join(w for _, w in passed)]
+
+
+def _passing(s: _Scored, question: str, m: re.Match[str]) -> tuple[list[int], str] | None:
+    """The rows whose figure in the column the test names passes it, and the test in words."""
     op, n = m["op"].lower(), _number(m["n"].replace(",", "")) or 0.0
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
@@ -574,7 +600,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     after = set(ANALYSER.terms(" ".join(question[m.end():].split()[:3])))
     before = set(ANALYSER.terms(" ".join(question[: m.start()].split()[-3:])))
     named = next(
-        (near for words in (after, before) if (near := [j for j in named if _alike(words, set(ANALYSER.terms(s.table.column(j))))])),
+        (near for words in (after, before) if (near := [j for j in named if _alike(words, _column_terms(s.table, j))])),
         named,
     )
     col = max(named, key=lambda j: s.column_hits[j])
@@ -599,7 +625,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
 
     rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v, n)]
     column = s.table.column(col) or "value"
-    return rows, [f"{column} {'not ' if m['no'] else ''}{op} {m['n']}"]
+    return rows, f"{column} {'not ' if m['no'] else ''}{op} {m['n']}"
 
 
 _COUNTED = re.compile(r"\b(?:how many|number of)\s+(?:different\s+|distinct\s+|unique\s+)?(?P<what>[\w-]+)", re.I)
@@ -608,7 +634,7 @@ _COUNTED = re.compile(r"\b(?:how many|number of)\s+(?:different\s+|distinct\s+|u
 def _text_column_terms(s: _Scored) -> set[str]:
     """The words naming the table's columns of text (not of figures)."""
     numeric = set(s.numeric)
-    return {t for j in range(s.table.width) if j not in numeric for t in ANALYSER.terms(s.table.column(j))}
+    return {t for j in range(s.table.width) if j not in numeric for t in _column_terms(s.table, j)}
 
 
 def _in_range(table: Table, j: int, n: float) -> bool:
@@ -630,7 +656,7 @@ _UP = {"more", "greater", "higher", "larger", "bigger", "longer", "better"}
 def _beyond(s: _Scored, top: int, than: re.Match[str]) -> tuple[list[int], list[str]] | None:
     """Rows whose figure in the column named passes the named row's: "more bronze medals than China"."""
     what = set(ANALYSER.terms(than["what"]))
-    columns = [j for j in s.numeric if _alike(what, set(ANALYSER.terms(s.table.column(j))))]
+    columns = [j for j in s.numeric if _alike(what, _column_terms(s.table, j))]
     if not columns:
         return None
     j = columns[0]
