@@ -533,6 +533,8 @@ def test_last_in_time_is_by_a_column_of_years_whatever_its_name() -> None:
     assert "Crow Island School" in answer and "Athens" not in answer, answer
     answer = pass1("Works by Eero Saarinen", text, "Which was the last work completed?")
     assert "Athens Airport" in answer and "Kleinhans" not in answer, answer
+    answer = pass1("Works by Eero Saarinen", text, "Which works are from before 1950?")
+    assert "Crow Island School" in answer and "Kleinhans" in answer and "Athens" not in answer, answer
 
 
 def test_which_value_of_the_column_asked_for_has_the_most_rows() -> None:

@@ -555,8 +555,8 @@ TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", 
 
 
 def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
-    """Rows whose figure in the column the question names passes its test ("more than
-    500 points"; "before 1990" in a column of years), and the test in words."""
+    """Rows whose figures in the columns the question names pass its tests ("more than
+    500 points"; "before 1990" in a column of years), and the tests in words."""
     m = _FILTER.search(question)
     if not m:
         none = _NONE.search(question)
@@ -588,7 +588,7 @@ def _passing(s: _Scored, question: str, m: re.Match[str]) -> tuple[list[int], st
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
     if op in TIMES:  # a time: a column of years or dates ("Year" over "Season 1, 2, 3" for "before 2003")
-        dated = [j for j in numeric if _YEARISH.search(s.table.column(j))]
+        dated = [j for j in numeric if _dated(s.table, j)]
         named = [j for j in dated if _in_range(s.table, j, n)] or dated or named
     elif m["cur"]:  # an amount of money: a column of it
         named = named or [j for j in numeric if m["cur"] in s.table.column(j)]
