@@ -500,6 +500,12 @@ def test_the_total_number_of_rows_is_a_count_not_a_sum() -> None:
     answer = pass1("Port Elm Rovers", SEASON, "What is the total number of games?")
     assert "5 rows" in answer and "counting exactly what you asked needs a language model" in answer, answer
     assert "Computing a difference or a total" not in answer, answer
+    draft = (
+        "|Pick #|Player|Position|Nationality|\n|88|Tom Laidlaw|Defence|Canada|\n|90|Steve Young|Right Wing|Canada|\n"
+        "|91|Jan Erixon|Right Wing|Sweden|\n|95|Kent Paynter|Left Wing|Canada|\n"
+    )
+    answer = pass1("1980 NHL Entry Draft", draft, "What is the total amount of right wings drafted?")
+    assert "2 rows with “right wings”" in answer and "Computing a difference or a total" not in answer, answer
 
 
 def test_a_code_in_the_question_names_its_row_whatever_its_case() -> None:

@@ -59,10 +59,10 @@ _EARLIER = re.compile(r"\b(earlier|sooner|older)\b", re.I)  # of two rows
 _LATER = re.compile(r"\b(later|newer|more recent|younger)\b", re.I)
 _AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\b", re.I)
 _BEFORE = re.compile(r"\b(before|previous|preceding|above|prior|preceded|earlier)\b", re.I)
-_COUNT = re.compile(r"\b(how many|number of|count|times)\b", re.I)
+_COUNT = re.compile(r"\b(how many|number of|total amount of|count|times)\b", re.I)
 _ARITHMETIC = re.compile(
-    # "The total number of trains" counts rows: a count, not a sum.
-    r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger)|total(?! number)|sum|combined|"
+    # "The total number of trains", "the total amount of head coaches" count rows: a count, not a sum.
+    r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger)|total(?! (?:number|amount))|sum|combined|"
     r"average|altogether|in all)\b",
     re.I,
 )
