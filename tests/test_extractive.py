@@ -341,6 +341,16 @@ def test_a_column_named_by_its_abbreviation_is_found_by_the_word_it_stands_for()
     assert "Year: 2004" in answer and "2003" not in answer, answer
 
 
+def test_a_figure_tests_the_column_named_beside_it_even_by_a_word_that_names_no_row() -> None:
+    text = (
+        "|Rank|Player|County|Tally|Total|\n|1|Francis Forde|Galway|2–8|14|\n|2|Niall English|Carlow|1–9|12|\n"
+        "|3|Gary Kirby|Limerick|0–10|10|\n|4|Johnny Dooley|Offaly|0–7|7|\n"
+    )
+    answer = pass1("1996 All-Ireland Hurling Championship", text,
+                   "Besides Francis Forde, which other player had a total of more than 10?")
+    assert "Niall English" in answer and "Gary Kirby" not in answer and "Dooley" not in answer, answer
+
+
 def test_every_test_a_question_sets_on_figures_is_applied() -> None:
     answer = pass1("Troy High School", SEASONS.replace("Team Record W", "Wins"),
                    "Name a season that had more than 6 wins but less than 10.")

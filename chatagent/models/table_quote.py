@@ -594,11 +594,13 @@ def _passing(s: _Scored, question: str, m: re.Match[str]) -> tuple[list[int], st
         named = named or [j for j in numeric if m["cur"] in s.table.column(j)]
     elif ":" in m["n"]:  # a time ("under 2:12:00"): a column of times
         named = named or [j for j in numeric if _clocks(s.table, j)]
-    if not named:
-        return None
     # "Seasons with no more than 8 wins": the column named beside the figure.
     after = set(ANALYSER.terms(" ".join(question[m.end():].split()[:3])))
     before = set(ANALYSER.terms(" ".join(question[: m.start()].split()[-3:])))
+    # Even by a word that names no row ("a total of more than 10": the Total column).
+    named = named or [j for j in numeric if _alike(after | before, _column_terms(s.table, j))]
+    if not named:
+        return None
     named = next(
         (near for words in (after, before) if (near := [j for j in named if _alike(words, _column_terms(s.table, j))])),
         named,
