@@ -389,6 +389,9 @@ HOME_GAMES = (
 def test_what_a_superlative_asks_for_is_not_the_column_it_compares_by() -> None:
     answer = pass1("Home games", HOME_GAMES, "What year had the highest attendance?")
     assert "Year: 2002" in answer and "2004" not in answer, answer
+    # "What was the …" asks for the word after "the".
+    answer = pass1("Home games", HOME_GAMES, "What was the year with the highest attendance?")
+    assert "Year: 2002" in answer and "2004" not in answer, answer
 
 
 def test_most_medals_ranks_by_the_table_s_total() -> None:

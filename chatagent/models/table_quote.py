@@ -85,7 +85,7 @@ _EXCEPT = re.compile(
 # "no gold medals", "didn't win any bronze", "did not receive any votes", "zero points".
 _NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|a|an))\b", re.I)
 # What a question asks for: "which year …", "what was the team …".
-_ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)?(?P<what>\w+)", re.I)
+_ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)*(?P<what>\w+)", re.I)
 _TOTAL_COLUMN = re.compile(r"^(total|overall|sum|tot\.?)\b", re.I)
 _NOTHING = {"", "-", "–", "—"}  # a cell saying none
 # How often, not how much: "the most common position", "recorded the most", "most frequent".
