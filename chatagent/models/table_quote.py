@@ -150,6 +150,7 @@ class _Scored:
     cells: list[set[str]]  # each row's terms
     row_scores: list[float]
     row_hits: list[frozenset[str]]
+    column_terms: list[set[str]]  # each column's name, as terms (`_column_terms`)
     column_hits: list[int]  # question terms in each column's name
     score: float
 
@@ -204,7 +205,7 @@ def _score(
     row_scores = [math.fsum(idf[t] for t in h) for h in hits]
     best = max(row_scores, default=0.0)
     score = best + 1.5 * sum(column_hits) + 0.5 * len(caption_terms & q)
-    return _Scored(table, cells, row_scores, hits, column_hits, score)
+    return _Scored(table, cells, row_scores, hits, column_terms, column_hits, score)
 
 
 PREFIX = 5  # stems sharing this many first letters name the same thing ("attendees", "attendance")
@@ -245,11 +246,16 @@ def _column_terms(table: Table, j: int) -> set[str]:
     return set(ANALYSER.terms(f"{name} {spelled}"))
 
 
+def _filled(table: Table, j: int) -> list[str]:
+    """Column `j`'s cells that say something ("–" says none)."""
+    return [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]
+
+
 def _numeric_columns(table: Table) -> list[int]:
     """Columns most of whose cells hold a figure."""
     out = []
     for j in range(table.width):
-        values = [_number(v) for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]  # "–": none
+        values = [_number(v) for v in _filled(table, j)]
         if values and sum(v is not None for v in values) >= 0.6 * len(values) and len(values) >= 2:
             out.append(j)
     return out
@@ -260,14 +266,14 @@ def _dated(table: Table, j: int) -> bool:
     or dates ("Designed": 1953, 1958, …)."""
     if _YEARISH.search(table.column(j)):
         return True
-    values = [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]
+    values = _filled(table, j)
     return bool(values) and all(_DATE_YEAR.fullmatch(v.strip()) or _DATE_MONTH.search(v) and _DATE_YEAR.search(v)
                                 for v in values)
 
 
 def _clocks(table: Table, j: int) -> bool:
     """A column of times of day or durations ("2:09:47")."""
-    values = [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]
+    values = _filled(table, j)
     return bool(values) and sum(bool(_CLOCK.match(v)) for v in values) >= 0.6 * len(values)
 
 
@@ -281,7 +287,7 @@ def _comparator(s: _Scored, question: str) -> int | None:
     asked = _ASKED.search(question)
     if asked and len(named) > 1:
         head = set(ANALYSER.terms(asked["what"]))
-        compared = [j for j in named if not _alike(head, _column_terms(s.table, j))]
+        compared = [j for j in named if not _alike(head, s.column_terms[j])]
         named = compared or named
     ranks = _MOST.search(question) or _LEAST.search(question)
     if ranks and not named:
@@ -331,7 +337,7 @@ def _only_asked(s: _Scored, question: str) -> bool:
     rest = set(ANALYSER.terms(question[: asked.start()] + " " + question[asked.end():]))
     return all(
         _alike(head, terms) and not _alike(rest, terms)  # "the largest amount of hospital beds" names one
-        for terms in (_column_terms(s.table, j) for j in named)
+        for terms in (s.column_terms[j] for j in named)
     )
 
 
@@ -566,7 +572,7 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         # "Which country had no gold medals?": a zero (or nothing) in the column it names, the
         # one named right after "no" when several are ("one silver but no bronze").
         after = set(ANALYSER.terms(" ".join(question[none.end():].split()[:4])))
-        near = [j for j in named if _alike(after, _column_terms(s.table, j))]
+        near = [j for j in named if _alike(after, s.column_terms[j])]
         col = max(near or named, key=lambda j: s.column_hits[j])
         rows = [
             i for i in range(len(s.table.rows))
@@ -598,11 +604,11 @@ def _passing(s: _Scored, question: str, m: re.Match[str]) -> tuple[list[int], st
     after = set(ANALYSER.terms(" ".join(question[m.end():].split()[:3])))
     before = set(ANALYSER.terms(" ".join(question[: m.start()].split()[-3:])))
     # Even by a word that names no row ("a total of more than 10": the Total column).
-    named = named or [j for j in numeric if _alike(after | before, _column_terms(s.table, j))]
+    named = named or [j for j in numeric if _alike(after | before, s.column_terms[j])]
     if not named:
         return None
     named = next(
-        (near for words in (after, before) if (near := [j for j in named if _alike(words, _column_terms(s.table, j))])),
+        (near for words in (after, before) if (near := [j for j in named if _alike(words, s.column_terms[j])])),
         named,
     )
     col = max(named, key=lambda j: s.column_hits[j])
@@ -636,7 +642,7 @@ _COUNTED = re.compile(r"\b(?:how many|number of)\s+(?:different\s+|distinct\s+|u
 def _text_column_terms(s: _Scored) -> set[str]:
     """The words naming the table's columns of text (not of figures)."""
     numeric = set(s.numeric)
-    return {t for j in range(s.table.width) if j not in numeric for t in _column_terms(s.table, j)}
+    return {t for j in range(s.table.width) if j not in numeric for t in s.column_terms[j]}
 
 
 def _in_range(table: Table, j: int, n: float) -> bool:
@@ -658,7 +664,7 @@ _UP = {"more", "greater", "higher", "larger", "bigger", "longer", "better"}
 def _beyond(s: _Scored, top: int, than: re.Match[str]) -> tuple[list[int], list[str]] | None:
     """Rows whose figure in the column named passes the named row's: "more bronze medals than China"."""
     what = set(ANALYSER.terms(than["what"]))
-    columns = [j for j in s.numeric if _alike(what, _column_terms(s.table, j))]
+    columns = [j for j in s.numeric if _alike(what, s.column_terms[j])]
     if not columns:
         return None
     j = columns[0]
