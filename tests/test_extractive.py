@@ -858,3 +858,41 @@ def test_hours_and_contacts_are_answered_by_times_numbers_and_addresses() -> Non
     assert pass1("County Pets", SHELTER, "What is the email address?").startswith("Questions about volunteering?")
     answer = pass1("County Pets", SHELTER, "How do I contact you?")
     assert "281-999-3191" in answer or "help@countypets.org" in answer, answer
+
+
+CARS = (
+    "|Type|Built|Power|Vmax|% of sales|\n|D1|1901|18 PS|50 km/h (31 mph)|2.5%|\n|D4|1912|45 PS|85 km/h (53 mph)|6.1%|\n"
+    "|D6|1919|55 PS|100 km/h (62 mph)|12.0%|\n|D7|1921|120 PS|115 km/h (71 mph)|4.2%|\n|D9|1925|140 PS|125 km/h (78 mph)|8.8%|\n"
+)
+
+
+def test_a_unit_after_a_figure_names_the_column_written_in_it() -> None:
+    # Neither "maximum velocity" nor "share" is a column's name: the unit is what says which.
+    answer = pass1("Dürkopp cars", CARS, "How many cars had a maximum velocity of at least 100 km/h?")
+    assert "3 rows with “Vmax at least 100”" in answer, answer
+    answer = pass1("Dürkopp cars", CARS, "Which types had a share greater than 5 percent?")
+    assert "D4" in answer and "D6" in answer and "D9" in answer and "D7" not in answer, answer
+    # A "%" in a column's name is spelled "percentage" by a question.
+    answer = pass1("Dürkopp cars", CARS, "Which type had the highest percentage of sales?")
+    assert "Type: D6" in answer and "D9" not in answer, answer
+
+
+def test_a_range_keeps_the_rows_between_its_ends() -> None:
+    answer = pass1("Alex Fontana", RACES, "How many seasons were there between 2008 and 2010?")
+    assert "3 rows with “Season from 2008 to 2010”" in answer, answer
+    answer = pass1("Alex Fontana", RACES, "Which teams raced from 2010 to 2012?")
+    assert "Angola Racing Team" in answer and "Carlin" in answer and "Krenek" not in answer, answer
+
+
+def test_not_sets_rows_aside_unless_the_cells_say_it() -> None:
+    text = (
+        "|Pick|Player|Nationality|Team|\n|1|Mark Astley|Canada|Buffalo|\n|2|Matt Saunders|Canada|Chicago|\n"
+        "|3|Andrei Khomutov|Soviet Union|Quebec|\n|4|Gus Morschauser|Canada|Vancouver|\n|5|Peter Ekroth|Sweden|Detroit|\n"
+    )
+    answer = pass1("1989 draft", text, "How many players were not from Canada?")
+    assert "2 rows with “not Canada”" in answer and "Astley" not in answer, answer
+    answer = pass1("1989 draft", text, "Who is the only player not from Canada or the Soviet Union?")
+    assert "Peter Ekroth" in answer and "Astley" not in answer and "Khomutov" not in answer, answer
+    qualified = "|Pos|Driver|Time|\n|1|Jackie Stewart|1:52:21|\n|2|Ronnie Peterson|+25.6|\n|DNQ|John Love|Did not qualify|\n"
+    answer = pass1("1971 Grand Prix", qualified, "Which driver did not qualify?")
+    assert "John Love" in answer and "Stewart" not in answer, answer

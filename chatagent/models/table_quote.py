@@ -37,6 +37,7 @@ NEEDS_MODEL = "needs a language model: set one with `chatagent config`"
 MAX_ROWS = 3  # rows shown for a count or a list
 MAX_LISTED = 5  # rows shown when they are what is asked for ("which teams raced at least 13 races?")
 MAX_VALUES = 8  # a column's different values listed
+TIMED_BONUS = 1.0  # about one word of the question found in a row
 INFOBOX_PENALTY = 2.0  # tuned on the even WTQ ids
 SIZE_PRIOR = 0.7  # weight of a table's size (log rows) in choosing it; tuned on the even WTQ ids
 _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
@@ -76,10 +77,22 @@ _FILTER = re.compile(
     r"(?P<n>\d{1,3}:\d{2}(?::\d{2})?(?:\.\d+)?|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|,\d)",  # "before 1999, how many …"
     re.I,
 )
+# "between 2009 and 2013", "from 1961 to 1987", "between picks 148 and 168": both ends count.
+_RANGE = re.compile(
+    r"\b(?P<op>between|from)\s+(?:[a-z]+\s+)?(?P<n>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+    r"(?:\s+(?:and|to|through)\s+|\s*[-–]\s*)(?P<n2>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?!\d|,\d)",
+    re.I,
+)
 # "Other than Cumberland County, which county …": what the question sets aside, up to a comma or a question word.
 _EXCEPT = re.compile(
     r"\b(?:other than|besides|beside|except(?: for)?|apart from|aside from|excluding|not counting)\s+"
     r"(?P<what>[^,?]+?)(?=,|\?|$|\s+(?:who|what|which|where|when|how|is|was|are|were|did|does|do|has|had|have)\b)",
+    re.I,
+)
+# "players not from Canada", "the only rider not to ride a Ducati": rows set aside, as by `_EXCEPT`.
+_NOT = re.compile(
+    r"\b(?:not|n't)\s+(?:(?:be|been|from|in|on|by|at|of|to|with|won|played|made|published|use|used|ride|rode|have|has|had|the|a|an)\s+)*"
+    r"(?P<what>[^,?]+?)(?=,|\?|\.|$|\s+(?:who|what|which|where|when|how|is|was|are|were|did|does|do|between|before|after|since|in \d)\b)",
     re.I,
 )
 # "no gold medals", "didn't win any bronze", "did not receive any votes", "zero points".
@@ -169,7 +182,7 @@ def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
 
 
 def _score(
-    table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset(), excluded: set[str] = frozenset(),
+    table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset(), excluded: Sequence[set[str]] = (),
     numbered: Sequence[tuple[float, set[str]]] = (), quoted: Sequence[str] = (),
 ) -> _Scored:
     column_terms = [_column_terms(table, j) for j in range(table.width)]
@@ -200,7 +213,7 @@ def _score(
     n = len(cells)
     idf = {t: math.log(1 + n / df[t]) for t in df}
     # A row the question sets aside ("other than MLW") is not one it names.
-    hits = [frozenset() if excluded and excluded <= c else frozenset(c & q) for c in cells]
+    hits = [frozenset() if _set_aside(c, excluded) else frozenset(c & q) for c in cells]
     # fsum: a set's order changes with the hash seed, and rows that tie must tie in every process.
     row_scores = [math.fsum(idf[t] for t in h) for h in hits]
     best = max(row_scores, default=0.0)
@@ -235,20 +248,51 @@ def _alike(q: set[str], names: set[str]) -> set[str]:
 # What a table's header abbreviates, as questions spell it ("W" is wins): sports tables mostly.
 _HEADER_WORDS = {
     "w": "wins won", "l": "losses lost", "d": "draws drawn", "t": "ties tied", "pts": "points", "att": "attendance",
-    "apps": "appearances", "pop": "population",
+    "apps": "appearances", "pop": "population", "%": "percent percentage",
 }
+# A unit as questions spell it and as cells write it ("1.8 meters": "1.77 m").
+_UNITS = {
+    "percent": "%", "percentage": "%", "meters": "m", "metres": "m", "meter": "m", "metre": "m", "kilometers": "km",
+    "kilometres": "km", "feet": "ft", "foot": "ft", "inches": "in", "miles": "mi", "kilograms": "kg", "pounds": "lb",
+    "millimeters": "mm", "millimetres": "mm", "centimeters": "cm", "centimetres": "cm",
+}
+_UNIT = re.compile(r"\s*(%|[a-z]+/[a-z]+|[a-z]+)", re.I)
+
+
+def _unit(question: str, end: int) -> str:
+    """The word written after a threshold's figure (ending at `end`), as cells write units
+    ("100 km/h", "5%", "1.8 meters": "m"; "10 seniti"), or "" for a word that is not one ("10 in 1990")."""
+    m = _UNIT.match(question, end)
+    if not m:
+        return ""
+    word = m[1].lower()
+    unit = _UNITS.get(word, word)
+    return unit if unit in _MEASURES or "/" in unit or ANALYSER.terms(word) else ""
+
+
+_MEASURES = {"%", *_UNITS.values()}
 
 
 def _column_terms(table: Table, j: int) -> set[str]:
     """The terms of column `j`'s name, with what its abbreviations stand for."""
     name = table.column(j)
-    spelled = " ".join(_HEADER_WORDS.get(w.casefold(), "") for w in re.findall(r"[A-Za-z]+", name))
+    spelled = " ".join(_HEADER_WORDS.get(w.casefold(), "") for w in re.findall(r"[A-Za-z]+|%", name))
     return set(ANALYSER.terms(f"{name} {spelled}"))
 
 
 def _filled(table: Table, j: int) -> list[str]:
     """Column `j`'s cells that say something ("–" says none)."""
     return [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]
+
+
+def _carries(table: Table, j: int, unit: str) -> bool:
+    """Whether column `j` is in `unit`: its name says so ("Area (km²)", "% of votes"), or most
+    of its figures are written with it ("100 km/h")."""
+    if re.search(rf"(?<![\w%]){re.escape(unit)}(?![\w%])", table.column(j), re.I):
+        return True
+    cells = _filled(table, j)
+    written = rf"\d\s*{re.escape(unit)}(?![\w%])"
+    return bool(cells) and sum(bool(re.search(written, c, re.I)) for c in cells) * 2 > len(cells)
 
 
 def _numeric_columns(table: Table) -> list[int]:
@@ -313,7 +357,11 @@ _NUMBER_WORDS = {
     )
 }
 _FIGURE = re.compile(r"(?<![\w.,:\-–/])(\d+(?:\.\d+)?|" + "|".join(_NUMBER_WORDS) + r")(?![\w.,:\-–/])", re.I)
-_THRESHOLD_BEFORE = re.compile(r"\b(than|least|most|over|under|above|below|before|after|since|until|to)\s*$", re.I)
+_THRESHOLD_BEFORE = re.compile(
+    r"\b(than|least|most|over|under|above|below|before|after|since|until|to|between|from|through)\s*$"
+    r"|\bbetween\s+(?:[a-z]+\s+)?\d[\d,.]*\s+and\s*$|\b\d[\d,.]*\s*[-–]\s*$",
+    re.I,
+)
 # "Who came fourth?", "the 3rd place": a place, in a column of ranks ("first" and "last"
 # order rows instead: `_FIRST`, `_LAST`).
 _ORDINAL_WORDS = {
@@ -390,7 +438,11 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
         q |= set(ANALYSER.terms("time"))
     q = q - set(ANALYSER.terms(title)) or q
     # "before 1999": a test on a column, not a row named 1999
-    tested = {t for threshold in _FILTER.finditer(question) for t in ANALYSER.terms(threshold["n"])}
+    tests = _tests(question)
+    tested = {t for test in tests for t in ANALYSER.terms(f"{test.n} {test.n2}")}
+    # "at least 100 km/h": a unit names the column tested, not rows ("games" may do both).
+    units = {u for test in tests if (u := _unit(question, test.end)) in _MEASURES or "/" in u}
+    tested |= {t for u in units for t in ANALYSER.terms(u)}
     q = q - tested or q
     # "First", "most" order the rows; a row saying "First round" is not named by them.
     q = q - _ordering(question) or q
@@ -399,15 +451,35 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     return quoted if quoted is not None and (quoted.rows or quoted.distinct) else None
 
 
+def _set_aside(cell_terms: set[str], excluded: Sequence[set[str]]) -> bool:
+    """Whether a row (its terms) is one the question sets aside: it holds all of one exclusion's terms."""
+    return any(e <= cell_terms for e in excluded)
+
+
+def _not(found: list[Table], question: str) -> re.Match[str] | None:
+    """What "not" sets aside ("not from Canada"), unless cells say it: "did not qualify" names rows."""
+    m = _NOT.search(question)
+    quoted = any(q.start() < m.start() < q.end() for q in _QUOTED.finditer(question)) if m else False
+    if not m or quoted or re.search(r"\bthan\b", m["what"], re.I):  # '"did not qualify"'; "not longer than 2 miles"
+        return None
+    said = re.compile(rf"\bnot\s+{re.escape(m['what'].split()[0])}", re.I)
+    return None if any(said.search(cell) for t in found for row in t.rows for cell in row) else m
+
+
 def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote | None:
     values = set(_VALUE.findall(question))
-    aside = _EXCEPT.search(question)
-    excluded = set(ANALYSER.terms(aside["what"])) & q if aside else set()
+    aside = _EXCEPT.search(question) or (None if _NONE.search(question) else _not(found, question))
+    # "not from Canada or the Soviet Union": a row is set aside by either.
+    excluded = [e for part in re.split(r",|\bor\b|\bnor\b", aside["what"]) if (e := set(ANALYSER.terms(part)) & q)] if aside else []
     numbered = _numbered(question)
     quoted = [m.strip().casefold() for m in _QUOTED.findall(question) if m.strip()]
-    scored = [_score(t, q - excluded, set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted) for t in found]
+    scored = [_score(t, q - set().union(*excluded), set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted) for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
+    timed = [float(t.n) for t in _tests(question) if t.of_time and t.n.isdigit()]
     for sc in scored:
+        # "Losses between 2007 and 2009": a table of dates in those years (its years name no row).
+        if timed and any(_dated(sc.table, j) and _in_range(sc.table, j, timed[0]) for j in sc.numeric):
+            sc.score += TIMED_BONUS
         # Pages are mostly about their big tables; a small one must match better to be chosen.
         sc.score += SIZE_PRIOR * math.log(1 + len(sc.table.rows))
         if ordinal and not sc.table.columns and sc.table.width <= 2:
@@ -416,6 +488,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     if best.score <= 0:
         return None
     table = best.table
+    # The rows the question sets aside: "other than Cumberland County", "not from Canada".
+    aside = {i for i, c in enumerate(best.cells) if _set_aside(c, excluded)}
     top = max(range(len(table.rows)), key=lambda i: (best.row_scores[i], -i))
     named_rows = best.row_scores[top] > 0
     most, least = bool(_MOST.search(question)), bool(_LEAST.search(question))
@@ -432,8 +506,10 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         rows, words = filtered
         if named_rows:  # the filter applies to the rows the question names
             rows = [i for i in rows if best.row_scores[i] >= best.row_scores[top]]
-        if rows and (most or least or first or last):
-            candidates, named_rows = rows, True  # "the first album after 1970": ordered among those
+        # "the first album after 1970": ordered among those; but "how many cars had a maximum
+        # velocity of at least 100 km/h?" counts them.
+        if rows and (most or least or first or last) and not _COUNT.search(question):
+            candidates, named_rows = rows, True
             filtered = None
     if filtered is not None and not filtered[0] and named_rows:
         filtered = None  # nothing passes: the figure named a column ("Pop. 1998"), so show the rows named
@@ -469,7 +545,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     # "The least number of attendees" ranks by a column it names; it does not count.
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
     # The rows in question: those named (or filtered), else all but a totals row.
-    pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i)]
+    pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i) and i not in aside]
     # "Connecticut or New York?": each side's row; "which was founded first, A or B?" orders those two.
     pair = _either(best, question) if named_rows and not _ARITHMETIC.search(question) else None
     if pair and not (most or least or first or last):
@@ -496,7 +572,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             rows = [i for i, h in enumerate(best.row_hits) if need <= h]
             matched = _words_for(question, need)
         else:
-            rows, matched = [i for i in range(len(table.rows)) if not table.is_total(i)], []
+            rows, matched = pool, [f"not {w}" for w in _words_for(question, frozenset().union(*excluded))]
         # A question naming a row and a column of figures may ask for the figure: that row first.
         shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
         return TableQuote(
@@ -552,7 +628,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             return TableQuote(table, pool[-1:], limit=limit)
 
     if not named_rows:
-        return None
+        # "The only location not in France": the rows left, when they are few.
+        return TableQuote(table, pool) if aside and len(pool) <= MAX_LISTED else None
     shown = MAX_LISTED if _LISTING.search(question) else MAX_ROWS
     return TableQuote(table, (candidates[:1] + others if others else candidates)[:shown], limit=limit)
 
@@ -560,11 +637,43 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
 TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", "later than", "until")
 
 
+@dataclass(frozen=True)
+class _Test:
+    """A test of a figure the question sets: "more than 500", "no more than 3", "between 2009 and 2013"."""
+
+    op: str
+    n: str  # as the question writes it
+    start: int
+    end: int
+    n2: str = ""  # a range's other end
+    no: bool = False
+    cur: str = ""  # "$500": a column of money
+
+    @property
+    def words(self) -> str:
+        return f"from {self.n} to {self.n2}" if self.n2 else f"{'not ' if self.no else ''}{self.op} {self.n}"
+
+    @property
+    def of_time(self) -> bool:
+        """Whether the test is on a time: "before 1990"; a range of years."""
+        years = all(re.fullmatch(r"1[5-9]\d\d|20\d\d", v) for v in (self.n, self.n2))
+        return self.op in TIMES or (bool(self.n2) and years)
+
+
+def _tests(question: str) -> list[_Test]:
+    """The question's tests of figures, in its order."""
+    found = [
+        _Test(m["op"].lower(), m["n"], m.start(), m.end(), no=bool(m["no"]), cur=m["cur"] or "")
+        for m in _FILTER.finditer(question)
+    ] + [_Test("from", m["n"], m.start(), m.end(), n2=m["n2"]) for m in _RANGE.finditer(question)]
+    return sorted(found, key=lambda t: t.start)
+
+
 def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     """Rows whose figures in the columns the question names pass its tests ("more than
     500 points"; "before 1990" in a column of years), and the tests in words."""
-    m = _FILTER.search(question)
-    if not m:
+    tests = _tests(question)
+    if not tests:
         none = _NONE.search(question)
         named = [j for j in s.numeric if s.column_hits[j]]
         if not none or not named:
@@ -581,37 +690,38 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         return rows, [f"{s.table.column(col)} 0"]
     # "More than 7 wins but less than 10": the rows that pass every test.
     # A test whose column the table lacks ("more than 10 points") is left out.
-    passed = [one for m in _FILTER.finditer(question) if (one := _passing(s, question, m)) is not None]
+    passed = [one for t in tests if (one := _passing(s, question, t)) is not None]
     if not passed:
         return None
     rows = sorted(set.intersection(*(set(r) for r, _ in passed)))
     return rows, [" and ".join(w for _, w in passed)]
 
 
-def _passing(s: _Scored, question: str, m: re.Match[str]) -> tuple[list[int], str] | None:
+def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str] | None:
     """The rows whose figure in the column the test names passes it, and the test in words."""
-    op, n = m["op"].lower(), _number(m["n"].replace(",", "")) or 0.0
+    n, n2 = (_number(v.replace(",", "")) or 0.0 for v in (t.n, t.n2 or t.n))
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
-    if op in TIMES:  # a time: a column of years or dates ("Year" over "Season 1, 2, 3" for "before 2003")
+    if t.of_time:  # a time: a column of years or dates ("Year" over "Season 1, 2, 3" for "before 2003")
         dated = [j for j in numeric if _dated(s.table, j)]
         named = [j for j in dated if _in_range(s.table, j, n)] or dated or named
-    elif m["cur"]:  # an amount of money: a column of it
-        named = named or [j for j in numeric if m["cur"] in s.table.column(j)]
-    elif ":" in m["n"]:  # a time ("under 2:12:00"): a column of times
+    elif t.cur:  # an amount of money: a column of it
+        named = named or [j for j in numeric if t.cur in s.table.column(j)]
+    elif ":" in t.n:  # a time ("under 2:12:00"): a column of times
         named = named or [j for j in numeric if _clocks(s.table, j)]
+    elif unit := _unit(question, t.end):  # "at least 100 km/h": the column in km/h
+        measured = [j for j in numeric if _carries(s.table, j, unit)]
+        named = [j for j in named if j in measured] or named or measured
     # "Seasons with no more than 8 wins": the column named beside the figure.
-    after = set(ANALYSER.terms(" ".join(question[m.end():].split()[:3])))
-    before = set(ANALYSER.terms(" ".join(question[: m.start()].split()[-3:])))
+    after = set(ANALYSER.terms(" ".join([w for w in question[t.end:].split() if re.search(r"\w", w)][:3])))
+    before = set(ANALYSER.terms(" ".join(question[: t.start].split()[-3:])))
     # Even by a word that names no row ("a total of more than 10": the Total column).
     named = named or [j for j in numeric if _alike(after | before, s.column_terms[j])]
     if not named:
         return None
-    named = next(
-        (near for words in (after, before) if (near := [j for j in named if _alike(words, s.column_terms[j])])),
-        named,
-    )
-    col = max(named, key=lambda j: s.column_hits[j])
+    beside = next((words for words in (after, before) if any(_alike(words, s.column_terms[j]) for j in named)), set())
+    # "460 points in their final score": "Final Points" over "Preliminary Points".
+    col = max(named, key=lambda j: (len(_alike(beside, s.column_terms[j])), s.column_hits[j]))
     tests = {
         "more than": float.__gt__, "greater than": float.__gt__, "higher than": float.__gt__, "larger than": float.__gt__,
         "over": float.__gt__, "above": float.__gt__, "after": float.__gt__, "at least": float.__ge__,
@@ -621,19 +731,19 @@ def _passing(s: _Scored, question: str, m: re.Match[str]) -> tuple[list[int], st
         "later than": float.__gt__, "until": float.__le__, "at most": float.__le__,
         "faster than": float.__lt__, "quicker than": float.__lt__, "slower than": float.__gt__,  # of times
     }
-    passes = tests[op]
 
-    def test(v: float, n: float) -> bool:
-        return passes(v, n) != bool(m["no"])  # "no more than 3": at most 3
+    def test(v: float) -> bool:
+        if t.n2:
+            return min(n, n2) <= v <= max(n, n2)
+        return tests[t.op](v, n) != t.no  # "no more than 3": at most 3
 
     def figure(cell: str) -> float | None:
         v = _number(cell)
         # A date against a year ("before 1990"): its year.
-        return v // 10_000 if v is not None and op in TIMES and v >= 10_000 and n < 10_000 else v
+        return v // 10_000 if v is not None and t.of_time and v >= 10_000 and n < 10_000 else v
 
-    rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v, n)]
-    column = s.table.column(col) or "value"
-    return rows, f"{column} {'not ' if m['no'] else ''}{op} {m['n']}"
+    rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v)]
+    return rows, f"{s.table.column(col) or 'value'} {t.words}"
 
 
 _COUNTED = re.compile(r"\b(?:how many|number of)\s+(?:different\s+|distinct\s+|unique\s+)?(?P<what>[\w-]+)", re.I)
