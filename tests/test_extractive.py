@@ -896,3 +896,30 @@ def test_not_sets_rows_aside_unless_the_cells_say_it() -> None:
     qualified = "|Pos|Driver|Time|\n|1|Jackie Stewart|1:52:21|\n|2|Ronnie Peterson|+25.6|\n|DNQ|John Love|Did not qualify|\n"
     answer = pass1("1971 Grand Prix", qualified, "Which driver did not qualify?")
     assert "John Love" in answer and "Stewart" not in answer, answer
+
+
+CONFERENCE = (
+    "|School|Season|Wins|Losses|Place|\n|Purdue|1911–12|8|5|2nd|\n|Illinois|1911–12|6|6|6th|\n|Illinois|1912–13|10|6|5th|\n"
+    "|Illinois|1913–14|9|4|3rd|\n|Purdue|1913–14|11|2|1st|\n|Illinois|1914–15|16|0|1st|\n|Illinois|1915–16|13|3|2nd|\n"
+)
+
+
+def test_a_test_applies_to_the_rows_the_question_names() -> None:
+    answer = pass1("Ralph Jones", CONFERENCE, "How many seasons did Illinois win at least 10 games?")
+    assert "3 rows with “Wins at least 10”" in answer and "Purdue" not in answer, answer
+
+
+def test_a_place_is_better_the_lower_it_is() -> None:
+    answer = pass1("Ralph Jones", CONFERENCE, "In which seasons did Illinois finish in the top 3?")
+    for season in ("1913–14", "1914–15", "1915–16"):
+        assert season in answer, answer
+    assert "1912–13" not in answer and "Purdue" not in answer, answer
+    answer = pass1("Ralph Jones", CONFERENCE, "How many times did Illinois place at least 2nd?")
+    assert "2 rows with “Place at most 2”" in answer, answer
+    answer = pass1("Ralph Jones", CONFERENCE, "How many seasons did Illinois place 5th or worse?")
+    assert "2 rows with “Place at least 5”" in answer, answer
+
+
+def test_no_losses_is_one_more_test_among_the_others() -> None:
+    answer = pass1("Ralph Jones", CONFERENCE, "Which season after 1912 did Illinois have no losses?")
+    assert "1914–15" in answer and "1915–16" not in answer, answer

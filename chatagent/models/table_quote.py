@@ -37,7 +37,7 @@ NEEDS_MODEL = "needs a language model: set one with `chatagent config`"
 MAX_ROWS = 3  # rows shown for a count or a list
 MAX_LISTED = 5  # rows shown when they are what is asked for ("which teams raced at least 13 races?")
 MAX_VALUES = 8  # a column's different values listed
-TIMED_BONUS = 1.0  # about one word of the question found in a row
+TESTED_BONUS = 1.0  # about one word of the question found in a row
 INFOBOX_PENALTY = 2.0  # tuned on the even WTQ ids
 SIZE_PRIOR = 0.7  # weight of a table's size (log rows) in choosing it; tuned on the even WTQ ids
 _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
@@ -83,6 +83,8 @@ _RANGE = re.compile(
     r"(?:\s+(?:and|to|through)\s+|\s*[-–]\s*)(?P<n2>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?!\d|,\d)",
     re.I,
 )
+# "in the top 5", "3rd or better", "10th or worse": a test of a place.
+_PLACED = re.compile(r"\b(?:(?P<top>top)\s+(?P<n>\d{1,3})\b|(?P<m>\d{1,3})(?:st|nd|rd|th)\s+or\s+(?:(?P<better>better|higher)|worse|lower)\b)", re.I)
 # "Other than Cumberland County, which county …": what the question sets aside, up to a comma or a question word.
 _EXCEPT = re.compile(
     r"\b(?:other than|besides|beside|except(?: for)?|apart from|aside from|excluding|not counting)\s+"
@@ -400,6 +402,8 @@ def _numbered(question: str) -> list[tuple[float, set[str]]]:
         around = question[: m.start()].split()[-2:] + question[m.end():].split()[:2]
         out.append((float(_NUMBER_WORDS.get(token, token)), set(ANALYSER.terms(" ".join(around)))))
     for m in _ORDINAL.finditer(question):
+        if _THRESHOLD_BEFORE.search(question[: m.start()]) or re.match(r"\s+or\s+(?:better|higher|worse|lower)\b", question[m.end():], re.I):
+            continue  # "at least 2nd", "3rd or better": a test of places
         out.append((float(_ORDINAL_WORDS[m[1].lower()] if m[1] else m[2]), {RANK}))
     return out
 
@@ -439,7 +443,7 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     q = q - set(ANALYSER.terms(title)) or q
     # "before 1999": a test on a column, not a row named 1999
     tests = _tests(question)
-    tested = {t for test in tests for t in ANALYSER.terms(f"{test.n} {test.n2}")}
+    tested = {t for test in tests for t in ANALYSER.terms(f"{test.n} {test.n2} {_ordinal(question, test)}")}
     # "at least 100 km/h": a unit names the column tested, not rows ("games" may do both).
     units = {u for test in tests if (u := _unit(question, test.end)) in _MEASURES or "/" in u}
     tested |= {t for u in units for t in ANALYSER.terms(u)}
@@ -449,6 +453,17 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     found = tables(text)
     quoted = _quote_tables(found, question, q) if found and q else None
     return quoted if quoted is not None and (quoted.rows or quoted.distinct) else None
+
+
+def _needed(s: _Scored, top: int) -> frozenset[str]:
+    """The words a row must hold to be one the question names, from its best row's. A word
+    only that row holds is its own detail, not the question's condition ("how many times was
+    Lanny Poffo champion?": his rows, not the one saying "champion")."""
+    need = s.row_hits[top]
+    shared = frozenset(t for t in need if sum(t in h for h in s.row_hits) >= 2)
+    if shared and shared != need and sum(shared <= h for h in s.row_hits) >= 2:
+        return shared
+    return need
 
 
 def _set_aside(cell_terms: set[str], excluded: Sequence[set[str]]) -> bool:
@@ -475,11 +490,11 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     quoted = [m.strip().casefold() for m in _QUOTED.findall(question) if m.strip()]
     scored = [_score(t, q - set().union(*excluded), set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted) for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
-    timed = [float(t.n) for t in _tests(question) if t.of_time and t.n.isdigit()]
+    tests = _tests(question)
     for sc in scored:
-        # "Losses between 2007 and 2009": a table of dates in those years (its years name no row).
-        if timed and any(_dated(sc.table, j) and _in_range(sc.table, j, timed[0]) for j in sc.numeric):
-            sc.score += TIMED_BONUS
+        # "Losses between 2007 and 2009": a table with rows of those years (its years name no
+        # row); one bonus a test some of its rows pass.
+        sc.score += TESTED_BONUS * sum(bool((passing := _passing(sc, question, t)) and passing[0]) for t in tests)
         # Pages are mostly about their big tables; a small one must match better to be chosen.
         sc.score += SIZE_PRIOR * math.log(1 + len(sc.table.rows))
         if ordinal and not sc.table.columns and sc.table.width <= 2:
@@ -505,7 +520,10 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     if filtered is not None:
         rows, words = filtered
         if named_rows:  # the filter applies to the rows the question names
-            rows = [i for i in rows if best.row_scores[i] >= best.row_scores[top]]
+            # None of them passes: the words named the thing counted ("in how many games …").
+            need = _needed(best, top)
+            rows = [i for i in rows if need <= best.row_hits[i]] or rows
+            filtered = rows, words
         # "the first album after 1970": ordered among those; but "how many cars had a maximum
         # velocity of at least 100 km/h?" counts them.
         if rows and (most or least or first or last) and not _COUNT.search(question):
@@ -563,12 +581,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
             return TableQuote(table, [], distinct=distinct, limit=limit)
     if _COUNT.search(question) and not ranking:
         if named_rows:
-            need = best.row_hits[top]
-            # A word only the top row holds is its own detail, not the question's condition
-            # ("how many times was Lanny Poffo champion?": his rows, not the one saying "champion").
-            shared = frozenset(t for t in need if sum(t in h for h in best.row_hits) >= 2)
-            if shared and shared != need and sum(shared <= h for h in best.row_hits) >= 2:
-                need = shared
+            need = _needed(best, top)
             rows = [i for i, h in enumerate(best.row_hits) if need <= h]
             matched = _words_for(question, need)
         else:
@@ -648,6 +661,7 @@ class _Test:
     n2: str = ""  # a range's other end
     no: bool = False
     cur: str = ""  # "$500": a column of money
+    place: bool = False  # "3rd", "the top 5": a place, where less is better
 
     @property
     def words(self) -> str:
@@ -660,41 +674,60 @@ class _Test:
         return self.op in TIMES or (bool(self.n2) and years)
 
 
+def _ordinal(question: str, t: _Test) -> str:
+    """The test's figure as an ordinal ("at least 2nd": "2nd"), or ""."""
+    suffix = re.match(r"(?:st|nd|rd|th)\b", question[t.end:], re.I)
+    return f"{t.n}{suffix.group(0)}" if suffix else ""
+
+
 def _tests(question: str) -> list[_Test]:
     """The question's tests of figures, in its order."""
     found = [
         _Test(m["op"].lower(), m["n"], m.start(), m.end(), no=bool(m["no"]), cur=m["cur"] or "")
         for m in _FILTER.finditer(question)
-    ] + [_Test("from", m["n"], m.start(), m.end(), n2=m["n2"]) for m in _RANGE.finditer(question)]
+    ] + [_Test("from", m["n"], m.start(), m.end(), n2=m["n2"]) for m in _RANGE.finditer(question)] + [
+        _Test("at most" if m["top"] or m["better"] else "at least", m["n"] or m["m"], m.start(), m.end(), place=True)
+        for m in _PLACED.finditer(question)
+    ]
+    # "at least 3rd place" is 3rd or better: a lower place.
+    ordinal = [t for t in found if not t.place and _ordinal(question, t)]
+    found = [t for t in found if t not in ordinal] + [
+        _Test({"at least": "at most", "at most": "at least"}.get(t.op, t.op), t.n, t.start, t.end, no=t.no, place=True)
+        for t in ordinal
+    ]
     return sorted(found, key=lambda t: t.start)
 
 
 def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     """Rows whose figures in the columns the question names pass its tests ("more than
-    500 points"; "before 1990" in a column of years), and the tests in words."""
-    tests = _tests(question)
-    if not tests:
-        none = _NONE.search(question)
-        named = [j for j in s.numeric if s.column_hits[j]]
-        if not none or not named:
-            return None
-        # "Which country had no gold medals?": a zero (or nothing) in the column it names, the
-        # one named right after "no" when several are ("one silver but no bronze").
-        after = set(ANALYSER.terms(" ".join(question[none.end():].split()[:4])))
-        near = [j for j in named if _alike(after, s.column_terms[j])]
-        col = max(near or named, key=lambda j: s.column_hits[j])
-        rows = [
-            i for i in range(len(s.table.rows))
-            if (_number(s.table.value(i, col)) == 0 or s.table.value(i, col) in _NOTHING) and not s.table.is_total(i)
-        ]
-        return rows, [f"{s.table.column(col)} 0"]
+    500 points"; "before 1990" in a column of years; "no wins"), and the tests in words."""
     # "More than 7 wins but less than 10": the rows that pass every test.
     # A test whose column the table lacks ("more than 10 points") is left out.
-    passed = [one for t in tests if (one := _passing(s, question, t)) is not None]
+    passed = [one for t in _tests(question) if (one := _passing(s, question, t)) is not None]
+    if (none := _zero(s, question)) is not None:
+        passed.append(none)
     if not passed:
         return None
     rows = sorted(set.intersection(*(set(r) for r, _ in passed)))
     return rows, [" and ".join(w for _, w in passed)]
+
+
+def _zero(s: _Scored, question: str) -> tuple[list[int], str] | None:
+    """"Which country had no gold medals?": the rows with a zero (or nothing) in the column
+    it names, the one named right after "no" when several are ("one silver but no bronze")."""
+    # Not the "no" of a test ("no more than 8 wins").
+    none = next((m for m in _NONE.finditer(question) if not any(t.start <= m.start() < t.end for t in _tests(question))), None)
+    named = [j for j in s.numeric if s.column_hits[j]]
+    if not none or not named:
+        return None
+    after = set(ANALYSER.terms(" ".join(question[none.end():].split()[:4])))
+    near = [j for j in named if _alike(after, s.column_terms[j])]
+    col = max(near or named, key=lambda j: s.column_hits[j])
+    rows = [
+        i for i in range(len(s.table.rows))
+        if (_number(s.table.value(i, col)) == 0 or s.table.value(i, col) in _NOTHING) and not s.table.is_total(i)
+    ]
+    return rows, f"{s.table.column(col)} 0"
 
 
 def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str] | None:
@@ -702,7 +735,12 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str] | Non
     n, n2 = (_number(v.replace(",", "")) or 0.0 for v in (t.n, t.n2 or t.n))
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
-    if t.of_time:  # a time: a column of years or dates ("Year" over "Season 1, 2, 3" for "before 2003")
+    if t.place:  # a place: a column of places ("Pos.", "Finish")
+        placed = [j for j in numeric if _PLACE.match(s.table.column(j).strip()) or _RANKISH.match(s.table.column(j).strip())]
+        if not placed:
+            return None
+        named = [j for j in named if j in placed] or placed
+    elif t.of_time:  # a time: a column of years or dates ("Year" over "Season 1, 2, 3" for "before 2003")
         dated = [j for j in numeric if _dated(s.table, j)]
         named = [j for j in dated if _in_range(s.table, j, n)] or dated or named
     elif t.cur:  # an amount of money: a column of it
