@@ -923,3 +923,14 @@ def test_a_place_is_better_the_lower_it_is() -> None:
 def test_no_losses_is_one_more_test_among_the_others() -> None:
     answer = pass1("Ralph Jones", CONFERENCE, "Which season after 1912 did Illinois have no losses?")
     assert "1914–15" in answer and "1915–16" not in answer, answer
+
+
+def test_a_list_longer_than_its_rows_shown_names_the_rest() -> None:
+    text = "|Association|Joining year|League|\n" + "".join(
+        f"|{name}|{year}|{name} League|\n"
+        for name, year in [("Japan", 2002), ("China PR", 2002), ("Guam", 2002), ("Australia", 2006), ("Hong Kong", 2002),
+                           ("Macau", 2002), ("Mongolia", 2002), ("Laos", 2004), ("Chinese Taipei", 2002)]
+    )
+    answer = pass1("EAFF", text, "Japan joined the same year as which associations?")
+    assert "- … and 4 more (Association: Hong Kong, Macau, Mongolia, Chinese Taipei)" in answer, answer
+    assert "Australia" not in answer and "Laos" not in answer, answer

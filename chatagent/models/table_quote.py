@@ -124,6 +124,7 @@ class TableQuote:
     limit: str = ""  # a line on what needs a language model
     often: tuple[str, str, int, int, bool] | None = None  # (column, value, rows with it, rows, fewest?)
     distinct: tuple[str, list[str]] | None = None  # (column, its different values), for "how many different …"
+    more: tuple[str, list[str]] | None = None  # (column, its values in the rows not shown), for a list
 
 
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
@@ -534,12 +535,14 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     if filtered is not None:
         rows, words = filtered
         counting = bool(_COUNT.search(question))
+        shown = MAX_ROWS if counting else MAX_LISTED  # the rows are the answer unless a count is
         return TableQuote(
             table,
-            rows[:MAX_ROWS if counting else MAX_LISTED],  # the rows are the answer unless a count is
+            rows[:shown],
             count=len(rows) if table.complete else None,
             matched=words,
             limit=limit or (f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}." if counting else ""),
+            more=None if counting else _more(best, question, rows[shown:]),
         )
     than = _THAN_ROW.search(question)
     if than and named_rows and not _ARITHMETIC.search(question):
@@ -552,14 +555,14 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     if _SAME.search(question) and named_rows:
         same = _same_as(best, top, question)
         if same:
-            return TableQuote(table, [top, *same][:MAX_ROWS], limit=limit)
+            return TableQuote(table, [top, *same][:MAX_ROWS], limit=limit, more=_more(best, question, same[MAX_ROWS - 1:]))
     if _ALSO.search(question) and named_rows:
         # "Finland and what other nation earned three gold medals?": rows sharing the
         # named row's matches but for the words naming it alone.
         shared = frozenset(t for t in best.row_hits[top] if sum(t in h for h in best.row_hits) >= 2)
         also = [i for i, h in enumerate(best.row_hits) if i != top and shared and shared <= h]
         if also:
-            return TableQuote(table, [top, *also][:MAX_ROWS], limit=limit)
+            return TableQuote(table, [top, *also][:MAX_ROWS], limit=limit, more=_more(best, question, also[MAX_ROWS - 1:]))
     # "The least number of attendees" ranks by a column it names; it does not count.
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
     # The rows in question: those named (or filtered), else all but a totals row.
@@ -644,7 +647,25 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         # "The only location not in France": the rows left, when they are few.
         return TableQuote(table, pool) if aside and len(pool) <= MAX_LISTED else None
     shown = MAX_LISTED if _LISTING.search(question) else MAX_ROWS
-    return TableQuote(table, (candidates[:1] + others if others else candidates)[:shown], limit=limit)
+    rows = candidates[:1] + others if others else candidates
+    return TableQuote(table, rows[:shown], limit=limit, more=_more(best, question, rows[shown:]))
+
+
+def _more(s: _Scored, question: str, rest: list[int]) -> tuple[str, list[str]] | None:
+    """The rows of a list not shown, by the column that names them: the one asked for
+    ("which associations …") or the table's first column of different words."""
+    if not rest:
+        return None
+    numeric = set(s.numeric)
+    asked = _ASKED.search(question)
+    head = set(ANALYSER.terms(asked["what"])) if asked else set()
+    text = [j for j in range(s.table.width) if j not in numeric]
+    named = [j for j in text if _alike(head, s.column_terms[j])]
+    labels = [j for j in text if len(set(cells := _filled(s.table, j))) >= 0.8 * len(cells) > 0]
+    col = (named or labels or [None])[0]
+    if col is None:
+        return None
+    return s.table.column(col), [v for i in rest if (v := s.table.value(i, col))]
 
 
 TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", "later than", "until")
@@ -956,7 +977,11 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     elif t.caption or cite:  # under a tab's heading, a table without a caption needs no line of its own
         lines.append(f"{head}{where}")
     lines += [f"- {t.render(i)}" for i in tq.rows]
-    if tq.count is not None and tq.count > len(tq.rows):
+    if tq.more is not None:
+        column, values = tq.more
+        listed = ", ".join(values[:MAX_VALUES]) + (f", … ({len(values) - MAX_VALUES} more)" if len(values) > MAX_VALUES else "")
+        lines.append(f"- … and {len(values)} more ({column}: {listed})")
+    elif tq.count is not None and tq.count > len(tq.rows):
         lines.append(f"- … and {tq.count - len(tq.rows)} more")
     if tq.limit:
         lines.append("")
