@@ -934,3 +934,16 @@ def test_a_list_longer_than_its_rows_shown_names_the_rest() -> None:
     answer = pass1("EAFF", text, "Japan joined the same year as which associations?")
     assert "- … and 4 more (Association: Hong Kong, Macau, Mongolia, Chinese Taipei)" in answer, answer
     assert "Australia" not in answer and "Laos" not in answer, answer
+
+
+def test_the_rest_of_a_list_is_named_as_the_question_names_its_row() -> None:
+    text = "|Region|Candidate|Height|\n" + "".join(
+        f"|{region}|{name}|{height}|\n"
+        for region, name, height in [("Capital City", "Natalia Varnakova", "1.80 m"), ("Belgorod", "Jahaira Novgorodova", "1.80 m"),
+                                     ("Altai", "Kassandra Melova", "1.79 m"), ("Chechnya", "Carmen Jenockova", "1.80 m"),
+                                     ("Chukotka", "Mariesea Mnesiču", "1.80 m"), ("Krasnodar", "Patricia Valiahmetova", "1.80 m")]
+    )
+    answer = pass1("Miss Russia 2013", text, "Natalia Varnakova is the same height as which other contestants?")
+    assert "(Candidate: Mariesea Mnesiču, Patricia Valiahmetova)" in answer and "Melova" not in answer, answer
+    answer = pass1("Miss Russia 2013", text, "How many contestants are the same height as Natalia Varnakova?")
+    assert "The table: 4 rows" in answer, answer

@@ -555,14 +555,18 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     if _SAME.search(question) and named_rows:
         same = _same_as(best, top, question)
         if same:
-            return TableQuote(table, [top, *same][:MAX_ROWS], limit=limit, more=_more(best, question, same[MAX_ROWS - 1:]))
+            counting = bool(_COUNT.search(question))  # "how many … the same score as Rybakov?"
+            return TableQuote(
+                table, [top, *same][:MAX_ROWS], count=len(same) if counting and table.complete else None,
+                limit=limit, more=None if counting else _more(best, question, same[MAX_ROWS - 1:], top),
+            )
     if _ALSO.search(question) and named_rows:
         # "Finland and what other nation earned three gold medals?": rows sharing the
         # named row's matches but for the words naming it alone.
         shared = frozenset(t for t in best.row_hits[top] if sum(t in h for h in best.row_hits) >= 2)
         also = [i for i, h in enumerate(best.row_hits) if i != top and shared and shared <= h]
         if also:
-            return TableQuote(table, [top, *also][:MAX_ROWS], limit=limit, more=_more(best, question, also[MAX_ROWS - 1:]))
+            return TableQuote(table, [top, *also][:MAX_ROWS], limit=limit, more=_more(best, question, also[MAX_ROWS - 1:], top))
     # "The least number of attendees" ranks by a column it names; it does not count.
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
     # The rows in question: those named (or filtered), else all but a totals row.
@@ -648,12 +652,13 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
         return TableQuote(table, pool) if aside and len(pool) <= MAX_LISTED else None
     shown = MAX_LISTED if _LISTING.search(question) else MAX_ROWS
     rows = candidates[:1] + others if others else candidates
-    return TableQuote(table, rows[:shown], limit=limit, more=_more(best, question, rows[shown:]))
+    return TableQuote(table, rows[:shown], limit=limit, more=_more(best, question, rows[shown:], top))
 
 
-def _more(s: _Scored, question: str, rest: list[int]) -> tuple[str, list[str]] | None:
+def _more(s: _Scored, question: str, rest: list[int], top: int | None = None) -> tuple[str, list[str]] | None:
     """The rows of a list not shown, by the column that names them: the one asked for
-    ("which associations …") or the table's first column of different words."""
+    ("which associations …"), else the one naming the question's row ("the same height as
+    Natalia Varnakova": Candidate), else the table's first column of different words."""
     if not rest:
         return None
     numeric = set(s.numeric)
@@ -661,11 +666,14 @@ def _more(s: _Scored, question: str, rest: list[int]) -> tuple[str, list[str]] |
     head = set(ANALYSER.terms(asked["what"])) if asked else set()
     text = [j for j in range(s.table.width) if j not in numeric]
     named = [j for j in text if _alike(head, s.column_terms[j])]
+    naming = [
+        j for j in text
+        if top is not None and s.row_hits[top] & set(ANALYSER.terms(s.table.value(top, j)))
+    ]
     labels = [j for j in text if len(set(cells := _filled(s.table, j))) >= 0.8 * len(cells) > 0]
-    col = (named or labels or [None])[0]
-    if col is None:
-        return None
-    return s.table.column(col), [v for i in rest if (v := s.table.value(i, col))]
+    col = (named or naming or labels or [None])[0]
+    values = [v for i in rest if (v := s.table.value(i, col))] if col is not None else []
+    return (s.table.column(col), values) if col is not None and values else None
 
 
 TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", "later than", "until")
