@@ -947,3 +947,16 @@ def test_the_rest_of_a_list_is_named_as_the_question_names_its_row() -> None:
     assert "(Candidate: Mariesea Mnesiču, Patricia Valiahmetova)" in answer and "Melova" not in answer, answer
     answer = pass1("Miss Russia 2013", text, "How many contestants are the same height as Natalia Varnakova?")
     assert "The table: 4 rows" in answer, answer
+
+
+def test_a_figure_asked_of_a_row_is_answered_with_its_side_or_yes_or_no() -> None:
+    text = (
+        "|Team|Stadium|Capacity|\n|Castleford Tigers|The Jungle|11,750|\n|Bradford Bulls|Provident Stadium|27,000|\n"
+        "|Catalans Dragons|Stade Gilbert Brutus|13,000|\n|Hull FC|KC Stadium|25,400|\n"
+    )
+    answer = pass1("Super League", text, "Is the capacity above or below 23000 in the Provident Stadium?")
+    assert answer.startswith("Above: Capacity is 27,000, against 23000.") and "Provident Stadium" in answer, answer
+    answer = pass1("Super League", text, "Is The Jungle's capacity more or less than 12,000?")
+    assert answer.startswith("Less: Capacity is 11,750"), answer
+    answer = pass1("Super League", text, "Does Stade Gilbert Brutus have a capacity of at least 15000?")
+    assert answer.startswith("No: Capacity is 13,000"), answer

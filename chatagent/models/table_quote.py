@@ -125,6 +125,7 @@ class TableQuote:
     often: tuple[str, str, int, int, bool] | None = None  # (column, value, rows with it, rows, fewest?)
     distinct: tuple[str, list[str]] | None = None  # (column, its different values), for "how many different …"
     more: tuple[str, list[str]] | None = None  # (column, its values in the rows not shown), for a list
+    verdict: str = ""  # "Above", "No": the named row's figure against the question's test
 
 
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
@@ -252,6 +253,8 @@ def _alike(q: set[str], names: set[str]) -> set[str]:
 _HEADER_WORDS = {
     "w": "wins won", "l": "losses lost", "d": "draws drawn", "t": "ties tied", "pts": "points", "att": "attendance",
     "apps": "appearances", "pop": "population", "%": "percent percentage",
+    "nation": "country", "country": "nation", "nationality": "country nation", "nat": "nationality country nation",
+    "name": "player athlete person", "player": "name", "athlete": "name", "result": "score", "score": "result",
 }
 # A unit as questions spell it and as cells write it ("1.8 meters": "1.77 m").
 _UNITS = {
@@ -517,6 +520,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
     others = _other_rows(best, top) if named_rows else []
     counts_cells = any(best.column_hits[j] for j in best.numeric)
+    if named_rows and (verdict := _verdict(best, top, question)):
+        return TableQuote(table, [top], verdict=verdict, limit=limit)
     filtered = _filter(best, question)
     if filtered is not None:
         rows, words = filtered
@@ -676,6 +681,32 @@ def _more(s: _Scored, question: str, rest: list[int], top: int | None = None) ->
     return (s.table.column(col), values) if col is not None and values else None
 
 
+_SIDES = r"more|less|above|below|over|under|higher|lower|greater|fewer|larger|smaller|longer|shorter|fewer"
+# "above or below 23000?", "more/less than 10 wins?": one side of a figure, the row's.
+_EITHER_SIDE = re.compile(rf"\b(?P<a>{_SIDES})\s*(?:or|/)\s*(?P<b>{_SIDES})\b", re.I)
+_YES_NO = re.compile(r"^\s*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
+
+
+def _verdict(s: _Scored, top: int, question: str) -> str:
+    """For "is X above or below 23000?" or "does X have at least 10000?" asked of the
+    row named: which side of the figure its value is on ("Above"), or "Yes"/"No"; "" else."""
+    side, yes_no = _EITHER_SIDE.search(question), _YES_NO.match(question)
+    tests = _tests(question)
+    if not tests or not (side or yes_no):
+        return ""
+    t = tests[0]
+    passing = _passing(s, question, t)
+    if passing is None or t.n2:
+        return ""
+    rows, _, col = passing
+    passes = top in rows
+    if side:  # the test is the side written next to the figure: "below 3" in "above or below 3"
+        word = (side["b"] if passes else side["a"]).capitalize()
+    else:
+        word = "Yes" if passes else "No"
+    return f"{word}: {s.table.column(col) or 'the value'} is {s.table.value(top, col)}, against {t.n}"
+
+
 TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", "later than", "until")
 
 
@@ -737,11 +768,11 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
         passed.append(none)
     if not passed:
         return None
-    rows = sorted(set.intersection(*(set(r) for r, _ in passed)))
-    return rows, [" and ".join(w for _, w in passed)]
+    rows = sorted(set.intersection(*(set(p[0]) for p in passed)))
+    return rows, [" and ".join(p[1] for p in passed)]
 
 
-def _zero(s: _Scored, question: str) -> tuple[list[int], str] | None:
+def _zero(s: _Scored, question: str) -> tuple[list[int], str, int] | None:
     """"Which country had no gold medals?": the rows with a zero (or nothing) in the column
     it names, the one named right after "no" when several are ("one silver but no bronze")."""
     # Not the "no" of a test ("no more than 8 wins").
@@ -756,11 +787,11 @@ def _zero(s: _Scored, question: str) -> tuple[list[int], str] | None:
         i for i in range(len(s.table.rows))
         if (_number(s.table.value(i, col)) == 0 or s.table.value(i, col) in _NOTHING) and not s.table.is_total(i)
     ]
-    return rows, f"{s.table.column(col)} 0"
+    return rows, f"{s.table.column(col)} 0", col
 
 
-def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str] | None:
-    """The rows whose figure in the column the test names passes it, and the test in words."""
+def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] | None:
+    """The rows whose figure in the column the test names passes it, the test in words, and the column."""
     n, n2 = (_number(v.replace(",", "")) or 0.0 for v in (t.n, t.n2 or t.n))
     numeric = s.numeric
     named = [j for j in numeric if s.column_hits[j]]
@@ -810,7 +841,7 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str] | Non
         return v // 10_000 if v is not None and t.of_time and v >= 10_000 and n < 10_000 else v
 
     rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v)]
-    return rows, f"{s.table.column(col) or 'value'} {t.words}"
+    return rows, f"{s.table.column(col) or 'value'} {t.words}", col
 
 
 _COUNTED = re.compile(r"\b(?:how many|number of)\s+(?:different\s+|distinct\s+|unique\s+)?(?P<what>[\w-]+)", re.I)
@@ -976,6 +1007,8 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
         column, values = tq.distinct
         listed = ", ".join(values[:MAX_VALUES]) + (f", … ({len(values) - MAX_VALUES} more)" if len(values) > MAX_VALUES else "")
         lines.append(f"{head}{where}: {len(values)} different {column} value{'s' if len(values) != 1 else ''}: {listed}")
+    elif tq.verdict:
+        lines.append(f"{tq.verdict}. {head}{where}")  # the figure, then the row it is in
     elif tq.often is not None:
         column, value, n, of, fewest = tq.often
         lines.append(f"{head}{where}: the {column} {'least' if fewest else 'most'} often listed is “{value}” ({n} of {of} rows)")
