@@ -960,3 +960,12 @@ def test_a_figure_asked_of_a_row_is_answered_with_its_side_or_yes_or_no() -> Non
     assert answer.startswith("Less: Capacity is 11,750"), answer
     answer = pass1("Super League", text, "Does Stade Gilbert Brutus have a capacity of at least 15000?")
     assert answer.startswith("No: Capacity is 13,000"), answer
+
+
+def test_a_column_is_found_by_the_word_questions_use_for_it() -> None:
+    text = (
+        "|Athlete|Nationality|Time|\n|Karl Schröder|Germany|10.95|\n|Walt Butler|United States|10.7|\n"
+        "|Klaus Schneider|Germany|10.7|\n|Gilles Echevin|France|10.93|\n"
+    )
+    answer = pass1("Masters 100 m", text, "Name an athlete from the same country as Schröder.")
+    assert "Klaus Schneider" in answer and "Walt Butler" not in answer, answer
