@@ -893,6 +893,9 @@ def test_not_sets_rows_aside_unless_the_cells_say_it() -> None:
     assert "2 rows with “not Canada”" in answer and "Astley" not in answer, answer
     answer = pass1("1989 draft", text, "Who is the only player not from Canada or the Soviet Union?")
     assert "Peter Ekroth" in answer and "Astley" not in answer and "Khomutov" not in answer, answer
+    placed = text.replace("|Pick|", "|Place|")
+    answer = pass1("1989 draft", placed, "Who placed in the top 3 not from Canada?")
+    assert "Khomutov" in answer and "Astley" not in answer and "Ekroth" not in answer, answer
     qualified = "|Pos|Driver|Time|\n|1|Jackie Stewart|1:52:21|\n|2|Ronnie Peterson|+25.6|\n|DNQ|John Love|Did not qualify|\n"
     answer = pass1("1971 Grand Prix", qualified, "Which driver did not qualify?")
     assert "John Love" in answer and "Stewart" not in answer, answer

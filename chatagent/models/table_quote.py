@@ -525,6 +525,10 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     filtered = _filter(best, question)
     if filtered is not None:
         rows, words = filtered
+        if aside & set(rows):  # "the top 3 not from Kenya"
+            rows = [i for i in rows if i not in aside]
+            words = [" and ".join([*words, *(f"not {w}" for w in _words_for(question, frozenset().union(*excluded)))])]
+        filtered = rows, words
         if named_rows:  # the filter applies to the rows the question names
             # None of them passes: the words named the thing counted ("in how many games …").
             need = _needed(best, top)
