@@ -125,7 +125,7 @@ class TableQuote:
     often: tuple[str, str, int, int, bool] | None = None  # (column, value, rows with it, rows, fewest?)
     distinct: tuple[str, list[str]] | None = None  # (column, its different values), for "how many different …"
     more: tuple[str, list[str]] | None = None  # (column, its values in the rows not shown), for a list
-    verdict: str = ""  # "Above", "No": the named row's figure against the question's test
+    verdict: str = ""  # "Above: Capacity is 27,000, against 23000": the named row's figure against the question's test
 
 
 _MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
@@ -487,9 +487,9 @@ def _not(found: list[Table], question: str) -> re.Match[str] | None:
 
 def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote | None:
     values = set(_VALUE.findall(question))
-    aside = _EXCEPT.search(question) or (None if _NONE.search(question) else _not(found, question))
+    setting = _EXCEPT.search(question) or (None if _NONE.search(question) else _not(found, question))
     # "not from Canada or the Soviet Union": a row is set aside by either.
-    excluded = [e for part in re.split(r",|\bor\b|\bnor\b", aside["what"]) if (e := set(ANALYSER.terms(part)) & q)] if aside else []
+    excluded = [e for part in re.split(r",|\bor\b|\bnor\b", setting["what"]) if (e := set(ANALYSER.terms(part)) & q)] if setting else []
     numbered = _numbered(question)
     quoted = [m.strip().casefold() for m in _QUOTED.findall(question) if m.strip()]
     scored = [_score(t, q - set().union(*excluded), set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted) for t in found]
@@ -685,7 +685,7 @@ def _more(s: _Scored, question: str, rest: list[int], top: int | None = None) ->
     return (s.table.column(col), values) if col is not None and values else None
 
 
-_SIDES = r"more|less|above|below|over|under|higher|lower|greater|fewer|larger|smaller|longer|shorter|fewer"
+_SIDES = r"more|less|above|below|over|under|higher|lower|greater|fewer|larger|smaller|longer|shorter"
 # "above or below 23000?", "more/less than 10 wins?": one side of a figure, the row's.
 _EITHER_SIDE = re.compile(rf"\b(?P<a>{_SIDES})\s*(?:or|/)\s*(?P<b>{_SIDES})\b", re.I)
 _YES_NO = re.compile(r"^\s*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
