@@ -84,7 +84,8 @@ _RANGE = re.compile(
     re.I,
 )
 # "in the top 5", "3rd or better", "10th or worse": a test of a place.
-_PLACED = re.compile(r"\b(?:(?P<top>top)\s+(?P<n>\d{1,3})\b|(?P<m>\d{1,3})(?:st|nd|rd|th)\s+or\s+(?:(?P<better>better|higher)|worse|lower)\b)", re.I)
+_OR_BETTER = r"\s+or\s+(?:(?P<better>better|higher)|worse|lower)\b"  # after a place: "3rd or better"
+_PLACED = re.compile(rf"\b(?:(?P<top>top)\s+(?P<n>\d{{1,3}})\b|(?P<m>\d{{1,3}})(?:st|nd|rd|th){_OR_BETTER})", re.I)
 # "Other than Cumberland County, which county …": what the question sets aside, up to a comma or a question word.
 _EXCEPT = re.compile(
     r"\b(?:other than|besides|beside|except(?: for)?|apart from|aside from|excluding|not counting)\s+"
@@ -406,7 +407,7 @@ def _numbered(question: str) -> list[tuple[float, set[str]]]:
         around = question[: m.start()].split()[-2:] + question[m.end():].split()[:2]
         out.append((float(_NUMBER_WORDS.get(token, token)), set(ANALYSER.terms(" ".join(around)))))
     for m in _ORDINAL.finditer(question):
-        if _THRESHOLD_BEFORE.search(question[: m.start()]) or re.match(r"\s+or\s+(?:better|higher|worse|lower)\b", question[m.end():], re.I):
+        if _THRESHOLD_BEFORE.search(question[: m.start()]) or re.match(_OR_BETTER, question[m.end():], re.I):
             continue  # "at least 2nd", "3rd or better": a test of places
         out.append((float(_ORDINAL_WORDS[m[1].lower()] if m[1] else m[2]), {RANK}))
     return out
@@ -455,7 +456,7 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     # "First", "most" order the rows; a row saying "First round" is not named by them.
     q = q - _ordering(question) or q
     found = tables(text)
-    quoted = _quote_tables(found, question, q) if found and q else None
+    quoted = _quote_tables(found, question, q, tests) if found and q else None
     return quoted if quoted is not None and (quoted.rows or quoted.distinct) else None
 
 
@@ -485,7 +486,7 @@ def _not(found: list[Table], question: str) -> re.Match[str] | None:
     return None if any(said.search(cell) for t in found for row in t.rows for cell in row) else m
 
 
-def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote | None:
+def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_Test]) -> TableQuote | None:
     values = set(_VALUE.findall(question))
     setting = _EXCEPT.search(question) or (None if _NONE.search(question) else _not(found, question))
     # "not from Canada or the Soviet Union": a row is set aside by either.
@@ -494,7 +495,6 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     quoted = [m.strip().casefold() for m in _QUOTED.findall(question) if m.strip()]
     scored = [_score(t, q - set().union(*excluded), set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted) for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
-    tests = _tests(question)
     for sc in scored:
         # "Losses between 2007 and 2009": a table with rows of those years (its years name no
         # row); one bonus a test some of its rows pass.
@@ -520,9 +520,9 @@ def _quote_tables(found: list[Table], question: str, q: set[str]) -> TableQuote 
     candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
     others = _other_rows(best, top) if named_rows else []
     counts_cells = any(best.column_hits[j] for j in best.numeric)
-    if named_rows and (verdict := _verdict(best, top, question)):
+    if named_rows and (verdict := _verdict(best, top, question, tests)):
         return TableQuote(table, [top], verdict=verdict, limit=limit)
-    filtered = _filter(best, question)
+    filtered = _filter(best, question, tests)
     if filtered is not None:
         rows, words = filtered
         if aside & set(rows):  # "the top 3 not from Kenya"
@@ -691,11 +691,10 @@ _EITHER_SIDE = re.compile(rf"\b(?P<a>{_SIDES})\s*(?:or|/)\s*(?P<b>{_SIDES})\b", 
 _YES_NO = re.compile(r"^\s*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
 
 
-def _verdict(s: _Scored, top: int, question: str) -> str:
+def _verdict(s: _Scored, top: int, question: str, tests: list[_Test]) -> str:
     """For "is X above or below 23000?" or "does X have at least 10000?" asked of the
     row named: which side of the figure its value is on ("Above"), or "Yes"/"No"; "" else."""
     side, yes_no = _EITHER_SIDE.search(question), _YES_NO.match(question)
-    tests = _tests(question)
     if not tests or not (side or yes_no):
         return ""
     t = tests[0]
@@ -762,13 +761,13 @@ def _tests(question: str) -> list[_Test]:
     return sorted(found, key=lambda t: t.start)
 
 
-def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
+def _filter(s: _Scored, question: str, tests: list[_Test]) -> tuple[list[int], list[str]] | None:
     """Rows whose figures in the columns the question names pass its tests ("more than
     500 points"; "before 1990" in a column of years; "no wins"), and the tests in words."""
     # "More than 7 wins but less than 10": the rows that pass every test.
     # A test whose column the table lacks ("more than 10 points") is left out.
-    passed = [one for t in _tests(question) if (one := _passing(s, question, t)) is not None]
-    if (none := _zero(s, question)) is not None:
+    passed = [one for t in tests if (one := _passing(s, question, t)) is not None]
+    if (none := _zero(s, question, tests)) is not None:
         passed.append(none)
     if not passed:
         return None
@@ -776,11 +775,11 @@ def _filter(s: _Scored, question: str) -> tuple[list[int], list[str]] | None:
     return rows, [" and ".join(p[1] for p in passed)]
 
 
-def _zero(s: _Scored, question: str) -> tuple[list[int], str, int] | None:
+def _zero(s: _Scored, question: str, tests: list[_Test]) -> tuple[list[int], str, int] | None:
     """"Which country had no gold medals?": the rows with a zero (or nothing) in the column
     it names, the one named right after "no" when several are ("one silver but no bronze")."""
     # Not the "no" of a test ("no more than 8 wins").
-    none = next((m for m in _NONE.finditer(question) if not any(t.start <= m.start() < t.end for t in _tests(question))), None)
+    none = next((m for m in _NONE.finditer(question) if not any(t.start <= m.start() < t.end for t in tests)), None)
     named = [j for j in s.numeric if s.column_hits[j]]
     if not none or not named:
         return None
