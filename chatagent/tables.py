@@ -29,7 +29,7 @@ _TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
 _LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\)")
 _SPACES = re.compile(r"\s+")
 _MARKUP = re.compile(r"[\\*_<\[!]|^0\d")  # anything `clean` would change beyond spaces
-_TOTAL = re.compile(r"(grand )?totals?:?|sum|overall|all", re.I)
+_TOTAL = re.compile(r"((grand|career) )?totals?:?|sum|overall|all|career\*?", re.I)
 _SORT_KEY = re.compile(r"!B?\d{6,}\s*")
 _PADDED_KEY = re.compile(r"^0+(\d+?)(?=\1(?!\d))")
 _EMPTY = {"", "-", "—", "–", "n/a", "N/A"}

@@ -556,6 +556,26 @@ def test_last_in_time_is_by_a_column_of_years_whatever_its_name() -> None:
     assert "Crow Island School" in answer and "Kleinhans" in answer and "Athens" not in answer, answer
 
 
+def test_first_or_last_on_the_list_is_the_table_s_own_order() -> None:
+    text = (
+        "|Year|Winner|Jockey|\n|2014|Constitution|Javier Castellano|\n|1987|Polish Navy|Randy Romero|\n"
+        "|1952|Sky Ship|Ronnie Nash|\n"
+    )
+    answer = pass1("Florida Derby", text, "Which winner is the last on the chart?")
+    assert "Sky Ship" in answer and "Constitution" not in answer, answer
+    answer = pass1("Florida Derby", text, "Which winner won the last race?")  # in time: by the years
+    assert "Constitution" in answer and "Sky Ship" not in answer, answer
+
+
+def test_a_career_row_sums_the_seasons_up_and_is_none_of_them() -> None:
+    text = (
+        "|Year|Wins|Earnings ($)|Rank|\n|2002|1|1,852,811|23|\n|2003|4|6,081,896|3|\n|2004|0|2,705,826|34|\n"
+        "|Career*|20|42,511,946|6|\n"
+    )
+    answer = pass1("Davis Love III", text, "What year had the highest earnings?")
+    assert "Year: 2003" in answer and "Career" not in answer, answer
+
+
 def test_which_value_of_the_column_asked_for_has_the_most_rows() -> None:
     text = (
         "|Season|Date|Location|\n|2009|4 Dec 2008|Beaver Creek|\n|2010|4 Dec 2009|Beaver Creek|\n"

@@ -56,6 +56,8 @@ _SPEED = re.compile(r"\b(fastest|quickest|slowest)\b", re.I)
 _RATE = re.compile(r"speed|km/h|mph|per hour|rate", re.I)
 _FIRST = re.compile(r"\b(first|earliest|oldest|original|initial|debut)\b", re.I)
 _LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\b", re.I)
+# "The last rider on this chart", "the first date listed": the table's own order, not time.
+_LISTED = re.compile(r"\b(?:listed|on (?:the|this) (?:list|chart|table)|(?:of|in) (?:the|this) (?:list|chart|table))\b", re.I)
 _EARLIER = re.compile(r"\b(earlier|sooner|older)\b", re.I)  # of two rows
 _LATER = re.compile(r"\b(later|newer|more recent|younger)\b", re.I)
 _AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\b", re.I)
@@ -351,7 +353,7 @@ def _comparator(s: _Scored, question: str) -> int | None:
         # "When did the first episode premiere?": first in time, by the column of dates it names.
         among = named if ranks else dated_named
         return max(among, key=lambda j: s.column_hits[j])
-    if _FIRST.search(question) or _LAST.search(question):
+    if (_FIRST.search(question) or _LAST.search(question)) and not _LISTED.search(question):
         dated = [j for j in numeric if _dated(s.table, j)]
         return dated[0] if dated else None
     return None
