@@ -567,6 +567,19 @@ def test_first_or_last_on_the_list_is_the_table_s_own_order() -> None:
     assert "Constitution" in answer and "Sky Ship" not in answer, answer
 
 
+def test_a_cell_saying_did_not_names_no_row_that_did() -> None:
+    text = (
+        "|Year|League|Playoffs|Open Cup|\n|1997|USISL|Did not qualify|Did not qualify|\n"
+        "|1998|USISL|Division Finals|1st Round|\n|1999|USL PDL|Did not qualify|Did not qualify|\n"
+    )
+    answer = pass1("Kansas City Brass", text, "When was the first time the team qualified for the playoffs?")
+    assert "Year: 1998" in answer and "1997" not in answer, answer
+    answer = pass1("Kansas City Brass", text, "How many times did the team qualify for the playoffs?")
+    assert "1 row with “qualify”" in answer and "1997" not in answer, answer
+    answer = pass1("Kansas City Brass", text, "In which years did the team not qualify for the playoffs?")
+    assert "1997" in answer and "1999" in answer, answer
+
+
 def test_a_career_row_sums_the_seasons_up_and_is_none_of_them() -> None:
     text = (
         "|Year|Wins|Earnings ($)|Rank|\n|2002|1|1,852,811|23|\n|2003|4|6,081,896|3|\n|2004|0|2,705,826|34|\n"

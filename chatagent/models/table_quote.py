@@ -100,6 +100,9 @@ _NOT = re.compile(
     r"(?P<what>[^,?]+?)(?=,|\?|\.|$|\s+(?:who|what|which|where|when|how|is|was|are|were|did|does|do|between|before|after|since|in \d)\b)",
     re.I,
 )
+# A cell saying "not" to a word ("Did not qualify"), and a question that may ask for such rows.
+_NEGATED = re.compile(r"\b(?:not|never|n't|failed to)\s+(?:been\s+|be\s+)?\w+", re.I)
+_NEGATIVE = re.compile(r"\b(?:not|never|fail\w*|miss\w*|no|without)\b|n't\b", re.I)
 # "no gold medals", "didn't win any bronze", "did not receive any votes", "zero points".
 _NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|a|an))\b", re.I)
 # What a question asks for: "which year …", "what was the team …".
@@ -173,6 +176,8 @@ class _Scored:
     column_terms: list[set[str]]  # each column's name, as terms (`_column_terms`)
     column_hits: list[int]  # question terms in each column's name
     score: float
+    denying: frozenset[int] = frozenset()  # rows saying "not" to what the question asks ("did not qualify")
+    refused: frozenset[str] = frozenset()  # the question's words all those rows say "not" to
 
     @cached_property
     def numeric(self) -> list[int]:
@@ -190,13 +195,22 @@ def _values_in(row: tuple[str, ...], values: set[str]) -> set[str]:
 
 def _score(
     table: Table, q: set[str], caption_terms: set[str], values: set[str] = frozenset(), excluded: Sequence[set[str]] = (),
-    numbered: Sequence[tuple[float, set[str]]] = (), quoted: Sequence[str] = (),
+    numbered: Sequence[tuple[float, set[str]]] = (), quoted: Sequence[str] = (), negative: bool = False,
 ) -> _Scored:
     column_terms = [_column_terms(table, j) for j in range(table.width)]
     column_hits = [len(_alike(q, c)) for c in column_terms]
     # A word naming a column ("designed") names what is compared, not which rows.
     q = q - _alike(q, set().union(*column_terms))
-    cells = [set(t) | _values_in(row, values) for row, t in zip(table.rows, ANALYSER.analyse(" ".join(r) for r in table.rows))]
+    texts = [" ".join(r) for r in table.rows]
+    denying: frozenset[int] = frozenset()
+    refused: frozenset[str] = frozenset()
+    if not negative:
+        # "Did not qualify" names no row that qualified: it is set aside when others may have.
+        denied = ANALYSER.analyse(" ".join(_NEGATED.findall(t)) for t in texts)
+        denying = frozenset(i for i, d in enumerate(denied) if q.intersection(d))
+        refused = frozenset(q.intersection(*(denied[i] for i in denying))) if denying else frozenset()
+        texts = [_NEGATED.sub(" ", t) for t in texts]
+    cells = [set(t) | _values_in(row, values) for row, t in zip(table.rows, ANALYSER.analyse(texts))]
     _kin(q, cells)
     # A value the question quotes ('the venue is "h"') names the rows with a cell that is it.
     for said in quoted:
@@ -225,7 +239,7 @@ def _score(
     row_scores = [math.fsum(idf[t] for t in h) for h in hits]
     best = max(row_scores, default=0.0)
     score = best + 1.5 * sum(column_hits) + 0.5 * len(caption_terms & q)
-    return _Scored(table, cells, row_scores, hits, column_terms, column_hits, score)
+    return _Scored(table, cells, row_scores, hits, column_terms, column_hits, score, denying, refused)
 
 
 PREFIX = 5  # stems sharing this many first letters name the same thing ("attendees", "attendance")
@@ -495,7 +509,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     excluded = [e for part in re.split(r",|\bor\b|\bnor\b", setting["what"]) if (e := set(ANALYSER.terms(part)) & q)] if setting else []
     numbered = _numbered(question)
     quoted = [m.strip().casefold() for m in _QUOTED.findall(question) if m.strip()]
-    scored = [_score(t, q - set().union(*excluded), set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted) for t in found]
+    scored = [_score(t, q - set().union(*excluded), set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted,
+                     bool(_NEGATIVE.search(question))) for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
     for sc in scored:
         # "Losses between 2007 and 2009": a table with rows of those years (its years name no
@@ -511,6 +526,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     table = best.table
     # The rows the question sets aside: "other than Cumberland County", "not from Canada".
     aside = {i for i, c in enumerate(best.cells) if _set_aside(c, excluded)}
+    if len(best.denying) < len(best.table.rows):
+        aside |= best.denying
     top = max(range(len(table.rows)), key=lambda i: (best.row_scores[i], -i))
     named_rows = best.row_scores[top] > 0
     most, least = bool(_MOST.search(question)), bool(_LEAST.search(question))
@@ -603,7 +620,9 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             rows = [i for i, h in enumerate(best.row_hits) if need <= h]
             matched = _words_for(question, need)
         else:
-            rows, matched = pool, [f"not {w}" for w in _words_for(question, frozenset().union(*excluded))]
+            # Rows left as the question asks: "made the playoffs", the rows saying "did not make" set aside.
+            kept = _words_for(question, best.refused) if best.denying and best.denying <= aside else []
+            rows, matched = pool, [*kept, *(f"not {w}" for w in _words_for(question, frozenset().union(*excluded)))]
         # A question naming a row and a column of figures may ask for the figure: that row first.
         shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
         return TableQuote(
