@@ -580,6 +580,12 @@ def test_a_cell_saying_did_not_names_no_row_that_did() -> None:
     assert "1997" in answer and "1999" in answer, answer
 
 
+def test_than_a_named_row_compares_by_the_table_s_one_measure_when_no_column_is_named() -> None:
+    text = "|Player|Season|Pts|\n|Ann Smith|2001|31|\n|Bea Jones|2002|40|\n|Cy Lee|2003|12|\n|Di Ray|2004|35|\n"
+    answer = pass1("Scorers", text, "Which players had a higher tally than Ann Smith?")
+    assert "Bea Jones" in answer and "Di Ray" in answer and "Cy Lee" not in answer, answer
+
+
 def test_a_career_row_sums_the_seasons_up_and_is_none_of_them() -> None:
     text = (
         "|Year|Wins|Earnings ($)|Rank|\n|2002|1|1,852,811|23|\n|2003|4|6,081,896|3|\n|2004|0|2,705,826|34|\n"

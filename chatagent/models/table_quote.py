@@ -898,7 +898,10 @@ def _beyond(s: _Scored, top: int, than: re.Match[str]) -> tuple[list[int], list[
     what = set(ANALYSER.terms(than["what"]))
     columns = [j for j in s.numeric if _alike(what, s.column_terms[j])]
     if not columns:
-        return None
+        # "Which athletes' records were better than Hart's?": a table with one measure compares by it.
+        columns = [j for j in s.numeric if not _dated(s.table, j) and not _PLACE.match(s.table.column(j).strip())]
+        if len(columns) != 1:
+            return None
     j = columns[0]
     mark = _number(s.table.value(top, j))
     if mark is None:
