@@ -205,8 +205,11 @@ def _score(
     denying: frozenset[int] = frozenset()
     refused: frozenset[str] = frozenset()
     if not negative:
-        # "Did not qualify" names no row that qualified: it is set aside when others may have.
-        denied = ANALYSER.analyse(" ".join(_NEGATED.findall(t)) for t in texts)
+        # "Did not qualify" names no row that qualified: it is set aside when others may have;
+        # in the columns the question names when it names some ("qualify for the playoffs").
+        named = [j for j in range(table.width) if column_hits[j]]
+        said = [" ".join(table.value(i, j) for j in named) for i in range(len(texts))] if named else texts
+        denied = ANALYSER.analyse(" ".join(_NEGATED.findall(t)) for t in said)
         denying = frozenset(i for i, d in enumerate(denied) if q.intersection(d))
         refused = frozenset(q.intersection(*(denied[i] for i in denying))) if denying else frozenset()
         texts = [_NEGATED.sub(" ", t) for t in texts]
