@@ -90,7 +90,7 @@ class Table:
         return self._bare
 
     def is_total(self, i: int) -> bool:
-        """Whether row `i` sums the others up ("Total", "Totals"): not one of the things listed."""
+        """Whether row `i` sums the others up ("Total", "Totals", a player's "Career"): not one of the things listed."""
         return any(_TOTAL.fullmatch(c) for c in self.rows[i][:2])
 
     @property

@@ -208,8 +208,8 @@ def _score(
         # "Did not qualify" names no row that qualified: it is set aside when others may have;
         # in the columns the question names when it names some ("qualify for the playoffs").
         named = [j for j in range(table.width) if column_hits[j]]
-        said = [" ".join(table.value(i, j) for j in named) for i in range(len(texts))] if named else texts
-        denied = ANALYSER.analyse(" ".join(_NEGATED.findall(t)) for t in said)
+        judged = [" ".join(table.value(i, j) for j in named) for i in range(len(texts))] if named else texts
+        denied = ANALYSER.analyse(" ".join(_NEGATED.findall(t)) for t in judged)
         denying = frozenset(i for i, d in enumerate(denied) if q.intersection(d))
         refused = frozenset(q.intersection(*(denied[i] for i in denying))) if denying else frozenset()
         texts = [_NEGATED.sub(" ", t) for t in texts]
@@ -901,7 +901,7 @@ def _beyond(s: _Scored, top: int, than: re.Match[str]) -> tuple[list[int], list[
     what = set(ANALYSER.terms(than["what"]))
     columns = [j for j in s.numeric if _alike(what, s.column_terms[j])]
     if not columns:
-        # "Which athletes' records were better than Hart's?": a table with one measure compares by it.
+        # "A higher tally than Ann Smith": a table with one measure (not years, dates or places) compares by it.
         columns = [j for j in s.numeric if not _dated(s.table, j) and not _PLACE.match(s.table.column(j).strip())]
         if len(columns) != 1:
             return None
