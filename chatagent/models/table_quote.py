@@ -510,10 +510,13 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     setting = _EXCEPT.search(question) or (None if _NONE.search(question) else _not(found, question))
     # "not from Canada or the Soviet Union": a row is set aside by either.
     excluded = [e for part in re.split(r",|\bor\b|\bnor\b", setting["what"]) if (e := set(ANALYSER.terms(part)) & q)] if setting else []
+    set_aside = frozenset().union(*excluded)
+    said_not = [f"not {w}" for w in _words_for(question, set_aside)] if excluded else []  # "not Kenya"
     numbered = _numbered(question)
     quoted = [m.strip().casefold() for m in _QUOTED.findall(question) if m.strip()]
-    scored = [_score(t, q - set().union(*excluded), set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted,
-                     bool(_NEGATIVE.search(question))) for t in found]
+    negative = bool(_NEGATIVE.search(question))
+    scored = [_score(t, q - set_aside, set(ANALYSER.terms(t.caption)), values, excluded, numbered, quoted, negative)
+              for t in found]
     ordinal = any(p.search(question) for p in (_MOST, _LEAST, _FIRST, _LAST))
     for sc in scored:
         # "Losses between 2007 and 2009": a table with rows of those years (its years name no
@@ -549,7 +552,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         rows, words = filtered
         if aside & set(rows):  # "the top 3 not from Kenya"
             rows = [i for i in rows if i not in aside]
-            words = [" and ".join([*words, *(f"not {w}" for w in _words_for(question, frozenset().union(*excluded)))])]
+            words = [" and ".join([*words, *said_not])]
         filtered = rows, words
         if named_rows:  # the filter applies to the rows the question names
             # None of them passes: the words named the thing counted ("in how many games …").
@@ -625,7 +628,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         else:
             # Rows left as the question asks: "made the playoffs", the rows saying "did not make" set aside.
             kept = _words_for(question, best.refused) if best.denying and best.denying <= aside else []
-            rows, matched = pool, [*kept, *(f"not {w}" for w in _words_for(question, frozenset().union(*excluded)))]
+            rows, matched = pool, [*kept, *said_not]
         # A question naming a row and a column of figures may ask for the figure: that row first.
         shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
         return TableQuote(
@@ -1027,6 +1030,12 @@ def _words_for(question: str, stems: frozenset[str]) -> list[str]:
     return [w for w, s in zip(words, ANALYSER.stems(words)) if s in stems]
 
 
+def _listed(values: list[str]) -> str:
+    """A column's values, the first `MAX_VALUES` of them, then how many more."""
+    rest = len(values) - MAX_VALUES
+    return ", ".join(values[:MAX_VALUES]) + (f", … ({rest} more)" if rest > 0 else "")
+
+
 def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     """The quote as Markdown: the caption, then each row as "column: value" pairs."""
     t = tq.table
@@ -1035,8 +1044,7 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     where = f" [Tab {tab_id}]" if cite else ""
     if tq.distinct is not None:
         column, values = tq.distinct
-        listed = ", ".join(values[:MAX_VALUES]) + (f", … ({len(values) - MAX_VALUES} more)" if len(values) > MAX_VALUES else "")
-        lines.append(f"{head}{where}: {len(values)} different {column} value{'s' if len(values) != 1 else ''}: {listed}")
+        lines.append(f"{head}{where}: {len(values)} different {column} value{'s' if len(values) != 1 else ''}: {_listed(values)}")
     elif tq.verdict:
         lines.append(f"{tq.verdict}. {head}{where}")  # the figure, then the row it is in
     elif tq.often is not None:
@@ -1050,8 +1058,7 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     lines += [f"- {t.render(i)}" for i in tq.rows]
     if tq.more is not None:
         column, values = tq.more
-        listed = ", ".join(values[:MAX_VALUES]) + (f", … ({len(values) - MAX_VALUES} more)" if len(values) > MAX_VALUES else "")
-        lines.append(f"- … and {len(values)} more ({column}: {listed})")
+        lines.append(f"- … and {len(values)} more ({column}: {_listed(values)})")
     elif tq.count is not None and tq.count > len(tq.rows):
         lines.append(f"- … and {tq.count - len(tq.rows)} more")
     if tq.limit:
