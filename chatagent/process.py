@@ -33,6 +33,17 @@ def _quiet_libraries(record: logging.LogRecord) -> bool:
     return record.levelno >= logging.WARNING or record.name.partition(".")[0] not in _CHATTY_LIBRARIES
 
 
+# google-genai leaves the byte-stream generators of a reply it stops reading
+# (pass 1 escalating, Ctrl-C) to the garbage collector; with httpx2 their
+# finalizers can race and asyncio logs a traceback, though the response was
+# closed and its connection released. Nothing a user can act on: -vv shows it.
+_ASYNCGEN_CLEANUP = "an error occurred during closing of asynchronous generator"
+
+
+def _no_asyncgen_cleanup(record: logging.LogRecord) -> bool:
+    return not (record.name == "asyncio" and str(record.msg).startswith(_ASYNCGEN_CLEANUP))
+
+
 def setup_logging(verbosity: int) -> None:
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     handler = logging.StreamHandler(sys.stderr)
@@ -43,6 +54,7 @@ def setup_logging(verbosity: int) -> None:
     handler.setLevel(level)
     if verbosity < 2:
         handler.addFilter(_quiet_libraries)
+        handler.addFilter(_no_asyncgen_cleanup)
     logging.basicConfig(level=level, handlers=[handler])
     logging.captureWarnings(True)  # library warnings may quote page text: through the same formatter
 

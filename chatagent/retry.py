@@ -15,6 +15,7 @@ import asyncio
 import json
 import random
 import re
+import sys
 from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -365,20 +366,24 @@ def _retry_after(exc: BaseException) -> float | None:
     return None
 
 
+def _http_errors(name: str) -> tuple[type[BaseException], ...]:
+    """The exception class `name` of each HTTP client a model SDK has loaded:
+    httpx, and httpx2 (its fork, which google-genai 3 uses). One not loaded
+    raised nothing, so it is not imported for the test."""
+    return tuple(
+        cls for module in ("httpx", "httpx2")
+        if isinstance(cls := getattr(sys.modules.get(module), name, None), type) and issubclass(cls, BaseException)
+    )
+
+
 def _is_transport_error(exc: BaseException) -> bool:
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover - every HTTP client here brings httpx
-        return False
-    return any(isinstance(e, httpx.TransportError) for e in causes(exc))
+    errors = _http_errors("TransportError")
+    return bool(errors) and any(isinstance(e, errors) for e in causes(exc))
 
 
 def is_connection_error(exc: BaseException) -> bool:
     """The service could not be reached at all (refused, unresolvable, reset while connecting)."""
     if any(isinstance(e, lc.ModelConnectionError) for e in causes(exc)):
         return True
-    try:
-        import httpx
-    except ImportError:  # pragma: no cover
-        return False
-    return any(isinstance(e, httpx.ConnectError) for e in causes(exc))
+    errors = _http_errors("ConnectError")
+    return bool(errors) and any(isinstance(e, errors) for e in causes(exc))
