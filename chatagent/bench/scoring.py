@@ -26,7 +26,10 @@ _DASHES = re.compile(r"[\u2010-\u2015\u2212\ufe58\ufe63\uff0d]")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 # Punctuation kept only between digits ("1:46.70", "1-1/8", "20.25"); everywhere else it becomes a space.
 _KEEP_BETWEEN_DIGITS = re.compile(r"(?<=\d)([.:/-])(?=\d)")
-_PUNCT = re.compile(r"[^\w\s\x00-\x03]")
+# A table cell's edge, from `strip_markdown` until `normalize` ends: a date at the end of
+# a cell is not read with a number in the next ("|November 10|3:05pm|" holds "November 10").
+_CELL = "\x04"
+_PUNCT = re.compile(r"[^\w\s\x00-\x04]")
 _WS = re.compile(r"\s+")
 # "December 6 2010" and "6 December 2010" → one form; abbreviations only next to a number.
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH_RE})\s+(\d{{1,2}})(?:st|nd|rd|th)?\s+(\d{{4}})\b")
@@ -45,7 +48,7 @@ _MD_EMPH = re.compile(r"\*\*|__|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w)")
 def strip_markdown(text: str) -> str:
     text = _MD_RULE.sub("", text)
     text = _MD_LEAD.sub("", text)
-    text = text.replace("|", " ")
+    text = text.replace("|", f" {_CELL} ")
     return _MD_EMPH.sub("", text)
 
 
@@ -65,7 +68,8 @@ def normalize(text: str) -> str:
     text = _MONTH_DAY_YEAR.sub(lambda m: f"{m.group(2)} {_month(m.group(1))} {m.group(3)}", text)
     text = _MONTH_DAY.sub(lambda m: f"{m.group(2)} {_month(m.group(1))}", text)
     text = _DAY_MONTH.sub(lambda m: f"{m.group(1)} {_month(m.group(2))}", text)
-    return _MONTH_NUM.sub(lambda m: f"{_month(m.group(1))} ", text)
+    text = _MONTH_NUM.sub(lambda m: f"{_month(m.group(1))} ", text)
+    return _WS.sub(" ", text.replace(_CELL, " ")).strip() if _CELL in text else text
 
 
 class NormalizedText:
@@ -145,7 +149,7 @@ class SnippetCheck(BaseModel):
 
 
 def _loose(text: str) -> str:
-    return _WS.sub(" ", _PUNCT.sub(" ", strip_markdown(text).lower())).strip()
+    return _WS.sub(" ", _PUNCT.sub(" ", strip_markdown(text).replace(_CELL, " ").lower())).strip()
 
 
 def snippet_check(text: str, with_snippets: Iterable[str], without_snippets: Iterable[str]) -> SnippetCheck:
