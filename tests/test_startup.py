@@ -24,6 +24,7 @@ from chatagent.events import Done, Event
 from chatagent.extraction import Extracted, Extractor
 from chatagent.runtime import Runtime
 from chatagent.settings import Settings
+from chatagent.testing import GeminiServer, TextReply
 from conftest import ROOT, Site
 
 PAGE_LIBRARIES = ("trafilatura", "bm25s", "numpy", "playwright", "langchain_google_genai")
@@ -41,9 +42,9 @@ _IMPORTS_OF = textwrap.dedent("""
 """)
 
 
-def imported_by(tmp_path: Path, *args: str, code: str = _IMPORTS_OF) -> set[str]:
+def imported_by(tmp_path: Path, *args: str, code: str = _IMPORTS_OF, env: dict[str, str] | None = None) -> set[str]:
     out = tmp_path / "modules.json"
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": "", **(env or {})}
     proc = subprocess.run([sys.executable, "-c", code, str(out), *args], cwd=ROOT, env=env,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
@@ -73,6 +74,17 @@ def test_making_a_runtime_imports_no_page_libraries(tmp_path: Path) -> None:
             json.dump(sorted(sys.modules), out)
     """)
     assert page_libraries(imported_by(tmp_path, code=code)) == []
+
+
+def test_an_ask_answered_by_another_model_does_not_load_the_offline_one(tmp_path: Path, site: Site) -> None:
+    """The offline model's modules (~40 ms of a cold start) load when it answers, not whenever a model is named."""
+    with GeminiServer(responder=lambda _r: TextReply(text="It costs $1,349.00 [Tab 1].")) as gemini:
+        modules = imported_by(tmp_path, "ask", site.url("product"), "-q", "How much is it?",
+                              "--model", "gemini-2.5-flash", env=gemini.env())
+    assert "langchain_google_genai" in modules
+    assert not {"chatagent.models.extractive", "chatagent.models.table_quote"} & modules
+    offline = imported_by(tmp_path, "ask", site.url("product"), "-q", "How much is it?", "--model", "extractive")
+    assert "chatagent.models.extractive" in offline
 
 
 PAGE = """<!DOCTYPE html><html><head><title>Springfield</title></head><body>

@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 
 from ..errors import ModelConfigError
 from .base import Model, Provider
-from .extractive import ExtractiveChatModel, ExtractiveProvider
 from .gemini import DEFAULT_MODEL as DEFAULT_GEMINI
 from .gemini import GeminiProvider
+from .offline import ExtractiveProvider
 from .openai import OpenAIProvider
 
 if TYPE_CHECKING:
@@ -74,6 +74,6 @@ class ModelRegistry:
 
 
 __all__ = [
-    "DEFAULT_GEMINI", "PROVIDERS", "ExtractiveChatModel", "Model", "ModelRegistry", "Provider", "load_model",
+    "DEFAULT_GEMINI", "PROVIDERS", "Model", "ModelRegistry", "Provider", "load_model",
     "provider_for",
 ]

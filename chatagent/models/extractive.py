@@ -22,7 +22,7 @@ import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
@@ -47,10 +47,6 @@ from ..rows import has_rows, row_cells
 from ..tables import clean, tables
 from ..tokens import count_tokens
 from . import table_quote
-from .base import Provider
-
-if TYPE_CHECKING:
-    from ..settings import Settings
 
 # A passage must contain at least this share of the question's content words.
 MIN_COVERAGE = 0.5
@@ -1006,19 +1002,3 @@ class ExtractiveChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         for chunk in self._stream(messages, stop, None, **kwargs):
             yield chunk
-
-
-class ExtractiveProvider(Provider):
-    """The offline model: no key, no endpoint, nothing to warm."""
-
-    name = "extractive"
-    # Its reading is local and costs nothing, so it answers from up to a long
-    # article's text: a count or a "most" over a table needs every row, not the
-    # rows a 2,000-token cut keeps (WikiTableQuestions: 0.493 → 0.510, docs/offline-answers.md).
-    reads_per_tab = 16_000
-
-    def matches(self, model: str) -> bool:
-        return model == "extractive"
-
-    def create(self, model: str, settings: "Settings") -> BaseChatModel:
-        return ExtractiveChatModel()

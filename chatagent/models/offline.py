@@ -1,0 +1,32 @@
+"""The `extractive` model's provider: the offline default. Light on purpose:
+the model itself (`extractive`, `table_quote`: ~40 ms of imports) is loaded
+only when it is made, not whenever a model is named."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .base import Provider
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
+    from ..settings import Settings
+
+
+class ExtractiveProvider(Provider):
+    """The offline model: no key, no endpoint, nothing to warm."""
+
+    name = "extractive"
+    # Its reading is local and costs nothing, so it answers from up to a long
+    # article's text: a count or a "most" over a table needs every row, not the
+    # rows a 2,000-token cut keeps (WikiTableQuestions: 0.493 → 0.510, docs/offline-answers.md).
+    reads_per_tab = 16_000
+
+    def matches(self, model: str) -> bool:
+        return model == "extractive"
+
+    def create(self, model: str, settings: "Settings") -> "BaseChatModel":
+        from .extractive import ExtractiveChatModel
+
+        return ExtractiveChatModel()
