@@ -1013,3 +1013,26 @@ def test_a_column_is_found_by_the_word_questions_use_for_it() -> None:
     )
     answer = pass1("Masters 100 m", text, "Name an athlete from the same country as Schröder.")
     assert "Klaus Schneider" in answer and "Walt Butler" not in answer, answer
+
+
+EPISODES = (
+    "|No.|Title|Original air date|\n|1|So Long, Patrick Henry|September 15, 1965|\n|2|A Cup of Kindness|September 22, 1965|\n"
+    "|3|Carry Me Back|October 6, 1965|\n|4|Danny Was a Million Laughs|December 1, 1965|\n"
+    "|5|Tigers of Heaven|December 15, 1965|\n|6|Court of the Lion|January 26, 1966|\n"
+)
+
+
+def test_a_day_the_question_names_filters_a_column_of_dates() -> None:
+    answer = pass1("I Spy episodes", EPISODES, "How many episodes aired before December 15, 1965?")
+    assert "4 rows with “Original air date before December 15, 1965”" in answer, answer
+    answer = pass1("I Spy episodes", EPISODES, "Which episodes aired after 1 December 1965?")
+    assert "Tigers of Heaven" in answer and "Court of the Lion" in answer and "Carry Me Back" not in answer, answer
+    answer = pass1("I Spy episodes", EPISODES, "How many episodes aired before December 1965?")
+    assert "3 rows with “Original air date before December 1965”" in answer, answer
+    # Days without a year, against a day of a year: compared within it.
+    yearless = EPISODES.replace(", 1965|", "|").replace("|6|Court of the Lion|January 26, 1966|\n", "")
+    answer = pass1("I Spy episodes", yearless, "How many episodes aired before December 15, 1965?")
+    assert "4 rows with “Original air date before December 15, 1965”" in answer, answer
+    # "Next listed after" a day asks for the row beside that day's.
+    answer = pass1("I Spy episodes", EPISODES, "What episode is listed next after December 1, 1965?")
+    assert "Tigers of Heaven" in answer and "rows with" not in answer, answer

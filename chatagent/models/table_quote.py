@@ -62,6 +62,7 @@ _EARLIER = re.compile(r"\b(earlier|sooner|older)\b", re.I)  # of two rows
 _LATER = re.compile(r"\b(later|newer|more recent|younger)\b", re.I)
 _AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\b", re.I)
 _BEFORE = re.compile(r"\b(before|previous|preceding|above|prior|preceded|earlier)\b", re.I)
+_BESIDE = re.compile(r"\b(?:next|immediately|right|directly|just)\b|\blisted (?:before|after)\b", re.I)
 _COUNT = re.compile(r"\b(how many|number of|total amount of|count|times)\b", re.I)
 _ARITHMETIC = re.compile(
     # "The total number of trains", "the total amount of head coaches" count rows: a count, not a sum.
@@ -71,12 +72,18 @@ _ARITHMETIC = re.compile(
 )
 # A value typed with punctuation inside: "1:05", "2–1", "3-0". (Words and plain numbers are terms.)
 _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+|(?<![\w-])[A-Za-z]+(?:-[A-Za-z0-9]+)*-\d+(?![\w-])")  # also codes: "GL-B-5"
+# A day the question names, "before December 15, 1965", "after 3 May 2001", "since June 1990":
+# its figure sorts with a column's dates (`_number`).
+_MONTH_NAME = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_ON_DATE = (rf"{_MONTH_NAME}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH_NAME},?\s+\d{{4}}|"
+            rf"{_MONTH_NAME},?\s+\d{{4}}")
 # "more than 500", "at least 10", "before 1990": rows filtered by a figure, not ranked.
 _FILTER = re.compile(
     r"\b(?P<no>no |not )?(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
     r"smaller than|under|below|at most|before|after|since|prior to|previous to|earlier than|later than|until|"
     r"(?:faster|quicker|slower) than(?=\s+\d{1,3}:))\s+(?P<cur>\$|£|€)?"
-    r"(?P<n>\d{1,3}:\d{2}(?::\d{2})?(?:\.\d+)?|\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|,\d)",  # "before 1999, how many …"
+    rf"(?P<n>{_ON_DATE}|\d{{1,3}}:\d{{2}}(?::\d{{2}})?(?:\.\d+)?|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?!\d|,\d)",  # "before 1999, how many …"
     re.I,
 )
 # "between 2009 and 2013", "from 1961 to 1987", "between picks 148 and 168": both ends count.
@@ -775,6 +782,8 @@ def _tests(question: str) -> list[_Test]:
     found = [
         _Test(m["op"].lower(), m["n"], m.start(), m.end(), no=bool(m["no"]), cur=m["cur"] or "")
         for m in _FILTER.finditer(question)
+        # "The date next listed after June 14, 2010": the row beside that day's, not the days after it.
+        if not (_DATE_MONTH.search(m["n"]) and _BESIDE.search(question))
     ] + [_Test("from", m["n"], m.start(), m.end(), n2=m["n2"]) for m in _RANGE.finditer(question)] + [
         _Test("at most" if m["top"] or m["better"] else "at least", m["n"] or m["m"], m.start(), m.end(), place=True)
         for m in _PLACED.finditer(question)
@@ -867,8 +876,13 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
 
     def figure(cell: str) -> float | None:
         v = _number(cell)
-        # A date against a year ("before 1990"): its year.
-        return v // 10_000 if v is not None and t.of_time and v >= 10_000 and n < 10_000 else v
+        if v is None or not t.of_time:
+            return v
+        if v >= 10_000 and n < 10_000:  # a date against a year ("before 1990"): its year
+            return v // 10_000
+        if v < 10_000 <= n and _DATE_MONTH.search(cell):  # "October 26" against a day of a year: the day
+            return v + n // 10_000 * 10_000
+        return v
 
     rows = [i for i in range(len(s.table.rows)) if (v := figure(s.table.value(i, col))) is not None and test(v)]
     return rows, f"{s.table.column(col) or 'value'} {t.words}", col
