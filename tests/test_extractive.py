@@ -1036,3 +1036,11 @@ def test_a_day_the_question_names_filters_a_column_of_dates() -> None:
     # "Next listed after" a day asks for the row beside that day's.
     answer = pass1("I Spy episodes", EPISODES, "What episode is listed next after December 1, 1965?")
     assert "Tigers of Heaven" in answer and "rows with" not in answer, answer
+
+
+def test_a_month_alone_keeps_that_months_days_of_any_year() -> None:
+    answer = pass1("I Spy episodes", EPISODES, "How many episodes aired in December?")
+    assert "2 rows with “Original air date in December”" in answer, answer
+    # A month with its year is a day like any other; a word that starts like a month is none.
+    answer = pass1("I Spy episodes", EPISODES, "Which episode aired in Mayotte?")
+    assert "rows with" not in answer, answer

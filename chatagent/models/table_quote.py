@@ -744,7 +744,10 @@ def _verdict(s: _Scored, top: int, question: str, tests: list[_Test]) -> str:
     return f"{word}: {s.table.column(col) or 'the value'} is {s.table.value(top, col)}, against {t.n}"
 
 
-TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", "later than", "until")
+TIMES = ("before", "after", "since", "prior to", "previous to", "earlier than", "later than", "until", "in")
+# "How many games did they play in October?": a month with no day or year, any year's.
+_IN_MONTH = re.compile(r"\b(?:in|during)\s+(?P<n>january|february|march|april|may|june|july|august|september|october|"
+                       r"november|december)\b(?!\s*,?\s*\d)", re.I)
 
 
 @dataclass(frozen=True)
@@ -785,6 +788,8 @@ def _tests(question: str) -> list[_Test]:
         # "The date next listed after June 14, 2010": the row beside that day's, not the days after it.
         if not (_DATE_MONTH.search(m["n"]) and _BESIDE.search(question))
     ] + [_Test("from", m["n"], m.start(), m.end(), n2=m["n2"]) for m in _RANGE.finditer(question)] + [
+        _Test("in", m["n"], m.start(), m.end()) for m in _IN_MONTH.finditer(question)
+    ] + [
         _Test("at most" if m["top"] or m["better"] else "at least", m["n"] or m["m"], m.start(), m.end(), place=True)
         for m in _PLACED.finditer(question)
     ]
@@ -872,11 +877,13 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
     def test(v: float) -> bool:
         if t.n2:
             return min(n, n2) <= v <= max(n, n2)
+        if t.op == "in":  # a month: yyyymmdd against 00mm00
+            return v >= 100 and v // 100 % 100 == n // 100 % 100
         return tests[t.op](v, n) != t.no  # "no more than 3": at most 3
 
     def figure(cell: str) -> float | None:
         v = _number(cell)
-        if v is None or not t.of_time:
+        if v is None or not t.of_time or t.op == "in":
             return v
         if v >= 10_000 and n < 10_000:  # a date against a year ("before 1990"): its year
             return v // 10_000
