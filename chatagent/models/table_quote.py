@@ -74,7 +74,8 @@ _ARITHMETIC = re.compile(
 _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+|(?<![\w-])[A-Za-z]+(?:-[A-Za-z0-9]+)*-\d+(?![\w-])")  # also codes: "GL-B-5"
 # A day the question names, "before December 15, 1965", "after 3 May 2001", "since June 1990":
 # its figure sorts with a column's dates (`_number`).
-_MONTH_NAME = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+_MONTH_ABBR = "jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec"
+_MONTH_NAME = rf"(?:{_MONTH_ABBR})[a-z]*\.?"
 _ON_DATE = (rf"{_MONTH_NAME}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+{_MONTH_NAME},?\s+\d{{4}}|"
             rf"{_MONTH_NAME},?\s+\d{{4}}")
 # "more than 500", "at least 10", "before 1990": rows filtered by a figure, not ranked.
@@ -141,9 +142,9 @@ class TableQuote:
     verdict: str = ""  # "Above: Capacity is 27,000, against 23000": the named row's figure against the question's test
 
 
-_MONTHS = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
+_MONTHS = {m: i for i, m in enumerate(_MONTH_ABBR.split("|"), 1)}
 _DATE_YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
-_DATE_MONTH = re.compile(r"\b(jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?\b", re.I)
+_DATE_MONTH = re.compile(rf"\b({_MONTH_ABBR})[a-z]*\.?\b", re.I)
 _DATE_DAY = re.compile(r"\b([0-3]?\d)(?:st|nd|rd|th)?\b")
 
 
