@@ -178,7 +178,8 @@ def _header(row: tuple[str, ...], bare_columns: set[int], year_columns: set[int]
     def named_year(j: int, cell: str) -> bool:
         return bool(_YEAR.fullmatch(cell)) and j not in year_columns
 
-    named = sum(j in bare_columns and (not _bare(c) or named_year(j, c)) for j, c in enumerate(row))
+    # An empty cell names nothing: "|20.6y|||Andy Stanfield|…" under "|Time|Wind|Auto|…" is data.
+    named = sum(j in bare_columns and bool(c) and (not _bare(c) or named_year(j, c)) for j, c in enumerate(row))
     if not any(_bare(c) and not named_year(j, c) for j, c in enumerate(row)):
         # Below the first row, one name over a column of figures ("(Acting)") is a data row's note.
         return named > 0 if first else named >= 2

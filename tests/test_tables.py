@@ -80,3 +80,13 @@ def test_a_two_row_header_with_its_cells_in_place_names_each_column_by_both_rows
     (t,) = tables(text)
     assert t.columns == ("Name", "Pinnacle height ft", "Pinnacle height m", "Year")
     assert t.render(1) == "Name: Ostankino; Pinnacle height ft: 1,772; Pinnacle height m: 540"
+
+
+def test_a_first_data_row_with_empty_cells_is_data_not_a_second_header_row() -> None:
+    text = (
+        "|Time|Wind|Auto|Athlete|Date|\n|20.6y|||Andy Stanfield|May 26, 1951|\n|20.6|0.0||Thane Baker|June 23, 1956|\n"
+        "|20.5|0.0|20.75|Stone Johnson|July 2, 1960|\n|20.3|−0.6|20.45|Tommie Smith|October 16, 1968|\n"
+    )
+    (t,) = tables(text)
+    assert t.columns == ("Time", "Wind", "Auto", "Athlete", "Date")
+    assert t.render(0) == "Time: 20.6y; Athlete: Andy Stanfield; Date: May 26, 1951"
