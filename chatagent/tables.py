@@ -173,7 +173,9 @@ def _header(row: tuple[str, ...], bare_columns: set[int], year_columns: set[int]
     if len(row) < 3:
         return False
     if not any(_DIGIT.search(c) for c in row):
-        return first or any(j in bare_columns for j in range(len(row)))
+        # A name over a column of figures; an empty cell there ("|Commonwealth Avenue|||Boston|")
+        # is a data row's missing value.
+        return first or any(j in bare_columns and c for j, c in enumerate(row))
 
     def named_year(j: int, cell: str) -> bool:
         return bool(_YEAR.fullmatch(cell)) and j not in year_columns

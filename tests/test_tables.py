@@ -90,3 +90,13 @@ def test_a_first_data_row_with_empty_cells_is_data_not_a_second_header_row() -> 
     (t,) = tables(text)
     assert t.columns == ("Time", "Wind", "Auto", "Athlete", "Date")
     assert t.render(0) == "Time: 20.6y; Athlete: Andy Stanfield; Date: May 26, 1951"
+
+
+def test_a_row_of_text_with_its_figures_missing_is_data_not_a_header() -> None:
+    text = (
+        "|Name|Route|Length (mi)|Location|\n|Central Artery||3.18|Boston|\n|Commonwealth Avenue|||Newton, Boston|\n"
+        "|East Boston Expressway||1.2|Boston|\n|Mohawk Trail|2|63.0|Greenfield|\n"
+    )
+    (t,) = tables(text)
+    assert t.columns == ("Name", "Route", "Length (mi)", "Location")
+    assert [r[0] for r in t.rows] == ["Central Artery", "Commonwealth Avenue", "East Boston Expressway", "Mohawk Trail"]
