@@ -1062,9 +1062,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, interrupt)
     with server:
-        print(f"Fake Gemini API at {server.url}", file=sys.stderr)
-        print(f"  export GOOGLE_GEMINI_BASE_URL={server.url} GOOGLE_API_KEY=test", file=sys.stderr)
+        # Ctrl-C is taken from the first line printed on: whoever reads that line may
+        # stop the server at once, before this thread has reached its sleep.
         try:
+            print(f"Fake Gemini API at {server.url}", file=sys.stderr)
+            print(f"  export GOOGLE_GEMINI_BASE_URL={server.url} GOOGLE_API_KEY=test", file=sys.stderr)
             while True:
                 time.sleep(3600)
         except KeyboardInterrupt:
