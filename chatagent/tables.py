@@ -208,6 +208,13 @@ def _split(block: _Block) -> list[Table]:
     lower: dict[int, tuple[str, ...]] = {}  # a table's shorter second header row, by its place in `out`
     for k, (row, line) in enumerate(zip(block.rows, block.lines)):
         under_header = current is not None and bool(current.columns) and not current.rows
+        if under_header and current is not None and lower_header(current.columns, row):
+            current.columns = _merged(current.columns, row)
+            continue
+        if k == 0 and len(block.rows) > 2 and lower_header(row, block.rows[1]) and spans_columns(row, block.rows[1]):
+            current = Table(block.caption, row, complete=True)  # "1975–1979" over "Obverse | Reverse"
+            out.append(current)
+            continue
         if under_header and current is not None and "" in row and not any(map(_DIGIT.search, row)):
             current.columns = _merged(current.columns, row)  # cells in place: spans left empty ones
             continue
@@ -236,6 +243,20 @@ def _split(block: _Block) -> list[Table]:
     for n, names in lower.items():
         out[n].columns = _spanned(out[n], names)
     return [t for t in out if t.rows]
+
+
+def lower_header(upper: tuple[str, ...], lower: tuple[str, ...]) -> bool:
+    """Whether `lower` is the second row of a header whose first row is `upper`, as
+    extraction writes one (spanning cells repeated where they span): it repeats the first
+    cell, a cell spanning both rows ("Value"), and names the rest with words, not figures."""
+    return (len(lower) == len(upper) >= 3 and lower[0] == upper[0] and lower != upper
+            and not any(map(_DIGIT.search, lower)))
+
+
+def spans_columns(upper: tuple[str, ...], lower: tuple[str, ...]) -> bool:
+    """Whether a cell of `upper` spans columns that `lower` names apart ("1975–1979" over
+    "Obverse | Reverse"): what makes a first row with figures in it a header's upper row."""
+    return any(upper[j] == upper[j + 1] and lower[j] != lower[j + 1] for j in range(len(upper) - 1))
 
 
 def _merged(upper: tuple[str, ...], lower: tuple[str, ...]) -> tuple[str, ...]:

@@ -10,7 +10,7 @@ from chatagent.browser.base import PageSnapshot
 from chatagent.context import PageContext, TabContext
 from chatagent.extraction import extract_snapshot
 from chatagent.models import table_quote
-from chatagent.models.extractive import ExtractiveChatModel, is_visual
+from chatagent.models.extractive import ExtractiveChatModel, _Passage, is_visual
 from chatagent.prompts import ESCALATION_MARKER, build_messages
 from chatagent.ranking import CONTENT_WORDS
 from chatagent.tables import tables
@@ -1044,3 +1044,17 @@ def test_a_month_alone_keeps_that_months_days_of_any_year() -> None:
     # A month with its year is a day like any other; a word that starts like a month is none.
     answer = pass1("I Spy episodes", EPISODES, "Which episode aired in Mayotte?")
     assert "rows with" not in answer, answer
+
+
+def test_a_row_under_a_two_row_header_is_quoted_by_both_rows_names_and_never_with_pipes() -> None:
+    coins = (
+        "|Value|Diameter|Composition|1975–1979|1975–1979|1981-|1981-|\n"
+        "|Value|Diameter|Composition|Obverse|Reverse|Obverse|Reverse|\n"
+        "|1 seniti|18 mm|Bronze|Maize|Pig|Maize|Vanilla|\n|5 seniti|19 mm|Cupronickel|Chicken with chicks|Bananas|Chicken|Coconuts|\n"
+    )
+    answer = pass1("Coins of Tonga", coins, "Which coin shows chicken with chicks?")
+    assert "Value: 5 seniti" in answer and "1975–1979 Obverse: Chicken with chicks" in answer, answer
+    assert "|" not in answer, answer
+    # A row that reads as another header under this table's (the next table's, run on): its cells.
+    row = _Passage("1", "|Outcome|No.|Date|Opponent|", 9, header="|Outcome|Year|Championship|Opponents|")
+    assert row.quote() == "Outcome; No.; Date; Opponent"

@@ -100,3 +100,22 @@ def test_a_row_of_text_with_its_figures_missing_is_data_not_a_header() -> None:
     (t,) = tables(text)
     assert t.columns == ("Name", "Route", "Length (mi)", "Location")
     assert [r[0] for r in t.rows] == ["Central Artery", "Commonwealth Avenue", "East Boston Expressway", "Mohawk Trail"]
+
+
+COINS = (
+    "|Value|Diameter|Composition|1975–1979|1975–1979|1981-|1981-|\n"
+    "|Value|Diameter|Composition|Obverse|Reverse|Obverse|Reverse|\n"
+    "|1 seniti|18 mm|Bronze|Maize|Pig|Maize|Vanilla|\n|5 seniti|19 mm|Cupronickel|Chicken with chicks|Bananas|Chicken|Coconuts|\n"
+)
+
+
+def test_a_two_row_header_written_with_its_spans_repeated_names_each_column_by_both_rows() -> None:
+    (t,) = tables(COINS)
+    assert t.columns == ("Value", "Diameter", "Composition", "1975–1979 Obverse", "1975–1979 Reverse",
+                         "1981- Obverse", "1981- Reverse")
+    assert t.render(0).startswith("Value: 1 seniti; Diameter: 18 mm; Composition: Bronze; 1975–1979 Obverse: Maize")
+    # The same when the upper row has no figures: "Total | Total" over "Apps | Goals".
+    squad = "|No.|Player|Total|Total|Cup|Cup|\n|No.|Player|Apps|Goals|Apps|Goals|\n|9|Jamie Cureton|35|20|2|0|\n|10|Ben Gosling|12|1|1|0|\n"
+    (t,) = tables(squad)
+    assert t.columns == ("No.", "Player", "Total Apps", "Total Goals", "Cup Apps", "Cup Goals")
+    assert len(t.rows) == 2

@@ -44,7 +44,7 @@ from ..prompts import ESCALATION_MARKER, is_fenced, message_text, parse_tabs, un
 from ..ranking import CONTENT_WORDS, BM25Ranker, Query, RankerFactory
 from ..ranking.base import fold
 from ..rows import has_rows, row_cells
-from ..tables import clean, tables
+from ..tables import clean, lower_header, spans_columns, tables
 from ..tokens import count_tokens
 from . import table_quote
 
@@ -130,6 +130,8 @@ class _Passage:
             if found:
                 t = found[0]
                 return f"{t.caption}: {t.render(len(t.rows) - 1)}" if t.caption else t.render(len(t.rows) - 1)
+            # A row read as a header (another table's, below this one): its cells, never its pipes.
+            return "; ".join(c for c in map(clean, row_cells(self.text)) if c)
         return clean(_HEADING_MARK.sub("", PAGE_MARK.sub("", self.text)))
 
     def cite(self) -> str:
@@ -157,6 +159,7 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
     captions: list[str] = []  # one-cell rows above the current table's first row
     rows = 0  # rows of two or more cells in the current table
     last = -2  # the line of the last passage of text
+    previous = -2  # the line of the last table row kept as a passage
     section = ""
     code = False
     for i, raw in enumerate(body.splitlines()):
@@ -196,7 +199,20 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
             if not any(re.search(r"\d", c) for c in cells):
                 header = "\n".join([*captions, line])
                 continue
+        elif rows == 2:
+            # A header's second row, as `tables` reads one: "Apps | Goals" under "Total | Total".
+            upper = tuple(c.strip() for c in row_cells(header.rsplit("\n", 1)[-1])) if header else ()
+            first = out[-1] if out and out[-1].order == previous else None
+            above = tuple(c.strip() for c in row_cells(first.text)) if first is not None else ()
+            if upper and lower_header(upper, tuple(cells)):
+                header = f"{header}\n{line}"
+                continue
+            if first is not None and lower_header(above, tuple(cells)) and spans_columns(above, tuple(cells)):
+                out.pop()  # "1975–1979 | 1975–1979" over "Obverse | Reverse": both rows name columns
+                header = "\n".join([*captions, first.text, line])
+                continue
         out.append(_Passage(tab_id, line, i, header))
+        previous = i
     return out
 
 
