@@ -10,7 +10,7 @@ from chatagent.browser.base import PageSnapshot
 from chatagent.context import PageContext, TabContext
 from chatagent.extraction import extract_snapshot
 from chatagent.models import table_quote
-from chatagent.models.extractive import ExtractiveChatModel, _Passage, is_visual
+from chatagent.models.extractive import ExtractiveChatModel, _Passage, _passages, is_visual
 from chatagent.prompts import ESCALATION_MARKER, build_messages
 from chatagent.ranking import CONTENT_WORDS
 from chatagent.tables import tables
@@ -1058,3 +1058,15 @@ def test_a_row_under_a_two_row_header_is_quoted_by_both_rows_names_and_never_wit
     # A row that reads as another header under this table's (the next table's, run on): its cells.
     row = _Passage("1", "|Outcome|No.|Date|Opponent|", 9, header="|Outcome|Year|Championship|Opponents|")
     assert row.quote() == "Outcome; No.; Date; Opponent"
+
+
+def test_a_header_repeated_or_run_on_in_a_table_is_never_a_passage_to_quote() -> None:
+    body = (
+        "|Outcome|Year|Championship|Opponents|\n|Winner|1999|Paris|Ann Lee|\n"
+        "|Outcome|No.|Date|Opponent|\n|Winner|1.|2 October 2011|Marcos Baghdatis|\n"
+    )
+    quoted = [p.quote() for p in _passages("1", body)]
+    assert quoted == [
+        "Outcome: Winner; Year: 1999; Championship: Paris; Opponents: Ann Lee",
+        "Outcome: Winner; No.: 1.; Date: 2 October 2011; Opponent: Marcos Baghdatis",
+    ], quoted

@@ -211,6 +211,13 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
                 out.pop()  # "1975–1979 | 1975–1979" over "Obverse | Reverse": both rows name columns
                 header = "\n".join([*captions, first.text, line])
                 continue
+        elif header and cells[0] == ([*row_cells(header.rsplit("\n", 1)[-1]), ""][0]).strip() and not any(
+            re.search(r"\d", c) for c in cells
+        ):
+            # The header again, or the next table's run on ("Outcome | No. | Date" under
+            # "Outcome | Year | Championship" rows): it names columns, it answers nothing.
+            header = "\n".join([*captions, line])
+            continue
         out.append(_Passage(tab_id, line, i, header))
         previous = i
     return out
