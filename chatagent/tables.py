@@ -208,15 +208,14 @@ def _split(block: _Block) -> list[Table]:
     lower: dict[int, tuple[str, ...]] = {}  # a table's shorter second header row, by its place in `out`
     for k, (row, line) in enumerate(zip(block.rows, block.lines)):
         under_header = current is not None and bool(current.columns) and not current.rows
-        if under_header and current is not None and lower_header(current.columns, row):
-            current.columns = _merged(current.columns, row)
-            continue
         if k == 0 and len(block.rows) > 2 and lower_header(row, block.rows[1]) and spans_columns(row, block.rows[1]):
             current = Table(block.caption, row, complete=True)  # "1975–1979" over "Obverse | Reverse"
             out.append(current)
             continue
-        if under_header and current is not None and "" in row and not any(map(_DIGIT.search, row)):
-            current.columns = _merged(current.columns, row)  # cells in place: spans left empty ones
+        if under_header and current is not None and (
+            lower_header(current.columns, row) or "" in row and not any(map(_DIGIT.search, row))
+        ):
+            current.columns = _merged(current.columns, row)  # cells in place: spans repeated, or left empty
             continue
         if under_header and current is not None and len(row) < len(current.columns) and not any(map(_DIGIT.search, row)):
             lower[len(out) - 1] = row  # "US Country | US" under "Year | Single | Chart positions | Album"

@@ -191,33 +191,33 @@ def _passages(tab_id: str, body: str) -> list[_Passage]:
             out.append(_Passage(tab_id, line, i))
             continue
         rows += 1
+        names = not any(re.search(r"\d", c) for c in cells)
         if rows == 1:
             header = "\n".join(captions)
             # A first row without figures names the columns; one with figures is
             # data (an infobox has no header), and losing data would cost more
             # than quoting a header as a row.
-            if not any(re.search(r"\d", c) for c in cells):
+            if names:
                 header = "\n".join([*captions, line])
                 continue
-        elif rows == 2:
-            # A header's second row, as `tables` reads one: "Apps | Goals" under "Total | Total".
+        elif names:  # below the first row, a row of names may still be one of a header
+            row = tuple(cells)
             upper = tuple(c.strip() for c in row_cells(header.rsplit("\n", 1)[-1])) if header else ()
-            first = out[-1] if out and out[-1].order == previous else None
+            first = out[-1] if rows == 2 and out and out[-1].order == previous else None
             above = tuple(c.strip() for c in row_cells(first.text)) if first is not None else ()
-            if upper and lower_header(upper, tuple(cells)):
+            if rows == 2 and upper and lower_header(upper, row):
+                # Its second row, as `tables` reads one: "Apps | Goals" under "Total | Total".
                 header = f"{header}\n{line}"
                 continue
-            if first is not None and lower_header(above, tuple(cells)) and spans_columns(above, tuple(cells)):
+            if above and lower_header(above, row) and spans_columns(above, row):
                 out.pop()  # "1975–1979 | 1975–1979" over "Obverse | Reverse": both rows name columns
                 header = "\n".join([*captions, first.text, line])
                 continue
-        elif header and cells[0] == ([*row_cells(header.rsplit("\n", 1)[-1]), ""][0]).strip() and not any(
-            re.search(r"\d", c) for c in cells
-        ):
-            # The header again, or the next table's run on ("Outcome | No. | Date" under
-            # "Outcome | Year | Championship" rows): it names columns, it answers nothing.
-            header = "\n".join([*captions, line])
-            continue
+            if rows > 2 and upper and row[0] == upper[0]:
+                # The header again, or the next table's run on ("Outcome | No. | Date" under
+                # "Outcome | Year | Championship" rows): it names columns, it answers nothing.
+                header = "\n".join([*captions, line])
+                continue
         out.append(_Passage(tab_id, line, i, header))
         previous = i
     return out
