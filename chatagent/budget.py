@@ -62,6 +62,7 @@ BLOCK_WEIGHT = 1.0  # weight of the block's (table's, section's) score next to t
 # cells, so a table's header and caption count again, at this weight, next to its text.
 HEADER_WEIGHT = 0.5
 WHOLE_TABLES = 3  # best-matching tables kept whole when they fit, best first
+MAIN_TABLE_ROWS = 5  # a page's biggest table, when the question matches none, is its data at this size
 # Of a tab's budget used when those tables are all kept whole within it (see the
 # module docstring). On WikiTableQuestions the median question sends a quarter
 # fewer tokens; looked-up answers are kept as often as before, and what is lost,
@@ -512,6 +513,9 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
     scores, tables = _scores(page, query)
     if not any(s > 0 for s in scores):
         return None  # nothing matches: the head is the best guess
+    matched = bool(tables)
+    if not matched and not whole_fits:
+        tables = _main_table(page)  # its first and last rows at least, or all of it if it fits
     gap_cost = count_tokens(omitted_marker(total, selected=True)) + 2
     keep: set[int] = set()
     used = 0
@@ -583,7 +587,7 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
             keep.update(members)
             used += whole
     share = int(budget * CONFIDENT_SHARE)
-    if used <= share and _all_whole(page, chunks, keep, tables[:WHOLE_TABLES]):
+    if matched and used <= share and _all_whole(page, chunks, keep, tables[:WHOLE_TABLES]):
         budget = share  # `add` and `widen` see it too
     elif whole_fits:
         return None
@@ -759,6 +763,14 @@ def _scores(page: _Page, query: Query) -> tuple[list[float], list[int]]:
     }
     tables = sorted((b for b in page.tables if block_scores[b] > 0), key=lambda b: -table_scores[b])
     return combined, tables
+
+
+def _main_table(page: _Page) -> list[int]:
+    """The table with the most rows, if it has MAIN_TABLE_ROWS or more: what
+    "the last one on the chart" is about when the question names no table."""
+    rows = {b: sum(bool(u.table_header) for u in page.table_units(b)) for b in page.tables}
+    best = max(rows, key=lambda b: (rows[b], -b), default=None)
+    return [best] if best is not None and rows[best] >= MAIN_TABLE_ROWS else []
 
 
 def _all_whole(page: _Page, chunks: list[_Chunk], keep: set[int], blocks: list[int]) -> bool:

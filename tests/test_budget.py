@@ -183,6 +183,19 @@ def test_table_too_big_keeps_its_first_and_last_rows() -> None:
     assert "|Club 0|1900|0|" in f.text and "|Total|all seasons|3,391|" in f.text
 
 
+def test_a_question_naming_no_table_still_gets_the_main_tables_first_and_last_rows() -> None:
+    # "Which one is the last on the chart?" names no column or row; its words
+    # match prose only, yet what it asks about is the page's big table.
+    rows = [f"|Club {i}|{1900 + i}|{i % 17}|" for i in range(400)]
+    text = _page_with_table(rows).replace("# Club records", "# Club records\n\nThe chart below is kept by the league.")
+    f = fit_text(text, 700, "Which one is the last on the chart?")
+    assert f.selected and count_tokens(f.text) <= 700
+    assert "The chart below" in f.text and rows[0] in f.text and rows[-1] in f.text
+    # A page's short tables are not taken for its data.
+    few = _page_with_table(rows[:3]).replace("# Club records", "# Club records\n\nThe chart below is kept by the league.")
+    assert rows[2] not in fit_text(few, 300, "Which one is the last on the chart?").text
+
+
 COLUMNS = re.compile(
     r"\[table shown with (\d+) of (\d+) columns: ([^;\]]+); ([\d,]+) tokens of other columns left out\]"
 )
