@@ -85,6 +85,10 @@ _DROP_IN_CELLS = "|".join(
      ".//sup[contains(concat(' ', normalize-space(@class), ' '), ' reference ')]",
      ".//*[contains(concat(' ', normalize-space(@style), ' '), 'display:none')]"]
 )
+# A table cell's sort key ("Theil, Anders" before "Anders Theil"): the site's stylesheet
+# hides it (MediaWiki's `sortkey`), which trafilatura cannot know, so it would read
+# "Theil, AndersAnders Theil". Not rendered where the stylesheet loads: dropped.
+_SORT_KEYS = etree.XPath("//*[contains(concat(' ', normalize-space(@class), ' '), ' sortkey ')]")
 _WS = re.compile(r"\s+")
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -121,6 +125,8 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
         log.debug("unparsable HTML: %s", exc)
         return None
     if doc is not None:
+        for key in _SORT_KEYS(doc):
+            key.drop_tree()
         fill_spans(doc)
         _name_terms(doc)
     return doc

@@ -492,6 +492,22 @@ async def test_a_data_table_whose_class_names_row_headers_is_not_taken_for_navig
     assert "Ludmila Navigation" not in ex.text
 
 
+async def test_a_cell_s_hidden_sort_key_is_not_read_into_its_name() -> None:
+    # MediaWiki writes "<span class=sortkey>Theil, Anders</span>Anders Theil" and hides the
+    # key with its stylesheet: a reader sees "Anders Theil", and so must a search for him.
+    prose = "".join(f"<p>Paragraph {i} on the club's history, told at some length for the reader.</p>" for i in range(10))
+    html = (
+        "<html><head><title>Coaches</title></head><body><article><h1>Coaches</h1>" + prose +
+        "<table class='wikitable sortable'><tr><th>Name</th><th>From</th></tr>"
+        "<tr><td><span class='sortkey'>Theil, Anders</span><span class='vcard'><a href='/a'>Anders Theil</a></span></td>"
+        "<td>2005</td></tr><tr><td><span class='sortkey'>Andersen, Christian</span>Christian Andersen</td>"
+        "<td>2009</td></tr></table></article></body></html>"
+    )
+    ex = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/coaches.html", html=html))
+    assert "|Anders Theil|2005|" in ex.text and "|Christian Andersen|2009|" in ex.text
+    assert "Theil, Anders" not in ex.text
+
+
 SPANNED = (
     "<html><head><title>Awards</title></head><body><article><h1>Awards</h1>"
     + "".join(f"<p>Paragraph {i} about the singer's career, told at some length for the reader.</p>" for i in range(8))
