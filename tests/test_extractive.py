@@ -1070,3 +1070,18 @@ def test_a_header_repeated_or_run_on_in_a_table_is_never_a_passage_to_quote() ->
         "Outcome: Winner; Year: 1999; Championship: Paris; Opponents: Ann Lee",
         "Outcome: Winner; No.: 1.; Date: 2 October 2011; Opponent: Marcos Baghdatis",
     ], quoted
+
+
+DISTRICTS = (
+    "|District|Area km2|Pop. 1998|Pop. 2008|\n|Alarm Forest|5.9|289|276|\n|Blue Hill|36.5|177|153|\n"
+    "|Half Tree Hollow|1.6|1,140|901|\n|Jamestown|3.6|884|714|\n|Total|121.7|5,157|4,255|\n"
+)
+
+
+def test_a_figure_that_names_a_column_is_not_a_test_on_it() -> None:
+    # "After 1998" is not "Pop. 1998 over 1998" (the Total row alone): it points past that column.
+    answer = pass1("Saint Helena", DISTRICTS, "What is the population of Blue Hill after 1998?")
+    assert "Blue Hill" in answer and "153" in answer and "5,157" not in answer, answer
+    # A figure that names no column still tests one.
+    answer = pass1("Saint Helena", DISTRICTS, "Which districts had a Pop. 2008 of more than 700?")
+    assert "Half Tree Hollow" in answer and "Jamestown" in answer and "Blue Hill" not in answer, answer

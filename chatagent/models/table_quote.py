@@ -865,6 +865,8 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
     beside = next((words for words in (after, before) if any(_alike(words, s.column_terms[j]) for j in named)), set())
     # "460 points in their final score": "Final Points" over "Preliminary Points".
     col = max(named, key=lambda j: (len(_alike(beside, s.column_terms[j])), s.column_hits[j]))
+    if re.search(rf"(?<![\d.]){re.escape(t.n)}(?![\d.])", s.table.column(col)):
+        return None  # "the population after 1998" over "Pop. 1998": the figure names the column
     tests = {
         "more than": float.__gt__, "greater than": float.__gt__, "higher than": float.__gt__, "larger than": float.__gt__,
         "over": float.__gt__, "above": float.__gt__, "after": float.__gt__, "at least": float.__ge__,
