@@ -1085,3 +1085,18 @@ def test_a_figure_that_names_a_column_is_not_a_test_on_it() -> None:
     # A figure that names no column still tests one.
     answer = pass1("Saint Helena", DISTRICTS, "Which districts had a Pop. 2008 of more than 700?")
     assert "Half Tree Hollow" in answer and "Jamestown" in answer and "Blue Hill" not in answer, answer
+
+
+COACHES = (
+    "|Name|Nationality|From|To|\n|Christian Andersen|Denmark|11 July 2009|19 June 2010|\n"
+    "|Anders Theil|Denmark|7 November 2005|7 July 2009|\n|Ebbe Skovdahl|Denmark|11 October 2003|6 November 2005|\n"
+    "|Rene Heitmann|Denmark|1 July 2003|10 October 2003|\n"
+)
+
+
+def test_after_in_time_reads_a_table_of_dates_listed_newest_first_upwards() -> None:
+    # No column is called "Year", but "From" holds dates, newest first: who came next is the row above.
+    answer = pass1("Frem", COACHES, "Who was the coach immediately after Anders Theil?")
+    assert "Christian Andersen" in answer and "Ebbe Skovdahl" not in answer, answer
+    answer = pass1("Frem", COACHES, "Who was the coach before Anders Theil?")
+    assert "Ebbe Skovdahl" in answer and "Christian Andersen" not in answer, answer

@@ -1021,7 +1021,7 @@ def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
     ("George Case" managed two seasons), and the other way when the table lists its years
     newest first."""
     t = s.table
-    dated = [j for j in s.numeric if _YEARISH.search(t.column(j))]
+    dated = [j for j in s.numeric if _YEARISH.search(t.column(j))] or [j for j in s.numeric if _dated(t, j)]
     if dated:
         years = [v for i in range(len(t.rows)) if (v := _number(t.value(i, dated[0]))) is not None]
         if len(years) >= 3 and sum(b < a for a, b in zip(years, years[1:])) > 0.7 * (len(years) - 1):
