@@ -544,6 +544,12 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         aside |= best.denying
     top = max(range(len(table.rows)), key=lambda i: (best.row_scores[i], -i))
     named_rows = best.row_scores[top] > 0
+    if named_rows:
+        # Of rows naming it alike, the one with a cell that is all the name: "the Grand Prix"
+        # is "Grand Prix", not "Malta Grand Prix".
+        tied = [i for i, sc in enumerate(best.row_scores) if sc == best.row_scores[top]]
+        if len(tied) > 1 and len(best.row_hits[top]) > 1:  # a name of one word says too little to prefer one
+            top = next((i for i in tied if _names_wholly(table, i, best.row_hits[i])), top)
     most, least = bool(_MOST.search(question)), bool(_LEAST.search(question))
     first, last = bool(_FIRST.search(question)), bool(_LAST.search(question))
     limit = ""
@@ -1034,6 +1040,11 @@ def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
     while 0 <= i < len(t.rows) and same and t.value(i, j) == same:
         i += step
     return [i] if 0 <= i < len(t.rows) else []
+
+
+def _names_wholly(table: Table, i: int, hits: frozenset[str]) -> bool:
+    """Whether a cell of row `i` says the words it was found by, and nothing else."""
+    return any(set(ANALYSER.terms(cell)) == hits for cell in table.rows[i])
 
 
 def _other_rows(s: _Scored, top: int) -> list[int]:
