@@ -15,6 +15,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from .rows import is_row, row_cells
 
@@ -33,6 +34,14 @@ _TOTAL = re.compile(r"((grand|career) )?totals?:?|sum|overall|all|career\*?", re
 _SORT_KEY = re.compile(r"!B?\d{6,}\s*")
 _PADDED_KEY = re.compile(r"^0+(\d+?)(?=\1(?!\d))")
 _EMPTY = {"", "-", "—", "–", "n/a", "N/A"}
+_PLAIN_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
+SUMMED_COLUMNS = 2  # one column summing up could be chance ("1, 2, 3" over "6")
+
+
+def _plain_number(cell: str) -> float | None:
+    """A cell that is a figure and nothing else ("1,204", "3.5"), as a number."""
+    cell = cell.strip()
+    return float(cell.replace(",", "")) if _PLAIN_NUMBER.fullmatch(cell) else None
 
 
 def clean(text: str) -> str:
@@ -91,7 +100,25 @@ class Table:
 
     def is_total(self, i: int) -> bool:
         """Whether row `i` sums the others up ("Total", "Totals", a player's "Career"): not one of the things listed."""
-        return any(_TOTAL.fullmatch(c) for c in self.rows[i][:2])
+        return any(_TOTAL.fullmatch(c) for c in self.rows[i][:2]) or i == self._sums_row
+
+    @cached_property
+    def _sums_row(self) -> int | None:
+        """The last row, when each of its figures is the sum of the column's figures above it
+        (in SUMMED_COLUMNS columns or more): a totals row, whatever word names it ("Totaal")."""
+        last = len(self.rows) - 1
+        if last < 2:
+            return None
+        summed = 0
+        for j in range(self.width):
+            total = _plain_number(self.value(last, j))
+            if total is None:
+                continue
+            above = [0.0 if (c := self.value(i, j)) in _EMPTY else _plain_number(c) for i in range(last)]
+            if any(v is None for v in above) or abs(sum(above) - total) > 1e-6 * max(abs(total), 1.0):  # type: ignore[arg-type]
+                return None
+            summed += 1
+        return last if summed >= SUMMED_COLUMNS else None
 
     @property
     def width(self) -> int:

@@ -1114,3 +1114,17 @@ def test_of_rows_naming_it_alike_the_one_whose_cell_is_the_name_is_meant() -> No
     assert "World Cup" in answer and "Nigel Bond" not in answer, answer
     answer = pass1("Snooker season", SNOOKER, "Who won the Malta Grand Prix?")
     assert answer.startswith("Nigel Bond") or "Nigel Bond" in answer.splitlines()[1], answer
+
+
+MEDALS_NL = (
+    "|Rank|Nation|Gold|Silver|Bronze|Total|\n|1|France|10|5|3|18|\n|2|Italy|8|9|4|21|\n|3|Spain|5|9|6|20|\n"
+    "|4|Tunisia|0|0|9|9|\n|Totaal|Totaal|23|23|22|68|\n"
+)
+
+
+def test_a_row_summing_up_the_others_is_no_contender_whatever_word_names_it() -> None:
+    # "Totaal" is no word for a total in English, but its figures are the sums of the rows above.
+    answer = pass1("Medal table", MEDALS_NL, "What country has the top gold medal count?")
+    assert "France" in answer and "Totaal" not in answer, answer
+    answer = pass1("Medal table", MEDALS_NL, "Which country came in last place?")
+    assert "Tunisia" in answer and "Totaal" not in answer, answer
