@@ -1128,3 +1128,15 @@ def test_a_row_summing_up_the_others_is_no_contender_whatever_word_names_it() ->
     assert "France" in answer and "Totaal" not in answer, answer
     answer = pass1("Medal table", MEDALS_NL, "Which country came in last place?")
     assert "Tunisia" in answer and "Totaal" not in answer, answer
+
+
+SALES = (
+    "|Model|1999|2000|2001|\n|Škoda Felicia|128,872|−|−|\n|Škoda Octavia|143,251|158,503|164,134|\n"
+    "|Škoda Fabia|823|128,872|250,978|\n|Škoda Superb|−|−|177|\n|Škoda Favorit|−|−|−|\n"
+)
+
+
+def test_a_minus_sign_in_a_cell_says_none_so_its_column_is_still_of_figures() -> None:
+    # "−" (U+2212) for "none" in most cells must not turn the column into words to count.
+    answer = pass1("Škoda sales", SALES, "Which was the most sold model in the year of 2000?")
+    assert "Octavia" in answer and "most often" not in answer, answer

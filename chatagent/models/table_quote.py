@@ -116,7 +116,7 @@ _NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|
 # What a question asks for: "which year …", "what was the team …".
 _ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)*(?P<what>\w+)", re.I)
 _TOTAL_COLUMN = re.compile(r"^(total|overall|sum|tot\.?)\b", re.I)
-_NOTHING = {"", "-", "–", "—"}  # a cell saying none
+_NOTHING = {"", "-", "–", "—", "−"}  # a cell saying none (the last a minus sign, as pages write one)
 # How often, not how much: "the most common position", "recorded the most", "most frequent".
 _OFTEN = re.compile(r"\b(?:most|least) (?:common|frequent|often)|\b(?:most|least) commonly\b|\b(?:recorded|listed|appears?) the (?:most|least)\b", re.I)
 _ALSO = re.compile(r"\b(?:what|which|who) (?:other|else)\b|\bwho also\b|\balso\b", re.I)
