@@ -1140,3 +1140,18 @@ def test_a_minus_sign_in_a_cell_says_none_so_its_column_is_still_of_figures() ->
     # "−" (U+2212) for "none" in most cells must not turn the column into words to count.
     answer = pass1("Škoda sales", SALES, "Which was the most sold model in the year of 2000?")
     assert "Octavia" in answer and "most often" not in answer, answer
+
+
+INDY = (
+    "|Year|Chassis|Engine|Start|Finish|Team|\n|2001|Dallara|Oldsmobile|11|1|Team Penske|\n"
+    "|2002|Dallara|Chevrolet|13|2|Team Penske|\n|2005|Dallara|Toyota|4|3|Team Penske|\n"
+    "|2009|Dallara|Honda|1|1|Team Penske|\n|2010|Dallara|Honda|2|9|Team Penske|\n"
+)
+
+
+def test_finished_first_is_a_place_not_an_order_of_rows() -> None:
+    # "The last year they finished first": the last of the rows with a 1 under Finish.
+    answer = pass1("Helio Castroneves", INDY, "When was the last year Team Penske finished first?")
+    assert "2009" in answer and "2010" not in answer and "2001" not in answer.splitlines()[1], answer
+    answer = pass1("Helio Castroneves", INDY, "In which year did they finish first for the first time?")
+    assert "2001" in answer.splitlines()[1], answer

@@ -378,7 +378,7 @@ def _comparator(s: _Scored, question: str) -> int | None:
         # "When did the first episode premiere?": first in time, by the column of dates it names.
         among = named if ranks else dated_named
         return max(among, key=lambda j: s.column_hits[j])
-    if (_FIRST.search(question) or _LAST.search(question)) and not _LISTED.search(question):
+    if (_ordered_first(question) or _LAST.search(question)) and not _LISTED.search(question):
         dated = [j for j in numeric if _dated(s.table, j)]
         return dated[0] if dated else None
     return None
@@ -404,6 +404,9 @@ _ORDINAL_WORDS = {
         "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split(), 2)
 }
 _ORDINAL = re.compile(r"\b(?:(" + "|".join(_ORDINAL_WORDS) + r")|(\d{1,3})(?:st|nd|rd|th))\b", re.I)
+# "Finished first", "came in first": first is a place there, not an order of rows (but
+# "which came first, A or B?" orders two).
+_PLACED_FIRST = re.compile(r"\b(?:(?:finish(?:ed|es)?|placed|ranked|ended)\s+(?:in\s+)?|came\s+in\s+)first\b(?![\s-]+(?:time|round|half|game|race))", re.I)
 RANK = "#rank"  # in a figure's words: the figure is a place, found in a column of places
 _PLACE = re.compile(r"^(rank|ranking|pos\.?|position|place|placing|pl\.?|finish|finished)$", re.I)  # not "No.": a number worn
 
@@ -437,7 +440,13 @@ def _numbered(question: str) -> list[tuple[float, set[str]]]:
         if _THRESHOLD_BEFORE.search(question[: m.start()]) or re.match(_OR_BETTER, question[m.end():], re.I):
             continue  # "at least 2nd", "3rd or better": a test of places
         out.append((float(_ORDINAL_WORDS[m[1].lower()] if m[1] else m[2]), {RANK}))
+    out += [(1.0, {RANK}) for _ in _PLACED_FIRST.finditer(question)]
     return out
+
+
+def _ordered_first(question: str) -> bool:
+    """Whether the question asks for the first of some rows ("the first album"), not for a first place."""
+    return bool(_FIRST.search(_PLACED_FIRST.sub(" ", question)))
 
 
 _LEAD_ROW = re.compile(r"\|([^|\n]{2,120})\|")
@@ -551,7 +560,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         if len(tied) > 1 and len(best.row_hits[top]) > 1:  # a name of one word says too little to prefer one
             top = next((i for i in tied if _names_wholly(table, i, best.row_hits[i])), top)
     most, least = bool(_MOST.search(question)), bool(_LEAST.search(question))
-    first, last = bool(_FIRST.search(question)), bool(_LAST.search(question))
+    first, last = _ordered_first(question), bool(_LAST.search(question))
     limit = ""
     if _ARITHMETIC.search(question):
         limit = f"Computing a difference or a total {NEEDS_MODEL}."
