@@ -1155,3 +1155,8 @@ def test_finished_first_is_a_place_not_an_order_of_rows() -> None:
     assert "2009" in answer and "2010" not in answer and "2001" not in answer.splitlines()[1], answer
     answer = pass1("Helio Castroneves", INDY, "In which year did they finish first for the first time?")
     assert "2001" in answer.splitlines()[1], answer
+
+
+def test_exceeding_a_figure_is_a_test_of_more_than_it() -> None:
+    answer = pass1("Dürkopp cars", CARS, "How many cars can exceed 100 km/h?")
+    assert "2 rows with “Vmax more than 100”" in answer and "D7" in answer and "D9" in answer, answer

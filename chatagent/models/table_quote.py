@@ -80,13 +80,14 @@ _ON_DATE = (rf"{_MONTH_NAME}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?
             rf"{_MONTH_NAME},?\s+\d{{4}}")
 # "more than 500", "at least 10", "before 1990": rows filtered by a figure, not ranked.
 _FILTER = re.compile(
-    r"\b(?P<no>no |not )?(?P<op>more than|greater than|higher than|larger than|over|above|at least|less than|fewer than|lower than|"
+    r"\b(?P<no>no |not )?(?P<op>more than|greater than|higher than|larger than|over|above|exceed(?:s|ed|ing)?|at least|less than|fewer than|lower than|"
     r"smaller than|under|below|at most|before|after|since|prior to|previous to|earlier than|later than|until|"
     r"(?:faster|quicker|slower) than(?=\s+\d{1,3}:))\s+(?P<cur>\$|£|€)?"
     rf"(?P<n>{_ON_DATE}|\d{{1,3}}:\d{{2}}(?::\d{{2}})?(?:\.\d+)?|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?|\d+(?:\.\d+)?)"
     r"(?!\d|,\d)",  # "before 1999, how many …"
     re.I,
 )
+_EXCEEDS = re.compile(r"exceed\w*")  # "can exceed 180 km/h": more than 180
 # "between 2009 and 2013", "from 1961 to 1987", "between picks 148 and 168": both ends count.
 _RANGE = re.compile(
     r"\b(?P<op>between|from)\s+(?:[a-z]+\s+)?(?P<n>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
@@ -799,7 +800,7 @@ def _ordinal(question: str, t: _Test) -> str:
 def _tests(question: str) -> list[_Test]:
     """The question's tests of figures, in its order."""
     found = [
-        _Test(m["op"].lower(), m["n"], m.start(), m.end(), no=bool(m["no"]), cur=m["cur"] or "")
+        _Test(_EXCEEDS.sub("more than", m["op"].lower()), m["n"], m.start(), m.end(), no=bool(m["no"]), cur=m["cur"] or "")
         for m in _FILTER.finditer(question)
         # "The date next listed after June 14, 2010": the row beside that day's, not the days after it.
         if not (_DATE_MONTH.search(m["n"]) and _BESIDE.search(question))
