@@ -1160,3 +1160,15 @@ def test_finished_first_is_a_place_not_an_order_of_rows() -> None:
 def test_exceeding_a_figure_is_a_test_of_more_than_it() -> None:
     answer = pass1("Dürkopp cars", CARS, "How many cars can exceed 100 km/h?")
     assert "2 rows with “Vmax more than 100”" in answer and "D7" in answer and "D9" in answer, answer
+
+
+DRAFT = (
+    "|Round|Pick|Name|Position|College|\n|1|9|Brian Urlacher|S|New Mexico|\n|2|39|Mike Brown|S|Nebraska|\n"
+    "|3|69|Dez White|WR|Georgia Tech|\n|3|87|Dustin Lyman|TE|Wake Forest|\n|4|101|Reggie Austin|CB|Wake Forest|\n"
+)
+
+
+def test_an_ordinal_finds_its_column_by_the_words_around_it() -> None:
+    # "The third round" is the Round column's 3, not a place.
+    answer = pass1("2000 draft", DRAFT, "How many players were drafted in the third round?")
+    assert "2 rows" in answer and "Dez White" in answer and "Dustin Lyman" in answer and "Urlacher" not in answer, answer

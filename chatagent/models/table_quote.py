@@ -232,15 +232,18 @@ def _score(
             if any(cell.strip(QUOTES).casefold() == said for cell in row):  # a title cell may be quoted
                 cells[i].add(term)
     # "6 hospital beds", "match day 6": the rows with that figure in the column named beside it.
+    numeric = _numeric_columns(table)
     for figure, beside in numbered:
-        for j in _numeric_columns(table):
-            if _alike(beside, column_terms[j]) or (RANK in beside and _PLACE.match(table.column(j).strip())):
-                term = f"#{j}={figure:g}"
-                q = q | {term}
-                for i in range(len(table.rows)):
-                    cell = table.value(i, j)
-                    if _number(cell) == figure or (figure == 0 and cell in _NOTHING):
-                        cells[i].add(term)
+        # The column the words beside it name ("start in the 1st position": Start), else for
+        # a place any column of places.
+        named = [j for j in numeric if _alike(beside - {RANK}, column_terms[j])]
+        for j in named or [j for j in numeric if RANK in beside and _PLACE.match(table.column(j).strip())]:
+            term = f"#{j}={figure:g}"
+            q = q | {term}
+            for i in range(len(table.rows)):
+                cell = table.value(i, j)
+                if _number(cell) == figure or (figure == 0 and cell in _NOTHING):
+                    cells[i].add(term)
     q = q | values
     df = Counter(t for c in cells for t in c & q)
     n = len(cells)
@@ -440,7 +443,11 @@ def _numbered(question: str) -> list[tuple[float, set[str]]]:
     for m in _ORDINAL.finditer(question):
         if _THRESHOLD_BEFORE.search(question[: m.start()]) or re.match(_OR_BETTER, question[m.end():], re.I):
             continue  # "at least 2nd", "3rd or better": a test of places
-        out.append((float(_ORDINAL_WORDS[m[1].lower()] if m[1] else m[2]), {RANK}))
+        # "The 8th place time" is a place; "start in the 1st position", "the 16th opus" may
+        # name their column ("Start", "Opus") by the words around.
+        place = re.match(r"[\s-]*(?:place|position|spot|rank)\b", question[m.end():], re.I)
+        around = [] if place else question[: m.start()].split()[-2:] + question[m.end():].split()[:2]
+        out.append((float(_ORDINAL_WORDS[m[1].lower()] if m[1] else m[2]), {RANK, *ANALYSER.terms(" ".join(around))}))
     out += [(1.0, {RANK}) for _ in _PLACED_FIRST.finditer(question)]
     return out
 
