@@ -1172,3 +1172,19 @@ def test_an_ordinal_finds_its_column_by_the_words_around_it() -> None:
     # "The third round" is the Round column's 3, not a place.
     answer = pass1("2000 draft", DRAFT, "How many players were drafted in the third round?")
     assert "2 rows" in answer and "Dez White" in answer and "Dustin Lyman" in answer and "Urlacher" not in answer, answer
+
+
+TRAINS = "|Sr. No.|Train No.|Name of the Train|Arrival|Departure|Day|\n" + "".join(
+    f"|{i}.|1{i:04d}|Express {chr(64 + i)}|{a}|{d}|Daily|\n"
+    for i, (a, d) in enumerate(
+        [("01:23", "01:25"), ("13:50", "13:52"), ("14:08", "14:10"), ("14:30", "14:32"), ("15:00", "15:02"),
+         ("15:48", "15:50"), ("16:10", "16:12"), ("20:05", "20:07"), ("21:40", "21:42")], 1)
+)
+
+
+def test_times_of_day_test_the_column_of_clock_times_they_name() -> None:
+    # Not "Train No." (named by "trains"), and not a column of years ("after").
+    answer = pass1("Station", TRAINS, "How many trains arrive from 14:08 to 15:48?")
+    assert "4 rows with “Arrival from 14:08 to 15:48”" in answer and "Express C" in answer and "Express G" not in answer, answer
+    answer = pass1("Station", TRAINS, "How many trains depart after 20:00?")
+    assert "2 rows with “Departure after 20:00”" in answer, answer

@@ -88,10 +88,11 @@ _FILTER = re.compile(
     re.I,
 )
 _EXCEEDS = re.compile(r"exceed\w*")  # "can exceed 180 km/h": more than 180
-# "between 2009 and 2013", "from 1961 to 1987", "between picks 148 and 168": both ends count.
+# "between 2009 and 2013", "from 1961 to 1987", "between picks 148 and 168", "from 14:08 to
+# 15:48": both ends count.
 _RANGE = re.compile(
-    r"\b(?P<op>between|from)\s+(?:[a-z]+\s+)?(?P<n>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
-    r"(?:\s+(?:and|to|through)\s+|\s*[-–]\s*)(?P<n2>\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?!\d|,\d)",
+    r"\b(?P<op>between|from)\s+(?:[a-z]+\s+)?(?P<n>\d{1,2}:\d{2}(?::\d{2})?|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
+    r"(?:\s+(?:and|to|through)\s+|\s*[-–]\s*)(?P<n2>\d{1,2}:\d{2}(?::\d{2})?|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\d:]|,\d)",
     re.I,
 )
 # "in the top 5", "3rd or better", "10th or worse": a test of a place.
@@ -531,7 +532,8 @@ def _not(found: list[Table], question: str) -> re.Match[str] | None:
 
 
 def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_Test]) -> TableQuote | None:
-    values = set(_VALUE.findall(question))
+    # A test's figures ("from 14:08 to 15:48") test a column: they name no row.
+    values = set(_VALUE.findall(question)) - {n for t in tests for n in (t.n, t.n2)}
     setting = _EXCEPT.search(question) or (None if _NONE.search(question) else _not(found, question))
     # "not from Canada or the Soviet Union": a row is set aside by either.
     excluded = [e for part in re.split(r",|\bor\b|\bnor\b", setting["what"]) if (e := set(ANALYSER.terms(part)) & q)] if setting else []
@@ -793,9 +795,10 @@ class _Test:
 
     @property
     def of_time(self) -> bool:
-        """Whether the test is on a time: "before 1990"; a range of years."""
+        """Whether the test is on a time: "before 1990"; a range of years. Not a time of
+        day ("after 20:00"): that is in a column of clock times."""
         years = all(re.fullmatch(r"1[5-9]\d\d|20\d\d", v) for v in (self.n, self.n2))
-        return self.op in TIMES or (bool(self.n2) and years)
+        return ":" not in self.n and (self.op in TIMES or (bool(self.n2) and years))
 
 
 def _ordinal(question: str, t: _Test) -> str:
@@ -873,8 +876,9 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
         named = [j for j in dated if _in_range(s.table, j, n)] or dated or named
     elif t.cur:  # an amount of money: a column of it
         named = named or [j for j in numeric if t.cur in s.table.column(j)]
-    elif ":" in t.n:  # a time ("under 2:12:00"): a column of times
-        named = named or [j for j in numeric if _clocks(s.table, j)]
+    elif ":" in t.n:  # a time ("under 2:12:00"): a column of times, of those named if some are
+        clocks = [j for j in numeric if _clocks(s.table, j)]
+        named = [j for j in named if j in clocks] or named or clocks
     elif unit := _unit(question, t.end):  # "at least 100 km/h": the column in km/h
         measured = [j for j in numeric if _carries(s.table, j, unit)]
         named = [j for j in named if j in measured] or named or measured
