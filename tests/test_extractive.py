@@ -1188,3 +1188,17 @@ def test_times_of_day_test_the_column_of_clock_times_they_name() -> None:
     assert "4 rows with “Arrival from 14:08 to 15:48”" in answer and "Express C" in answer and "Express G" not in answer, answer
     answer = pass1("Station", TRAINS, "How many trains depart after 20:00?")
     assert "2 rows with “Departure after 20:00”" in answer, answer
+
+
+BOOKS = (
+    "|Year|Title|Genre|Publisher|\n|1903|Betty Zane|Historical|Charles Francis Press|\n"
+    "|1906|Spirit of the Border|Historical|A. L. Burt & Company|\n|1910|The Heritage of the Desert|Western|Harper & Brothers|\n"
+    "|1911|The Young Pitcher|Baseball|Harper & Brothers|\n|1925|The Vanishing American|Western|Harper & Brothers|\n"
+    "|1928|Book of Camps and Trails|Nonfiction|Harper & Brothers|\n|1930|The Book of the Hunt|Nonfiction|Grosset & Dunlap|\n"
+)
+
+
+def test_the_rows_named_are_those_passing_the_test_not_the_best_named_row_alone() -> None:
+    # "Book" also names "Book of Camps and Trails" (Harper, 1928): the first Harper book of the years asked is meant.
+    answer = pass1("Zane Grey", BOOKS, "What was the first book published by Harper & Brothers between 1903-1923?")
+    assert "The Heritage of the Desert" in answer.splitlines()[1] and "Betty Zane" not in answer, answer

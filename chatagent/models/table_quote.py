@@ -590,7 +590,16 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         if named_rows:  # the filter applies to the rows the question names
             # None of them passes: the words named the thing counted ("in how many games …").
             need = _needed(best, top)
-            rows = [i for i in rows if need <= best.row_hits[i]] or rows
+            named = [i for i in rows if need <= best.row_hits[i]]
+            if not named and rows:
+                # The best row named is not among those passing ("the first book by Harper &
+                # Brothers between 1903 and 1923": "Book of Camps" is by them, but of 1928):
+                # the rows named as the best of those passing is.
+                inner = max(rows, key=lambda i: (best.row_scores[i], -i))
+                if best.row_scores[inner] > 0:
+                    need = _needed(best, inner)
+                    named = [i for i in rows if need <= best.row_hits[i]]
+            rows = named or rows
             filtered = rows, words
         # "the first album after 1970": ordered among those; but "how many cars had a maximum
         # velocity of at least 100 km/h?" counts them.
