@@ -1202,3 +1202,8 @@ def test_the_rows_named_are_those_passing_the_test_not_the_best_named_row_alone(
     # "Book" also names "Book of Camps and Trails" (Harper, 1928): the first Harper book of the years asked is meant.
     answer = pass1("Zane Grey", BOOKS, "What was the first book published by Harper & Brothers between 1903-1923?")
     assert "The Heritage of the Desert" in answer.splitlines()[1] and "Betty Zane" not in answer, answer
+
+
+def test_a_decade_is_a_range_of_years() -> None:
+    answer = pass1("Zane Grey", BOOKS, "How many titles were published in the 1920s?")
+    assert "2 rows with “Year from 1920 to 1929”" in answer and "The Vanishing American" in answer, answer

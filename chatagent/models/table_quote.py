@@ -87,6 +87,7 @@ _FILTER = re.compile(
     r"(?!\d|,\d)",  # "before 1999, how many …"
     re.I,
 )
+_DECADE = re.compile(r"\b(?:in|during|of|from)\s+the\s+(1[5-9]\d|20\d)0'?s\b", re.I)  # "in the 1990s": 1990 to 1999
 _EXCEEDS = re.compile(r"exceed\w*")  # "can exceed 180 km/h": more than 180
 # "between 2009 and 2013", "from 1961 to 1987", "between picks 148 and 168", "from 14:08 to
 # 15:48": both ends count.
@@ -824,6 +825,8 @@ def _tests(question: str) -> list[_Test]:
         # "The date next listed after June 14, 2010": the row beside that day's, not the days after it.
         if not (_DATE_MONTH.search(m["n"]) and _BESIDE.search(question))
     ] + [_Test("from", m["n"], m.start(), m.end(), n2=m["n2"]) for m in _RANGE.finditer(question)] + [
+        _Test("from", f"{m[1]}0", m.start(), m.end(), n2=f"{m[1]}9") for m in _DECADE.finditer(question)
+    ] + [
         _Test("in", m["n"], m.start(), m.end()) for m in _IN_MONTH.finditer(question)
     ] + [
         _Test("at most" if m["top"] or m["better"] else "at least", m["n"] or m["m"], m.start(), m.end(), place=True)
