@@ -1207,3 +1207,17 @@ def test_the_rows_named_are_those_passing_the_test_not_the_best_named_row_alone(
 def test_a_decade_is_a_range_of_years() -> None:
     answer = pass1("Zane Grey", BOOKS, "How many titles were published in the 1920s?")
     assert "2 rows with “Year from 1920 to 1929”" in answer and "The Vanishing American" in answer, answer
+
+
+WORKS = (
+    "This is a list of buildings and furniture designed by architect Eero Saarinen. Many were made with his father.\n\n"
+    "|Completed Works table|\n|Name|City|Designed|Completed|\n|Saarinen House furnishings|Bloomfield Hills|1928|1930|\n"
+    "|Eero Saarinen & Associates Building|Bloomfield Hills|1953|1953|\n|CBS Building|New York City|1960|1965|\n"
+    "|Athens Airport|Athens|1960|1969|\n|Kresge Auditorium|Cambridge|1950|1955|\n"
+)
+
+
+def test_a_page_without_a_title_is_about_the_names_in_its_first_sentence() -> None:
+    # "By Eero Saarinen" names the page, not the one row named after his firm.
+    answer = pass1("", WORKS, "Which work was the last work to be designed by Eero Saarinen?")
+    assert "Athens Airport" in answer and "Associates Building" not in answer, answer

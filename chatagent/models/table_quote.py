@@ -470,7 +470,15 @@ def subject(text: str) -> str:
     names its subject so)."""
     first = text.lstrip().split("\n", 1)[0].strip()
     lead = _LEAD_HEADING.fullmatch(first) or _LEAD_ROW.fullmatch(first) or _LEAD_BOLD.search(text[:400])
-    return clean(lead.group(1)) if lead else ""
+    if lead:
+        return clean(lead.group(1))
+    # "This is a list of … designed by architect Eero Saarinen.": the names in its first
+    # sentence, after its start (a name there is what the sentence says something about).
+    sentence = re.split(r"(?<=[.!?])\s", first, maxsplit=1)[0] if not first.startswith("|") else ""
+    return " ".join(m[0] for m in _NAMES.finditer(sentence) if m.start() > 0)
+
+
+_NAMES = re.compile(r"\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)+")  # two or more capitalised words: a name
 
 
 # "How long did it take?" asks for a time or a length: no row or column is named "long"
