@@ -1221,3 +1221,15 @@ def test_a_page_without_a_title_is_about_the_names_in_its_first_sentence() -> No
     # "By Eero Saarinen" names the page, not the one row named after his firm.
     answer = pass1("", WORKS, "Which work was the last work to be designed by Eero Saarinen?")
     assert "Athens Airport" in answer and "Associates Building" not in answer, answer
+
+
+HEAT = (
+    "|Rank|Lane|Name|Nationality|Time|\n|1|5|Gustavo Sanchez|Mexico|39.48|\n|2|4|Eskender Mustafaiev|Ukraine|38.26|\n"
+    "|3|6|Darko Duric|Slovenia|39.71|\n|4|3|Michael Schoenmaker|Netherlands|43.01|\n|5|2|Ricardo Ten|Spain|40.12|\n"
+)
+
+
+def test_the_fastest_is_ranked_by_the_column_of_times_though_none_is_named() -> None:
+    # "What country …" asks for a Nationality, but "fastest" ranks by Time: not the country listed least often.
+    answer = pass1("50 m freestyle", HEAT, "What country does the fastest swimmer represent?")
+    assert "Ukraine" in answer and "least often" not in answer and "Netherlands" not in answer, answer

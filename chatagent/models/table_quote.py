@@ -54,6 +54,7 @@ _LEAST = re.compile(
 )
 _SPEED = re.compile(r"\b(fastest|quickest|slowest)\b", re.I)
 _RATE = re.compile(r"speed|km/h|mph|per hour|rate", re.I)
+_TIMED = re.compile(r"\btime\b|speed|km/h|mph|per hour", re.I)  # a column "the fastest" is ranked by
 _FIRST = re.compile(r"\b(first|earliest|oldest|original|initial|debut)\b", re.I)
 _LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\b", re.I)
 # "The last rider on this chart", "the first date listed": the table's own order, not time.
@@ -374,6 +375,11 @@ def _comparator(s: _Scored, question: str) -> int | None:
         compared = [j for j in named if not _alike(head, s.column_terms[j])]
         named = compared or named
     ranks = _MOST.search(question) or _LEAST.search(question)
+    if _SPEED.search(question) and not named:
+        # "The fastest swimmer": by the column of times (or of speeds), though none is named.
+        timed = [j for j in numeric if _clocks(s.table, j) or _TIMED.search(s.table.column(j))]
+        if timed:
+            return timed[0]
     if ranks and not named:
         # "Which nation won the most medals?": ranked by the table's total when it has one.
         totals = [j for j in numeric if _TOTAL_COLUMN.match(s.table.column(j))]
@@ -698,7 +704,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         nearby = _neighbour(best, top, after=after)
         return TableQuote(table, [top, *nearby] if after else [*nearby, top], limit=limit)
 
-    if _OFTEN.search(question) or ((most or least) and _only_asked(best, question)):
+    timed = bool(_SPEED.search(question)) and _comparator(best, question) is not None  # "the fastest swimmer": by times
+    if _OFTEN.search(question) or ((most or least) and not timed and _only_asked(best, question)):
         # "The most common position": the value listed most often, figures or not; so too
         # "in which season did he compete in the most events?" when only the season is a column.
         often = _most_often(best, question, pool, fewest=bool(_LEAST.search(question)), figures=True)
