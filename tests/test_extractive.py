@@ -1233,3 +1233,9 @@ def test_the_fastest_is_ranked_by_the_column_of_times_though_none_is_named() -> 
     # "What country …" asks for a Nationality, but "fastest" ranks by Time: not the country listed least often.
     answer = pass1("50 m freestyle", HEAT, "What country does the fastest swimmer represent?")
     assert "Ukraine" in answer and "least often" not in answer and "Netherlands" not in answer, answer
+
+
+def test_x_and_what_other_row_passes_the_test_shows_the_others_too() -> None:
+    medals = MEDALS_NL.replace("|4|Tunisia|0|0|9|9|", "|4|Croatia|0|3|3|6|\n|5|Egypt|0|1|2|3|")
+    answer = pass1("Medal table", medals, "Croatia and what other country did not receive any gold medals?")
+    assert "Egypt" in answer and "Croatia" in answer, answer

@@ -602,7 +602,9 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             rows = [i for i in rows if i not in aside]
             words = [" and ".join([*words, *said_not])]
         filtered = rows, words
-        if named_rows:  # the filter applies to the rows the question names
+        # The filter applies to the rows the question names; but "Croatia and what other
+        # country had no gold?" names the row it does not ask for.
+        if named_rows and not _ALSO.search(question):
             # None of them passes: the words named the thing counted ("in how many games …").
             need = _needed(best, top)
             named = [i for i in rows if need <= best.row_hits[i]]
