@@ -1239,3 +1239,17 @@ def test_x_and_what_other_row_passes_the_test_shows_the_others_too() -> None:
     medals = MEDALS_NL.replace("|4|Tunisia|0|0|9|9|", "|4|Croatia|0|3|3|6|\n|5|Egypt|0|1|2|3|")
     answer = pass1("Medal table", medals, "Croatia and what other country did not receive any gold medals?")
     assert "Egypt" in answer and "Croatia" in answer, answer
+
+
+GAMES = (
+    "The Soviet team was the country to beat: its women won gold medals in skiing, and the country took the most medals.\n\n"
+    "These are the top nations that won medals at the Games:\n\n"
+    "|Rank|Nation|Gold|Silver|Bronze|Total|\n|1|Soviet Union|7|3|6|16|\n|2|Austria|4|3|4|11|\n|3|Finland|3|3|1|7|\n"
+    "|4|Germany|1|0|1|2|\n|5|Canada|0|1|2|3|\n"
+)
+
+
+def test_a_column_named_nation_answers_a_question_about_a_country() -> None:
+    # The prose has "country", "gold" and "medals"; the table has "Nation", which means a country.
+    answer = pass1("1956 Winter Olympics", GAMES, "Which country had no gold medals?")
+    assert "Canada" in answer and "Soviet team" not in answer, answer

@@ -806,7 +806,8 @@ def _coverage(tq: table_quote.TableQuote, question: str, title: str) -> float:
     q = _question_terms(question) | _intent_terms(question)
     t = tq.table
     cells = [c for i in tq.rows for c in t.rows[i]] + (tq.distinct[1] if tq.distinct else [])
-    held = set(_terms(" ".join([title, t.caption, *t.columns, *cells]))) | set(_terms(_passage_intents(" ".join(cells))))
+    columns = [table_quote.column_words(c) for c in t.columns]  # "Nation" says "country" too
+    held = set(_terms(" ".join([title, t.caption, *columns, *cells]))) | set(_terms(_passage_intents(" ".join(cells))))
     return len(q & held) / len(q) if q else 0.0
 
 

@@ -316,9 +316,13 @@ _MEASURES = {"%", *_UNITS.values()}
 
 def _column_terms(table: Table, j: int) -> set[str]:
     """The terms of column `j`'s name, with what its abbreviations stand for."""
-    name = table.column(j)
+    return set(ANALYSER.terms(column_words(table.column(j))))
+
+
+def column_words(name: str) -> str:
+    """A column's name with what its abbreviations stand for ("Pts": "Pts points")."""
     spelled = " ".join(_HEADER_WORDS.get(w.casefold(), "") for w in re.findall(r"[A-Za-z]+|%", name))
-    return set(ANALYSER.terms(f"{name} {spelled}"))
+    return f"{name} {spelled}"
 
 
 def _filled(table: Table, j: int) -> list[str]:
