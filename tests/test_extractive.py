@@ -1253,3 +1253,16 @@ def test_a_column_named_nation_answers_a_question_about_a_country() -> None:
     # The prose has "country", "gold" and "medals"; the table has "Nation", which means a country.
     answer = pass1("1956 Winter Olympics", GAMES, "Which country had no gold medals?")
     assert "Canada" in answer and "Soviet team" not in answer, answer
+
+
+MAYORS = (
+    "From the very beginning the bar's first table was kept for the pioneers: the first meetings were held at it.\n\n"
+    "|Year|Name|Year|Name|\n|1903-04|Mr B. Owen-Jones|1935-36|Mr W. Pearce|\n|1904-05|Mr G. Constable|1936-37|Mr J. Morris|\n"
+    "|1905-06|Mr P. Venter|1937-38|Mr I. Kramer|\n|1906-07|Mrs E. Myer|1938-39|Mr B. Steyn|\n"
+)
+
+
+def test_a_question_about_the_table_itself_is_answered_from_its_rows() -> None:
+    # "Listed in the table": the prose shares its words ("first", "table"), but the table is asked about.
+    answer = pass1("Boksburg", MAYORS, "Who is the first name listed in the table?")
+    assert "Owen-Jones" in answer and "social life" not in answer, answer

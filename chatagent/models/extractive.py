@@ -869,7 +869,9 @@ def _evidence(
         tq = table_quote.quote(body, question, title)
         prose = max((c for c, _, p in hits if p.tab_id == tab_id), default=0.0)
         covered = _coverage(tq, question, title) if tq is not None else 0.0
-        if tq is not None and covered + PROSE_MARGIN >= prose:
+        # "The first name listed in the table": a data table's rows, before any sentence.
+        listed = tq is not None and bool(tq.table.columns) and table_quote.says_table(question)
+        if tq is not None and (covered + PROSE_MARGIN >= prose or listed):
             rows[tab_id] = tq
             strength[tab_id] = max(covered, prose)
         elif prose:

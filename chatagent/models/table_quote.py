@@ -59,6 +59,14 @@ _FIRST = re.compile(r"\b(first|earliest|oldest|original|initial|debut)\b", re.I)
 _LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\b", re.I)
 # "The last rider on this chart", "the first date listed": the table's own order, not time.
 _LISTED = re.compile(r"\b(?:listed|on (?:the|this) (?:list|chart|table)|(?:of|in) (?:the|this) (?:list|chart|table))\b", re.I)
+
+
+def says_table(question: str) -> bool:
+    """Whether the question asks about a table as such ("the first name listed in the table",
+    "the last on the chart"): a table's rows answer it before any sentence does."""
+    return bool(_LISTED.search(question))
+
+
 _EARLIER = re.compile(r"\b(earlier|sooner|older)\b", re.I)  # of two rows
 _LATER = re.compile(r"\b(later|newer|more recent|younger)\b", re.I)
 _AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\b", re.I)
