@@ -60,13 +60,6 @@ _LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\
 # "The last rider on this chart", "the first date listed": the table's own order, not time.
 _LISTED = re.compile(r"\b(?:listed|on (?:the|this) (?:list|chart|table)|(?:of|in) (?:the|this) (?:list|chart|table))\b", re.I)
 
-
-def says_table(question: str) -> bool:
-    """Whether the question asks about a table as such ("the first name listed in the table",
-    "the last on the chart"): a table's rows answer it before any sentence does."""
-    return bool(_LISTED.search(question))
-
-
 _EARLIER = re.compile(r"\b(earlier|sooner|older)\b", re.I)  # of two rows
 _LATER = re.compile(r"\b(later|newer|more recent|younger)\b", re.I)
 _AFTER = re.compile(r"\b(after|next|following|below|succeeded|subsequent|later)\b", re.I)
@@ -472,6 +465,12 @@ def _numbered(question: str) -> list[tuple[float, set[str]]]:
     return out
 
 
+def says_table(question: str) -> bool:
+    """Whether the question asks about a table as such ("the first name listed in the table",
+    "the last on the chart"): a table's rows answer it before any sentence does."""
+    return bool(_LISTED.search(question))
+
+
 def _ordered_first(question: str) -> bool:
     """Whether the question asks for the first of some rows ("the first album"), not for a first place."""
     return bool(_FIRST.search(_PLACED_FIRST.sub(" ", question)))
@@ -621,9 +620,9 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             need = _needed(best, top)
             named = [i for i in rows if need <= best.row_hits[i]]
             if not named and rows:
-                # The best row named is not among those passing ("the first book by Harper &
-                # Brothers between 1903 and 1923": "Book of Camps" is by them, but of 1928):
-                # the rows named as the best of those passing is.
+                # The best row named does not pass ("the first book by Harper & Brothers
+                # between 1903 and 1923": "Book of Camps" is by them, but of 1928): the rows
+                # named are those named like the best of the rows that pass.
                 inner = max(rows, key=lambda i: (best.row_scores[i], -i))
                 if best.row_scores[inner] > 0:
                     need = _needed(best, inner)
