@@ -451,18 +451,21 @@ def _numbered(question: str) -> list[tuple[float, set[str]]]:
         token = m.group(1).lower()
         if _THRESHOLD_BEFORE.search(question[: m.start()]):
             continue
-        around = question[: m.start()].split()[-2:] + question[m.end():].split()[:2]
-        out.append((float(_NUMBER_WORDS.get(token, token)), set(ANALYSER.terms(" ".join(around)))))
+        out.append((float(_NUMBER_WORDS.get(token, token)), _around(question, m)))
     for m in _ORDINAL.finditer(question):
         if _THRESHOLD_BEFORE.search(question[: m.start()]) or re.match(_OR_BETTER, question[m.end():], re.I):
             continue  # "at least 2nd", "3rd or better": a test of places
         # "The 8th place time" is a place; "start in the 1st position", "the 16th opus" may
         # name their column ("Start", "Opus") by the words around.
         place = re.match(r"[\s-]*(?:place|position|spot|rank)\b", question[m.end():], re.I)
-        around = [] if place else question[: m.start()].split()[-2:] + question[m.end():].split()[:2]
-        out.append((float(_ORDINAL_WORDS[m[1].lower()] if m[1] else m[2]), {RANK, *ANALYSER.terms(" ".join(around))}))
+        out.append((float(_ORDINAL_WORDS[m[1].lower()] if m[1] else m[2]), {RANK} | (set() if place else _around(question, m))))
     out += [(1.0, {RANK}) for _ in _PLACED_FIRST.finditer(question)]
     return out
+
+
+def _around(question: str, m: re.Match[str]) -> set[str]:
+    """The terms of the two words either side of a figure: what it is a figure of."""
+    return set(ANALYSER.terms(" ".join(question[: m.start()].split()[-2:] + question[m.end():].split()[:2])))
 
 
 def says_table(question: str) -> bool:
