@@ -377,13 +377,13 @@ def _http_errors(name: str) -> tuple[type[BaseException], ...]:
 
 
 def _is_transport_error(exc: BaseException) -> bool:
-    errors = _http_errors("TransportError")
-    return bool(errors) and any(isinstance(e, errors) for e in causes(exc))
+    errors = _http_errors("TransportError")  # none loaded: isinstance(e, ()) is False
+    return any(isinstance(e, errors) for e in causes(exc))
 
 
 def is_connection_error(exc: BaseException) -> bool:
     """The service could not be reached at all (refused, unresolvable, reset while connecting)."""
     if any(isinstance(e, lc.ModelConnectionError) for e in causes(exc)):
         return True
-    errors = _http_errors("ConnectError")
-    return bool(errors) and any(isinstance(e, errors) for e in causes(exc))
+    errors = _http_errors("ConnectError")  # none loaded: isinstance(e, ()) is False
+    return any(isinstance(e, errors) for e in causes(exc))
