@@ -7,10 +7,16 @@ once, and answers from the command line when it can."""
 import signal
 import sys
 
+from . import startup
 from .exit_status import EXIT_INTERRUPTED, INTERRUPTED  # now: the Ctrl-C handler below imports nothing
 
 
 def main() -> int:
+    with startup.paused():  # the garbage collector, through the command's start-up (chatagent/startup.py)
+        return _main()
+
+
+def _main() -> int:
     _hold_ctrl_c()
     try:
         from .daemon.early import answer, head_start

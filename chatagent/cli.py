@@ -24,7 +24,7 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from . import __version__
+from . import __version__, startup
 from .errors import ChatAgentError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
@@ -530,6 +530,8 @@ def _main(argv: list[str], early: socket.socket | None) -> int:
     args.early = early
     args.verbose = verbosity(args)
     setup_logging(args.verbose)
+    if args.handler not in (cmd_ask, cmd_chat):  # theirs ends as their first answer begins (render.show)
+        startup.over()
     status = run(lambda: args.handler(args), verbose=args.verbose)
     return EXIT_OK if status is None else status
 

@@ -18,6 +18,7 @@ from rich.live import Live
 from rich.segment import Segment
 from rich.spinner import Spinner
 
+from . import startup
 from .events import Done, ErrorEvent, Event, Note, PassStart, Screenshot, Token, ToolCall, ToolResult
 from .terminal import json_safe, link, safe_text, sanitize
 
@@ -44,6 +45,7 @@ async def show(events: AsyncIterator[Event], *, json_mode: bool) -> "EventPrinte
     printer.start()
     try:
         async for event in events:
+            startup.over()  # the answer has begun: so has the command (chatagent/startup.py)
             printer(event)
     finally:
         printer.close()  # also when stopped midway: the cursor comes back, the partial answer stays
