@@ -274,3 +274,12 @@ def test_the_collector_is_left_off_where_someone_else_turned_it_off() -> None:
         startup.over()  # again: nothing to do
     assert gc.isenabled()
     gc.unfreeze()  # this test process's objects go back to being collected
+
+
+def test_a_one_shot_ask_about_several_pages_starts_no_extraction_workers(tmp_path: Path, site: Site) -> None:
+    """Starting them takes ~0.5 s of CPU from the browser loading the pages:
+    one question does not repay it (a conversation, `chat`, does)."""
+    modules = imported_by(tmp_path, "ask", site.url("product"), site.url("laptop_orion"), "-q",
+                          "Which laptop is lighter?", "--model", "extractive")
+    assert "chatagent.extraction" in modules
+    assert "multiprocessing.forkserver" not in modules
