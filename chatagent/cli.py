@@ -533,7 +533,9 @@ def _main(argv: list[str], early: socket.socket | None) -> int:
     args.early = early
     args.verbose = verbosity(args)
     setup_logging(args.verbose)
-    if args.handler not in (cmd_ask, cmd_chat):  # theirs ends as their first answer begins (render.show)
+    # Start-up ends here but for `ask` and `chat` (as their first answer begins: render.show)
+    # and `mcp` (once its runtime is warm: mcp_server.running).
+    if args.handler not in (cmd_ask, cmd_chat, cmd_mcp):
         startup.over()
     status = run(lambda: args.handler(args), verbose=args.verbose)
     return EXIT_OK if status is None else status

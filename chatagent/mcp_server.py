@@ -28,6 +28,7 @@ from .browser.targets import normalize_target
 from .errors import ChatAgentError
 from .events import Done, ErrorEvent, Note, PassStart, ToolCall
 from .prompts import Fence
+from . import startup
 from .runtime import Runtime
 from .limits import MAX_QUESTION_CHARS, MIN_TAB_BUDGET
 from .settings import Settings
@@ -235,6 +236,7 @@ async def running(settings: Settings) -> AsyncIterator[MCPServer]:
     async with Runtime(settings, extraction_workers=True) as runtime:
         warm = asyncio.create_task(runtime.warm())
         warm.add_done_callback(_log_warm_failure)
+        warm.add_done_callback(lambda _: startup.over())  # its start-up: warm, or given up (chatagent/startup.py)
         try:
             yield build_server(runtime)
         finally:

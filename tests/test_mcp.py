@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -323,3 +324,23 @@ async def test_over_http_two_clients_share_a_listed_tab_and_its_tools_take_turns
     assert all(r.structured_content["pass"] == 2 for r in results)
     assert scrolls >= 20, "every question used the browser"
     assert most == 1, "two scrolls ran on one tab at the same time"
+
+
+async def test_the_server_runs_no_garbage_collection_until_it_is_warm(site: Site, tmp_path: Path) -> None:
+    """Its start-up's long-lived objects are not scanned again and again
+    (chatagent/startup.py): an agent's first call comes back sooner."""
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "chatagent", "-vv", "mcp"], cwd=str(ROOT),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as errlog:
+        async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(read, write) as s:
+            await s.initialize()
+            result = await call(s, "read_pages", {"urls": [site.url("product")], "question": "How much is it?"})
+    assert not result.is_error and "$1,349.00" in result.structured_content["pages"][0]["text"]
+    over = re.findall(r"start-up over after (\d+) garbage collections: (\d+) objects frozen", log.read_text())
+    assert len(over) == 1, log.read_text()[-3000:]
+    collections, frozen = map(int, over[0])
+    assert collections < 60  # ~20 as the interpreter starts; unpaused, the runtime's imports alone run ~170
+    assert frozen > 100_000  # what warming loaded, not only the command line's modules
