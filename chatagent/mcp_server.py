@@ -23,12 +23,12 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
+from . import startup
 from .browser.base import Tab, TabFailure
 from .browser.targets import normalize_target
 from .errors import ChatAgentError
 from .events import Done, ErrorEvent, Note, PassStart, ToolCall
 from .prompts import Fence
-from . import startup
 from .runtime import Runtime
 from .limits import MAX_QUESTION_CHARS, MIN_TAB_BUDGET
 from .settings import Settings

