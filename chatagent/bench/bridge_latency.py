@@ -60,7 +60,9 @@ async def _ask(reader: FrameReader, writer: FrameWriter, server: GeminiServer, r
 
 
 async def _rep(server: GeminiServer, i: int, think_s: float) -> dict[str, float]:
-    env = {"GOOGLE_API_KEY": "bench", "GOOGLE_GEMINI_BASE_URL": server.url}
+    # The model asked is the one the settings name, as for a panel whose settings chose it:
+    # the host readies that one as the panel connects (the default is the offline model).
+    env = {"GOOGLE_API_KEY": "bench", "GOOGLE_GEMINI_BASE_URL": server.url, "CHATAGENT_MODEL": MODEL_NAME}
     async with spawn_host(env, stderr=asyncio.subprocess.DEVNULL) as proc:
         assert proc.stdin and proc.stdout
         reader, writer = FrameReader(proc.stdout), FrameWriter(proc.stdin)
