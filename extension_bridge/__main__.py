@@ -1,5 +1,10 @@
 """`python -m extension_bridge ORIGIN`: the native-messaging host Chrome starts."""
 
-from .host import main
+from chatagent import startup
 
-raise SystemExit(main())
+# The garbage collector, paused until the runtime is warm (chatagent/startup.py; host._run_warm).
+with startup.paused():
+    from .host import main
+
+    status = main()
+raise SystemExit(status)

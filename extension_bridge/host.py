@@ -16,6 +16,7 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
+from chatagent import startup
 from chatagent.errors import ChatAgentError
 from chatagent.events import ErrorEvent, Event
 
@@ -240,6 +241,8 @@ class BridgeHost:
             await warm()
         except Exception as exc:  # noqa: BLE001 - warming only saves time; the first ask does the work
             log.warning("warm-up failed (%s: %s); the first question will be slower", type(exc).__name__, exc)
+        finally:
+            startup.over()  # the host's start-up ends here (chatagent/startup.py)
 
     async def _send_error(self, rid: str, code: str, message: str) -> None:
         await self.send(EventMessage.wrap(rid, ErrorEvent(code=code, message=message)))

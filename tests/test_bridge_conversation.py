@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import re
+import sys
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from chatagent.testing.gemini_server import GeminiServer, TextReply
-from extension_bridge.spawn import spawn_host
+from extension_bridge.install import EXTENSION_ORIGIN
+from extension_bridge.spawn import ROOT, spawn_host
 
 from conftest import PAGES
 from test_bridge_host import Peer
@@ -107,3 +112,41 @@ async def test_panel_settings_are_saved_in_the_settings_file_and_bad_ones_change
     assert first["type"] == "done" and first["model"] == "gemini-2.5-flash"
     other = gemini.generate_requests[1].text()
     assert "How much is it?" not in other, "another thread starts without the first one's history"
+
+
+# The host as Chrome starts it (`python -m extension_bridge ORIGIN`), its log at DEBUG.
+_HOST_AT_DEBUG = (
+    "import logging, runpy, sys; logging.basicConfig(stream=sys.stderr, level=logging.DEBUG); "
+    "sys.argv[0] = 'extension_bridge'; runpy.run_module('extension_bridge', run_name='__main__', alter_sys=True)"
+)
+
+
+async def test_the_host_runs_no_garbage_collection_until_it_is_warm(gemini: GeminiServer, tmp_path: Path) -> None:
+    """Its start-up's long-lived objects are not scanned again and again
+    (chatagent/startup.py): a question asked as the panel opens is answered sooner."""
+    gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url,
+           "CHATAGENT_MODEL": "gemini-2.5-flash"}
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as errlog:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-c", _HOST_AT_DEBUG, EXTENSION_ORIGIN, cwd=ROOT, env=env,
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=errlog)
+        peer = Peer(proc)
+        await peer.send(ask("a", "How much is it?"))
+        done = (await peer.events_until_end("a"))[-1]
+        for _ in range(300):  # once warm, while the host still serves: not as it exits
+            if serving := "start-up over" in log.read_text():
+                break
+            await asyncio.sleep(0.1)
+        assert proc.stdin
+        proc.stdin.close()
+        await asyncio.wait_for(proc.wait(), 10)
+    assert done["type"] == "done" and "$1,349.00" in done["answer"]
+    text = log.read_text()
+    assert serving, text[-3000:]
+    over = re.findall(r"start-up over after (\d+) garbage collections: (\d+) objects frozen", text)
+    assert len(over) == 1, log.read_text()[-3000:]
+    collections, frozen = map(int, over[0])
+    assert collections < 60  # ~20 as the interpreter starts; unpaused, the runtime's imports alone run ~170
+    assert frozen > 100_000  # what warming loaded: LangChain, the Gemini client, trafilatura
