@@ -9,10 +9,9 @@ the first token. So the command pauses it from its first line (`paused`) to
 the end of its start-up (`over`): for `ask` and `chat`, when the first
 answer's first event comes (`render.show`); for `mcp` and the side panel's
 host (`extension_bridge`), once its runtime is warm; for any other command,
-once its command line is read. Then what
-start-up made is frozen (`gc.freeze`: never scanned again; the few cycles
-start-up left, ~2,400 objects, are not collected) and collection goes on as
-usual.
+once its command line is read. Then what start-up made is frozen
+(`gc.freeze`: never scanned again; the few cycles start-up left, ~2,400
+objects, are not collected) and collection goes on as usual.
 
 Standard library only: `chatagent.__main__` imports it before anything else.
 """
