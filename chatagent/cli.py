@@ -293,6 +293,8 @@ async def cmd_chat(args: argparse.Namespace) -> int:
             # starts as fast as a follow-up. `ask` has its question already.
             with stderr_console().status("Opening pages…"):
                 conversation = await runtime.open(args.targets, prefetch=True)
+            # The prompt shows: from here on the session is the user's, for as long as they like.
+            startup.over()
             session = ChatSession(runtime, conversation, json_mode=args.json,
                                   live_tabs=bool(runtime.settings.cdp) and not args.targets)
             await session.run(interactive=interactive)
@@ -533,8 +535,8 @@ def _main(argv: list[str], early: socket.socket | None) -> int:
     args.early = early
     args.verbose = verbosity(args)
     setup_logging(args.verbose)
-    # Start-up ends here but for `ask` and `chat` (as their first answer begins: render.show)
-    # and `mcp` (once its runtime is warm: mcp_server.running).
+    # Start-up ends here but for `ask` (as its answer begins: render.show), `chat` (once its
+    # pages are open) and `mcp` (once its runtime is warm: mcp_server.running).
     if args.handler not in (cmd_ask, cmd_chat, cmd_mcp):
         startup.over()
     status = run(lambda: args.handler(args), verbose=args.verbose)

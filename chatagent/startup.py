@@ -6,8 +6,9 @@ LangChain, google-genai, trafilatura and Playwright; the runtime; the page's
 extraction). CPython's collector runs every 700 new objects and scans the
 young ones each time: ~0.2 s of a ~1.6 s start-up, all of it on the path to
 the first token. So the command pauses it from its first line (`paused`) to
-the end of its start-up (`over`): for `ask` and `chat`, when the first
-answer's first event comes (`render.show`); for `mcp` and the side panel's
+the end of its start-up (`over`): for `ask`, when its answer's first event
+comes (`render.show`, which also serves answers from a daemon); for `chat`,
+once its pages are open and its prompt shows; for `mcp` and the side panel's
 host (`extension_bridge`), once its runtime is warm; for any other command,
 once its command line is read. Then what start-up made is frozen
 (`gc.freeze`: never scanned again; the few cycles start-up left, ~2,400

@@ -281,3 +281,25 @@ async def test_chat_over_cdp_without_urls_reads_the_tabs_opened_after_it_started
     assert not second["cached"]
     assert "founded in 1648" not in page_context(closed) and "founded in 1791" in page_context(closed)
     assert site.url("two_a") in still_open, "/close leaves the user's own tab open in their browser"
+
+
+async def test_the_garbage_collector_runs_again_once_the_prompt_shows(site: Site, tmp_path: Any) -> None:
+    """Start-up's objects are frozen once the pages are open (chatagent/startup.py),
+    before any question: a session of commands alone, however long, collects as usual."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as errlog:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "chatagent", "-vv", "chat", "--json", "--model", "extractive", site.url("product"),
+            cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=errlog,
+        )
+        for _ in range(300):  # at the prompt, no question asked: not at the exit
+            if serving := "start-up over" in log.read_text():
+                break
+            await asyncio.sleep(0.1)
+        assert proc.stdin
+        proc.stdin.close()
+        assert await asyncio.wait_for(proc.wait(), timeout=30) == 0
+    assert serving, log.read_text()[-3000:]
+    frozen = int(re.search(r"start-up over after \d+ garbage collections: (\d+) objects frozen", log.read_text())[1])
+    assert frozen > 100_000  # the runtime loaded and the page read
