@@ -33,7 +33,8 @@ _MARKUP = re.compile(r"[\\*_<\[!]|^0\d")  # anything `clean` would change beyond
 _TOTAL = re.compile(r"((grand|career) )?totals?:?|sum|overall|all|career\*?", re.I)
 _SORT_KEY = re.compile(r"!B?\d{6,}\s*")
 _PADDED_KEY = re.compile(r"^0+(\d+?)(?=\1(?!\d))")
-_EMPTY = {"", "-", "—", "–", "−", "n/a", "N/A"}
+NONE_CELLS = frozenset({"", "-", "–", "—", "−"})  # a cell saying none (the last a minus sign, as pages write one)
+_EMPTY = NONE_CELLS | {"n/a", "N/A"}  # nothing to read: none, or not applicable
 _PLAIN_NUMBER = re.compile(r"-?\d{1,3}(?:,\d{3})+(?:\.\d+)?|-?\d+(?:\.\d+)?")
 SUMMED_COLUMNS = 2  # one column summing up could be chance ("1, 2, 3" over "6")
 

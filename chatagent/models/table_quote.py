@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..ranking.base import QUESTION_WORDS, STOPWORDS_EN, Analyser
-from ..tables import Table, clean, tables
+from ..tables import NONE_CELLS, Table, clean, tables
 
 ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
 # How a question about a table is put, not what it is about: "how many times", "the total number".
@@ -121,7 +121,6 @@ _NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|
 # What a question asks for: "which year …", "what was the team …".
 _ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)*(?P<what>\w+)", re.I)
 _TOTAL_COLUMN = re.compile(r"^(total|overall|sum|tot\.?)\b", re.I)
-_NOTHING = {"", "-", "–", "—", "−"}  # a cell saying none (the last a minus sign, as pages write one)
 # How often, not how much: "the most common position", "recorded the most", "most frequent".
 _OFTEN = re.compile(r"\b(?:most|least) (?:common|frequent|often)|\b(?:most|least) commonly\b|\b(?:recorded|listed|appears?) the (?:most|least)\b", re.I)
 _ALSO = re.compile(r"\b(?:what|which|who) (?:other|else)\b|\bwho also\b|\balso\b", re.I)
@@ -246,7 +245,7 @@ def _score(
             q = q | {term}
             for i in range(len(table.rows)):
                 cell = table.value(i, j)
-                if _number(cell) == figure or (figure == 0 and cell in _NOTHING):
+                if _number(cell) == figure or (figure == 0 and cell in NONE_CELLS):
                     cells[i].add(term)
     q = q | values
     df = Counter(t for c in cells for t in c & q)
@@ -328,7 +327,7 @@ def column_words(name: str) -> str:
 
 def _filled(table: Table, j: int) -> list[str]:
     """Column `j`'s cells that say something ("–" says none)."""
-    return [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in _NOTHING]
+    return [v for i in range(len(table.rows)) if (v := table.value(i, j)) not in NONE_CELLS]
 
 
 def _carries(table: Table, j: int, unit: str) -> bool:
@@ -899,7 +898,7 @@ def _zero(s: _Scored, question: str, tests: list[_Test]) -> tuple[list[int], str
     col = max(near or named, key=lambda j: s.column_hits[j])
     rows = [
         i for i in range(len(s.table.rows))
-        if (_number(s.table.value(i, col)) == 0 or s.table.value(i, col) in _NOTHING) and not s.table.is_total(i)
+        if (_number(s.table.value(i, col)) == 0 or s.table.value(i, col) in NONE_CELLS) and not s.table.is_total(i)
     ]
     return rows, f"{s.table.column(col)} 0", col
 
