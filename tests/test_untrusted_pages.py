@@ -89,6 +89,27 @@ async def test_a_later_navigation_to_a_local_file_is_refused(
     assert "TOP-SECRET" not in ctx.model_dump_json()
 
 
+async def test_a_named_page_cannot_fetch_a_file_named_before_it(
+    tmp_path: Path, secret: Path, open_tabs,
+) -> None:
+    """Both files were named (as an MCP server's earlier calls name theirs), but
+    the second page's own address must not lead it to the first one's."""
+    (first,) = await open_tabs([str(secret)])
+    assert isinstance(first, PlaywrightTab) and SECRET in (await first.snapshot()).visible_text
+    probe = _page(tmp_path, "probe.html", "<p id=out>probing</p><script>"
+                  "const base = location.href.slice(0, location.href.lastIndexOf('/'));"
+                  "const guesses = [base.replace(/\\/[^/]*$/, '/1/secret.txt'), base + '/../1/secret.txt',"
+                  " location.origin + '/secret.txt'];"
+                  "Promise.all(guesses.map(u => fetch(u).then(r => r.text()).catch(e => String(e))))"
+                  ".then(t => { document.getElementById('out').textContent = 'fetched: ' + t.join(' | '); });"
+                  "</script>")
+    (tab,) = await open_tabs([str(probe)])
+    assert isinstance(tab, PlaywrightTab)
+    await tab.page.wait_for_function("document.getElementById('out').textContent.startsWith('fetched')")
+    text = (await tab.snapshot()).visible_text
+    assert "fetched:" in text and "TOP-SECRET" not in text
+
+
 async def test_a_users_own_local_tab_that_moves_to_an_unnamed_file_is_refused(
     tmp_path: Path, secret: Path, chromium: PlaywrightBrowser,
 ) -> None:

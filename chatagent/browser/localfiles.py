@@ -5,9 +5,10 @@ A page opened as `file://` may navigate to, frame or embed any other local file
 model. A page served over http cannot: Chromium refuses every `file://` load
 from a non-file origin. So chatagent never opens a `file://` URL in the
 browser it launches. Each file the user names is served at its own
-unguessable path on a loopback port; every other path answers 404, so a named
-page cannot fetch its neighbours (images or style sheets beside it included)
-either. URLs are shown to the user and the model as the `file://` URLs named.
+unguessable path on a loopback port (a token of its own: a page that reads its
+address learns no other file's); every other path answers 404, so a named
+page cannot fetch its neighbours (images or style sheets beside it, or files
+named before it) either. URLs are shown to the user and the model as the `file://` URLs named.
 """
 
 from __future__ import annotations
@@ -82,7 +83,6 @@ class LocalFiles:
 
     def __init__(self) -> None:
         self._server: _Server | None = None
-        self._prefix = ""
         self._to_file: dict[str, str] = {}  # served path -> file URL, for display
         self._lock = threading.Lock()
 
@@ -94,7 +94,7 @@ class LocalFiles:
             raise TabError(f"No such file: {path}." if not path.exists() else f"{path} is not a file.")
         server = self._start()
         with self._lock:
-            served = f"/{self._prefix}/{len(server.files) + 1}/{quote(path.name)}"
+            served = f"/{secrets.token_urlsafe(18)}/{quote(path.name)}"
             server.files[served] = path
             self._to_file[served] = urlunsplit(parts._replace(query="", fragment=""))
         host, port = server.server_address[:2]
@@ -117,7 +117,6 @@ class LocalFiles:
             if self._server is None:
                 server = _Server(("127.0.0.1", 0), _Handler)
                 server.files = {}
-                self._prefix = secrets.token_urlsafe(18)
                 threading.Thread(target=server.serve_forever, name="chatagent-local-files", daemon=True).start()
                 self._server = server
             return self._server
