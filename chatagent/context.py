@@ -114,7 +114,7 @@ class ContextBuilder:
         try:
             snap = await tab.snapshot()
         except ChatAgentError as exc:
-            return TabFailure(tab_id=tab.label, url="", code=exc.code, message=exc.message)
+            return TabFailure(tab_id=tab.label, url=tab.url, code=exc.code, message=exc.message)
         return snap if snap.tab_id == tab.label else snap.model_copy(update={"tab_id": tab.label})
 
     async def _read(self, tab: Tab | TabFailure) -> Extracted | TabFailure:

@@ -110,6 +110,36 @@ class TestOpenTabs:
         (tc,) = ctx.tabs
         assert not tc.ok and "HTTP 404" in (tc.error or "") and "Check the address" in (tc.error or "")
         assert any("HTTP 404" in n for n in tc.notes) and not tc.text
+        assert tc.url == site.url("/404"), "a caller of several pages must know which one failed"
+
+    async def test_a_server_that_never_answers_is_a_failure_not_a_blank_tab(
+        self, site: Site, chromium: PlaywrightBrowser, open_tabs,
+    ) -> None:
+        before = len(chromium.context.pages)
+        (result,) = await open_tabs([site.url("/poll")], timeout_s=1.5)
+        failure = _failure(result)
+        assert failure.code == "timeout" and failure.url == site.url("/poll")
+        assert "no response within 1.5s" in failure.message
+        assert len(chromium.context.pages) == before
+
+    async def test_a_cancelled_open_leaves_no_tab_behind(self, site: Site, chromium: PlaywrightBrowser) -> None:
+        """A client that gives up on a slow call (an MCP cancel) leaves no tab open:
+        over CDP it would stay in the user's browser."""
+        import asyncio
+
+        before = len(chromium.context.pages)
+        opening = asyncio.create_task(chromium.open_tabs([site.url("/poll"), site.url("/slow")], timeout_s=30))
+        while len(chromium.context.pages) < before + 2:
+            await asyncio.sleep(0.05)
+        await asyncio.sleep(0.5)  # both are loading
+        opening.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await opening
+        for _ in range(100):  # the first tab's close ends the call; the other's goes on, unawaited
+            if len(chromium.context.pages) == before:
+                break
+            await asyncio.sleep(0.05)
+        assert len(chromium.context.pages) == before
 
     async def test_never_finishing_page_times_out_with_partial_text(self, site: Site, open_tabs) -> None:
         slow, good = await open_tabs([site.url("/slow"), site.url("two_a")], timeout_s=2)

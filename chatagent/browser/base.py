@@ -82,6 +82,7 @@ class Tab(abc.ABC):
     until then). Backends word their messages with the label."""
 
     tab_id: str
+    url: str = ""  # the page's address as the user named it, for messages ("" where a backend cannot say)
     _label: str | None = None
     _turn: asyncio.Lock | None = None
 

@@ -128,6 +128,7 @@ _VIEWPORT_TEXT_JS = """
 # changing) the page is read as it is. Attribute changes do not count: they
 # are mostly animation, and counting them would make many pages wait the cap.
 SETTLE_CAP_S = 1.5
+CLOSE_WAIT_S = 5.0  # for a tab closed because its opening was cancelled: the close goes on, the caller does not wait
 SETTLE_QUIET_MS = 200
 SETTLE_GRACE_MS = 50
 SCROLL_FIRST_MS = 100
@@ -257,6 +258,10 @@ class PlaywrightTab(Tab):
         self._pdf_loaded = pdf  # the document loaded is a PDF (its response said so)
         self._pdf: PdfView | None = None
         self._watch(page)
+
+    @property
+    def url(self) -> str:
+        return self._display_url(self.page.url)
 
     def _watch(self, page: Page) -> None:
         page.on("crash", self._on_crash)
@@ -556,9 +561,25 @@ class PlaywrightBrowser(Browser):
             address = self._files.serve(url) if is_local(url) else url
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
-        page = await self._new_page()
+        creating = asyncio.ensure_future(self._new_page())
+        try:
+            page = await asyncio.shield(creating)
+        except asyncio.CancelledError:  # the page may exist already: close it once it does
+            creating.add_done_callback(_close_when_made)
+            raise
         self._ours.add(page)
         page.once("close", lambda _closed: self._ours.discard(page))
+        try:
+            return await self._load(tab_id, url, address, page, timeout_s)
+        except BaseException:
+            # Cancelled (a client gave up on the call) or failed: a half-open tab is
+            # nobody's, and over CDP it would stay in the user's browser for good.
+            # Bounded: a page closed as its navigation starts can take long to go.
+            with suppress(TimeoutError):
+                await asyncio.wait_for(asyncio.shield(_close_quietly(page)), CLOSE_WAIT_S)
+            raise
+
+    async def _load(self, tab_id: str, url: str, address: str, page: Page, timeout_s: float) -> Tab | TabFailure:
         _refuse_popups(page)  # before it loads: a page can open windows from its first script
         notes: list[str] = []
         loaded = True
@@ -568,6 +589,10 @@ class PlaywrightBrowser(Browser):
                 # The HTML parsed is enough to start from: "load" would wait for every image and frame.
                 response = await page.goto(address, wait_until="domcontentloaded", timeout=timeout_s * 1000)
             except PlaywrightTimeout:
+                if page.url in ("", "about:blank"):  # no response at all: nothing rendered to keep
+                    await _close_quietly(page)
+                    return TabFailure(tab_id=tab_id, url=url, code="timeout",
+                                      message=f"{url}: no response within {timeout_s:g}s.")
                 # Slow or never-ending page: keep what has rendered so far.
                 notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
                 response, loaded = None, False
@@ -748,6 +773,11 @@ def _not_root() -> bool:
 def _short(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return text[0] if text else type(exc).__name__
+
+
+def _close_when_made(made: "asyncio.Future[Page]") -> None:
+    if not made.cancelled() and made.exception() is None:
+        asyncio.ensure_future(_close_quietly(made.result()))
 
 
 async def _close_quietly(page: Page) -> None:
