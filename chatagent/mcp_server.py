@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -23,7 +23,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
-from . import startup
+from . import __version__, startup
 from .browser.base import Tab, TabFailure
 from .browser.targets import normalize_target
 from .errors import ChatAgentError
@@ -72,6 +72,7 @@ class AskResult(BaseModel):
     stop_reason: str
     input_tokens: int
     output_tokens: int
+    cached: bool = Field(False, description="the same question on unchanged pages: answered again from memory")
     notes: list[str] = Field(default_factory=list)
 
     model_config = {"populate_by_name": True, "serialize_by_alias": True}
@@ -92,6 +93,17 @@ def _tool_error(message: str) -> ToolError:
     return ToolError(message)
 
 
+@contextmanager
+def _told() -> Iterator[None]:
+    """chatagent's own errors (a browser that cannot start or be reached, a
+    model that cannot be made) reach the caller as their one-line message,
+    not as the SDK's bare "Error executing tool" and a traceback on stderr."""
+    try:
+        yield
+    except ChatAgentError as exc:
+        raise _tool_error(exc.message) from None
+
+
 class PageTools:
     """The tools, over one runtime. Tab ids from `list_tabs` (attached to a
     running Chrome with `cdp`) stand for those tabs in place of URLs."""
@@ -102,9 +114,6 @@ class PageTools:
         self._listed: dict[str, Tab] = {}
 
     async def list_tabs(self) -> TabList:
-        if not self.runtime.settings.cdp:
-            raise _tool_error("No browser is attached: start the server with --cdp URL (a Chrome started with "
-                              "--remote-debugging-port) to list its tabs; otherwise pass URLs.")
         browser = await self.runtime.browser()
         await self.runtime.load()  # loading since start-up: wait here, not blocking the loop in `builder`
         self._listed = {}
@@ -119,15 +128,12 @@ class PageTools:
         return TabList(tabs=out)
 
     async def _tabs(self, urls: list[str]) -> list[Tab | TabFailure]:
-        if not urls:
-            raise _tool_error("Give at least one URL (http, https, file or a local path), or a tab id from list_tabs.")
-        if len(urls) > MAX_URLS:
-            raise _tool_error(f"At most {MAX_URLS} URLs per call; {len(urls)} were given.")
+        """How many URLs, a budget's range and a question's length are the tools' schemas to check."""
         targets = []
         for u in urls:
             if u in self._listed:
                 continue
-            if u.startswith("tab-"):
+            if u.startswith("tab-") and self.runtime.settings.cdp:
                 raise _tool_error(f"There is no tab {u!r}. Call list_tabs for the open tabs' ids.")
             try:
                 normalize_target(u)
@@ -138,8 +144,6 @@ class PageTools:
         return [self._listed[u] if u in self._listed else next(opened) for u in urls]
 
     async def read_pages(self, urls: list[str], question: str | None, budget_per_tab: int) -> ReadResult:
-        if not MIN_TAB_BUDGET <= budget_per_tab <= MAX_TAB_BUDGET:
-            raise _tool_error(f"budget_per_tab must be between {MIN_TAB_BUDGET} and {MAX_TAB_BUDGET:,} tokens.")
         question = (question or "").strip() or None
         tabs = await self._tabs(urls)
         try:
@@ -161,11 +165,9 @@ class PageTools:
         question = question.strip()
         if not question:
             raise _tool_error("The question is empty.")
-        if len(question) > MAX_QUESTION_CHARS:
-            raise _tool_error(f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}.")
         tabs = await self._tabs(urls)
         try:
-            await progress(1, 3, f"Opened {len(tabs)} page(s); reading them.")
+            await progress(f"Opened {len(tabs)} page(s); reading them.")
             return await self._answer(tabs, question, model, progress)
         finally:
             await self.runtime.close_tabs(tabs)
@@ -178,53 +180,75 @@ class PageTools:
             if isinstance(event, Note):
                 notes.append(event.text)
             elif isinstance(event, PassStart) and event.pass_ == 2:
-                await progress(2, 3, f"The page text was not enough; using the browser ({event.reason}).")
+                await progress(f"The page text was not enough; using the browser ({event.reason}).")
             elif isinstance(event, ToolCall):
-                await progress(2, 3, f"Browser tool: {event.name}.")
+                await progress(f"Browser tool: {event.name}.")
             elif isinstance(event, ErrorEvent):
-                raise _tool_error(f"{event.message} ({event.code})")
+                # The notes say why each page could not be read: a tool error is all the caller sees.
+                raise _tool_error(" ".join([*notes, f"{event.message} ({event.code})"]))
             elif isinstance(event, Done):
                 return AskResult(
                     answer=event.answer, pass_=event.pass_, stop_reason=event.stop_reason,
                     citations=[Citation(tab=c.tab_id, url=c.url, title=c.title) for c in event.citations],
-                    input_tokens=event.usage.input_tokens, output_tokens=event.usage.output_tokens, notes=notes,
+                    input_tokens=event.usage.input_tokens, output_tokens=event.usage.output_tokens,
+                    cached=event.cached, notes=notes,
                 )
         raise _tool_error("The question ended without an answer.")
 
 
+Urls = Annotated[list[str], Field(
+    min_length=1, max_length=MAX_URLS,
+    description="http(s)/file URLs, local paths (absolute, or relative to the server's directory), "
+    "or ids from list_tabs where it is offered",
+)]
+Question = Annotated[str, Field(min_length=1, max_length=MAX_QUESTION_CHARS)]
+
+
 def build_server(runtime: Runtime) -> MCPServer:
     """The MCP server over `runtime`: tools named and described briefly (clients
-    pay for the schemas in every request), read-only and open-world."""
+    pay for the schemas in every request), read-only and open-world. `list_tabs`
+    only when attached to a browser (`cdp`): otherwise it has no tabs to list."""
     tools = PageTools(runtime)
-    server = MCPServer("chatagent", instructions="Read web pages within a token budget, or ask questions about them.")
+    server = MCPServer("chatagent", version=__version__,
+                       instructions="Read web pages within a token budget, or ask questions about them.")
     annotations = ToolAnnotations(**_READ_ONLY)
 
     @server.tool(annotations=annotations, structured_output=True)
     async def read_pages(
-        urls: Annotated[list[str], Field(description="http(s)/file URLs, local paths, or tab ids from list_tabs")],
-        question: Annotated[str | None, Field(description="keep the parts of long pages this needs")] = None,
-        budget_per_tab: Annotated[int, Field(description="tokens of text per page")] = 2000,
+        urls: Urls,
+        question: Annotated[Question | None, Field(description="keep the parts of long pages this needs")] = None,
+        budget_per_tab: Annotated[int, Field(ge=MIN_TAB_BUDGET, le=MAX_TAB_BUDGET,
+                                             description="tokens of text per page")] = 2000,
     ) -> ReadResult:
         """Each page's main text within a token budget (untrusted content)."""
-        return await tools.read_pages(urls, question, budget_per_tab)
+        with _told():
+            return await tools.read_pages(urls, question, budget_per_tab)
 
     @server.tool(annotations=annotations, structured_output=True)
     async def ask_pages(
-        urls: Annotated[list[str], Field(description="http(s)/file URLs, local paths, or tab ids from list_tabs")],
-        question: str,
+        urls: Urls,
+        question: Question,
         ctx: Context,
         model: Annotated[str | None, Field(description="default: the server's model setting")] = None,
     ) -> AskResult:
         """Answer a question about the pages, citing them."""
-        async def progress(done: float, total: float, message: str) -> None:
-            await ctx.report_progress(done, total, message)
+        steps = 0
 
-        return await tools.ask_pages(urls, question, model, progress)
+        async def progress(message: str) -> None:
+            nonlocal steps  # progress must increase with every notification; how many steps is not known ahead
+            steps += 1
+            await ctx.report_progress(steps, None, message)
 
-    @server.tool(annotations=annotations, structured_output=True)
-    async def list_tabs() -> TabList:
-        """The attached browser's open tabs (server started with --cdp)."""
-        return await tools.list_tabs()
+        with _told():
+            return await tools.ask_pages(urls, question, model, progress)
+
+    if runtime.settings.cdp:
+
+        @server.tool(annotations=annotations, structured_output=True)
+        async def list_tabs() -> TabList:
+            """The attached browser's open tabs."""
+            with _told():
+                return await tools.list_tabs()
 
     return server
 

@@ -45,13 +45,19 @@ async def call(session: ClientSession, name: str, args: dict[str, Any], **kw: An
 async def test_tools_are_listed_read_only_with_input_and_output_schemas() -> None:
     async with server() as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-    assert set(tools) == {"read_pages", "ask_pages", "list_tabs"}
+    assert set(tools) == {"read_pages", "ask_pages"}, "list_tabs only when attached to a browser (--cdp)"
     for t in tools.values():
         assert t.annotations.read_only_hint and t.annotations.open_world_hint
         assert t.output_schema and t.output_schema["type"] == "object"
         assert len(t.description or "") < 120, "every client pays for the descriptions in every request"
     assert tools["read_pages"].input_schema["required"] == ["urls"]
     assert set(tools["ask_pages"].input_schema["required"]) == {"urls", "question"}
+    # The limits the server enforces are in the schemas, where a calling model reads them.
+    urls = tools["read_pages"].input_schema["properties"]["urls"]
+    assert urls["minItems"] == 1 and urls["maxItems"] == 20
+    budget = tools["read_pages"].input_schema["properties"]["budget_per_tab"]
+    assert budget["minimum"] == 64 and budget["maximum"] == 32_000
+    assert tools["ask_pages"].input_schema["properties"]["question"]["maxLength"] == 8_000
 
 
 async def test_read_pages_fits_the_budget_and_marks_page_text_untrusted(site: Site) -> None:
@@ -92,6 +98,27 @@ async def test_ask_pages_answers_offline_with_progress() -> None:
     assert progress and "Opened 1 page" in (progress[0][2] or "")
 
 
+async def test_progress_rises_with_every_step_of_an_answer_that_uses_the_browser(site: Site) -> None:
+    """The protocol wants progress to increase with each notification: a pass-2
+    answer reports opening, escalating and each browser tool."""
+    progress: list[tuple[float, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, message))
+
+    async with server() as s:
+        result = await call(s, "ask_pages", {"urls": [site.url("article")],
+                                             "question": "What is the warehouse code for returns?"},
+                            progress_callback=on_progress)
+        again = await call(s, "ask_pages", {"urls": [site.url("article")],
+                                            "question": "What is the warehouse code for returns?"})
+    assert not result.is_error and result.structured_content["pass"] == 2, result.content
+    assert len(progress) >= 3 and any("Browser tool" in (m or "") for _, m in progress)
+    steps = [done for done, _ in progress]
+    assert steps == sorted(set(steps)), steps
+    assert not result.structured_content["cached"] and again.structured_content["cached"]
+
+
 async def test_ask_pages_through_gemini_against_the_local_server(gemini: GeminiServer, site: Site) -> None:
     gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))
     progress: list[str | None] = []
@@ -113,12 +140,12 @@ async def test_ask_pages_through_gemini_against_the_local_server(gemini: GeminiS
 async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
     page = str(PAGES / "product.html")
     bad = [
-        ("read_pages", {"urls": []}, "at least one URL"),
+        ("read_pages", {"urls": []}, "at least 1 item"),
         ("read_pages", {"urls": ["ftp://example.com/x"]}, "Unsupported URL scheme"),
         ("read_pages", {"urls": [page], "budget_per_tab": 5}, "budget_per_tab"),
-        ("read_pages", {"urls": ["tab-999"]}, "list_tabs"),
+        ("read_pages", {"urls": ["tab-999"]}, "neither a URL nor an existing file"),
         ("ask_pages", {"urls": [page], "question": "   "}, "empty"),
-        ("list_tabs", {}, "--cdp"),
+        ("list_tabs", {}, "list_tabs"),
     ]
     async with server() as s:
         for name, args, words in bad:
@@ -127,6 +154,26 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
             assert words in result.content[0].text, result.content[0].text
         ok = await call(s, "read_pages", {"urls": [page]})
     assert not ok.is_error and "$1,349.00" in ok.structured_content["pages"][0]["text"]
+
+
+async def test_a_browser_that_cannot_start_is_told_to_the_caller_in_one_line(tmp_path: Path) -> None:
+    async with server(CHATAGENT_BROWSER=str(tmp_path / "no-such-chrome")) as s:
+        result = await call(s, "read_pages", {"urls": [str(PAGES / "product.html")]})
+    assert result.is_error
+    text = result.content[0].text
+    assert "no-such-chrome" in text and "browser" in text and "Traceback" not in text
+
+
+async def test_pages_that_cannot_be_read_say_why(site: Site) -> None:
+    """Each page's reason reaches the caller: in read_pages by page, under the
+    URL it gave; in ask_pages, with no page left to answer from, in the error."""
+    async with server() as s:
+        read = await call(s, "read_pages", {"urls": [site.url("/404"), site.url("product")]})
+        asked = await call(s, "ask_pages", {"urls": [site.url("/404")], "question": "How much is it?"})
+    missing, product = read.structured_content["pages"]
+    assert missing["url"] == site.url("/404") and "HTTP 404" in (missing["error"] or "")
+    assert "$1,349.00" in product["text"]
+    assert asked.is_error and "HTTP 404" in asked.content[0].text
 
 
 # --- streamable HTTP ---------------------------------------------------------------------
@@ -182,7 +229,7 @@ async def test_over_http_a_token_is_required_and_two_clients_get_twenty_answers(
             refused = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
             assert refused.status_code == 401
         async with http_client(url, token) as a, http_client(url, token) as b:
-            assert {t.name for t in (await a.list_tools()).tools} == {"read_pages", "ask_pages", "list_tabs"}
+            assert {t.name for t in (await a.list_tools()).tools} == {"read_pages", "ask_pages"}
             calls = [
                 call(a if i % 2 else b, "ask_pages" if i % 4 == 0 else "read_pages",
                      {"urls": [site.url("product")], "question": "How much does the Aurora X14 Pro cost?"})
