@@ -204,6 +204,33 @@ async def test_a_frame_that_does_not_respond_is_skipped(
     assert "BUSY-BOARD" not in snap.visible_text
 
 
+async def test_refused_and_error_frames_are_neither_read_nor_waited_for(
+    site: Site, open_tabs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A frame of a local file Chromium refuses never answers, and a frame of a
+    server's 404 is its error page: neither is content. With the waits for a
+    frame made longer than this test may take, the snapshot must not wait."""
+    import asyncio
+
+    from chatagent.browser import frames
+
+    monkeypatch.setattr(frames, "FRAME_TIMEOUT_S", 600.0)
+    monkeypatch.setattr(frames, "FRAMES_TIMEOUT_S", 600.0)
+    secret = tmp_path / "private.txt"
+    secret.write_text("PRIVATE-NOTE-1177")
+    page = tmp_path / "board.html"
+    page.write_text(
+        "<!DOCTYPE html><html><head><title>Departures</title></head><body><p>Departures from Northport.</p>"
+        f"<iframe src='{secret.as_uri()}'></iframe><iframe src='{site.url('/404')}'></iframe>"
+        f"<iframe src='missing.html'></iframe><iframe src='{site.url('frame_inner')}'></iframe></body></html>"
+    )
+    tab = await _open(open_tabs, str(page))
+    snap = await asyncio.wait_for(tab.snapshot(), 60)
+    assert "Departures from Northport" in snap.visible_text and INNER in snap.visible_text
+    assert "PRIVATE-NOTE" not in snap.visible_text
+    assert "404" not in snap.visible_text and "Not a file the user named" not in snap.visible_text
+
+
 async def test_frames_are_read_up_to_the_caps(open_tabs, tmp_path: Path) -> None:
     def framed(body: str) -> str:
         return f"<iframe style='width:300px;height:150px' srcdoc='{html.escape(body, quote=True)}'></iframe>"

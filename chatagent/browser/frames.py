@@ -139,7 +139,9 @@ SNAPSHOT_JS = """
     own = own.replace(/ *\\n */g, '\\n').replace(/\\n{3,}/g, '\\n\\n').trim();
     if (own) text += '\\n\\n' + own;
   }
-  return { html, text, title: d.title, stamp, frames: order };
+  // A frame's document may be its server's error page (a 404, a page refused): not content.
+  const nav = part ? performance.getEntriesByType('navigation')[0] : null;
+  return { html, text, title: d.title, stamp, frames: order, status: nav ? nav.responseStatus || 0 : 0 };
 }
 """
 
@@ -251,7 +253,10 @@ class FrameReader:
     async def _place(self, frame: Frame, doc: _Doc, prev: _Doc | None, deadline: float) -> None:
         """Which placeholder each child frame of `frame` fills, if it is shown: the
         last read's answer while the document and its frames are unchanged."""
-        children = [f for f in frame.child_frames if not f.is_detached()]
+        # A frame with no address yet, or Chromium's own error page (a load it refused, a
+        # `file://` frame among them), has nothing to read and may not answer at all.
+        children = [f for f in frame.child_frames
+                    if not f.is_detached() and f.url and not f.url.startswith("chrome-error:")]
         if doc.same and prev is not None and set(children) == set(prev.places):
             doc.places = dict(prev.places)
             return
@@ -279,6 +284,9 @@ class FrameReader:
                 )
         except Exception as exc:  # detached mid-read, not responding: the tab is read without it
             log.debug("frame %s not read: %s", frame.url, exc)
+            return None
+        if int(reply.get("status") or 0) >= 400:
+            log.debug("frame %s not read: its server answered HTTP %s", frame.url, reply["status"])
             return None
         return self._doc(reply, prev)
 
