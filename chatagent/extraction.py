@@ -129,7 +129,24 @@ def _parse(html: str) -> lxml.html.HtmlElement | None:
             key.drop_tree()
         fill_spans(doc)
         _name_terms(doc)
+        _collapse_line_breaks(doc)
     return doc
+
+
+# A line break in a text node is a space where the page renders it (outside <pre> and
+# the like); trafilatura keeps it beside inline markup, so a sentence read as
+# "…its keyboard, its\n    silence under load…" would end at "its".
+_LINE_BREAK = re.compile(r"[ \t\r\f]*\n\s*")
+_KEEPS_BREAKS = etree.XPath("//pre|//pre//*|//textarea|//code|//code//*|//script|//style")
+
+
+def _collapse_line_breaks(doc: lxml.html.HtmlElement) -> None:
+    kept = set(_KEEPS_BREAKS(doc))
+    for el in doc.iter(etree.Element):
+        if el.text and "\n" in el.text and el not in kept:
+            el.text = _LINE_BREAK.sub(" ", el.text)
+        if el.tail and "\n" in el.tail and el.getparent() not in kept:
+            el.tail = _LINE_BREAK.sub(" ", el.tail)
 
 
 # A list item's own blocks: trafilatura writes their texts end to end, with nothing between.

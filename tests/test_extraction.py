@@ -89,6 +89,19 @@ async def test_no_byline_added_when_the_text_names_the_author() -> None:
     assert ex.text.count("Maren Oyelaran") == 1
 
 
+async def test_a_line_break_in_the_source_of_a_paragraph_is_a_space() -> None:
+    """The laptop review's verdict, whose <strong> made trafilatura keep the
+    source's line break: quoted up to that line, it ended at "…but its keyboard, its"."""
+    html = Site.path("laptop_orion").read_text()
+    assert "its keyboard, its\n" in html
+    text = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/laptop_orion.html", html=html)).text
+    assert "its keyboard, its silence under load and its price make it easy to recommend." in text
+    code = "<html><body><article><p>Run it like this, as the vendor shows:</p><pre>make\nmake install</pre>" \
+           + "<p>It builds in a minute on any laptop made in the last five years.</p>" * 3 + "</article></body></html>"
+    text = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/code.html", html=code)).text
+    assert "make\nmake install" in text, "preformatted text keeps its lines"
+
+
 async def test_table_rows_and_caption(site: Site, open_tabs) -> None:
     tc = await _one(open_tabs, site.url("table"))
     assert "Men's elite race — top 12 finishers" in tc.text
