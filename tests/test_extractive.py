@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from collections.abc import Callable
 
 from chatagent.browser.base import PageSnapshot
@@ -235,8 +236,12 @@ def test_a_comparison_across_tabs_quotes_each_tab_s_value_of_the_kind_asked_howe
         "Which is cheaper?": ("$1,349.00", "$1,099"),
         "What does each laptop cost?": ("$1,349.00", "$1,099"),
         "Which one is lighter?": ("1.28 kg", "2.9 pounds"),
+        "How much does each laptop weigh?": ("1.28 kg", "2.9 pounds"),  # a weight, not a price
+        "Which one has the better battery life?": ("14 hours 20 minutes", "11 hours 5 minutes"),
+        "Compare the battery life": ("14 hours 20 minutes", "11 hours 5 minutes"),
     }
     quotes_each_tab(laptops, cases)
+    assert "$" not in laptops("How much does each laptop weigh?")
     assert "Battery life: 14 hours 20 minutes" in laptops("Which laptop has the longer battery life?"), "label and value joined"
     assert "$29.99" not in laptops("What does each laptop cost?"), "the price named as a price, not an accessory's"
 
@@ -669,6 +674,27 @@ def test_what_pages_are_about_is_each_tab_s_opening_side_by_side() -> None:
     answer = laptops("What are these pages about?")
     assert "From [Tab 1] (Aurora X14 Pro — Kestrel Electronics):\n\nOur price: $1,349.00" in answer, answer
     assert "From [Tab 2] (Orion 14 review | Bitfield):\n\nThe Orion 14 has a plain grey chassis." in answer, answer
+
+
+def test_comparing_the_pages_as_a_whole_quotes_each_opening_and_says_what_it_cannot_do() -> None:
+    for question in ("Compare the two laptops", "What are the differences between them?"):
+        answer = laptops(question)
+        assert not answer.startswith(ESCALATION_MARKER), question
+        assert "From [Tab 1]" in answer and "From [Tab 2]" in answer, (question, answer)
+        assert answer.endswith("comparing them point by point needs a language model: set one with `chatagent config`.")
+
+
+def test_how_long_an_action_takes_is_a_time_not_a_length() -> None:
+    from chatagent.browser.base import PageSnapshot
+    from chatagent.extraction import extract_snapshot
+
+    recipe = Path(__file__).parent.parent / "fixtures" / "pages" / "instructions.html"
+    text = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/recipe.html", html=recipe.read_text())).text
+    assert "26 cm springform tin" in text
+    answer = pass1("Grandma's apple cake — Easy Bakes", text, "How long do I bake the cake?")
+    assert "Bake for 50 minutes" in answer and "26 cm" not in answer, answer
+    bridge = "# Tyne Bridge\n\nThe bridge was opened in 1928 by King George V.\n\nIts main span is 161 m long.\n"
+    assert "161 m" in pass1("Tyne Bridge", bridge, "How long is the bridge?")
 
 
 def test_rows_that_match_equally_tie_in_every_process() -> None:

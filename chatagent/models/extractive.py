@@ -249,9 +249,11 @@ _Kind = tuple[str, re.Pattern[str], re.Pattern[str]]
 _INTENTS: tuple[_Kind, ...] = (
     (
         "xxmoneyxx",
-        # "How much is it?" asks a price; "how much sugar" a quantity of what it names.
+        # "How much is it?" asks a price; "how much sugar" a quantity of what it names;
+        # "how much does it weigh?" a weight.
         _asks(r"cost|costs|price|prices|priced|"
-              r"how much(?=\s+(?:is|was|are|were|does|do|did|will|would|should|can|could|for|to|money)\b|\s*[?.]|\s*$)|"
+              r"how much(?=\s+(?:is|was|are|were|does|do|did|will|would|should|can|could|for|to|money)\b|\s*[?.]|\s*$)"
+              r"(?![^?.]*\bweigh)|"
               r"pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|pricier|"
               r"revenue|revenues|income|profit|profits|earnings|salary|salaries|budget"),
         re.compile(r"[$€£¥]\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?)\b", re.I),
@@ -269,14 +271,15 @@ _INTENTS: tuple[_Kind, ...] = (
     ),
     (
         "xxdurationxx",
-        _asks(r"how long|duration|runtime|lasts|lasted|(?:does|did|do|will|would|it|they)\s+last|longer|"
+        _asks(r"how long|duration|runtime|battery life|lifespan|lasts|lasted|(?:does|did|do|will|would|it|they)\s+last|longer|"
               r"longest|shorter|shortest"),
         re.compile(r"(\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|a few|several))\s*"
                    r"(hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?)\b", re.I),
     ),
     (
         "xxlengthxx",
-        _asks(r"how long|how far|length|distance|longer|longest|shorter|shortest"),
+        # "How long is the bridge?" may ask a length; "how long do I bake it?" asks a time.
+        _asks(r"how long(?=\s+(?:is|are|was|were)\b)|how far|length|distance|longer|longest|shorter|shortest"),
         re.compile(r"\d\s?-?(km|kilometres?|kilometers?|mi|miles?|m|metres?|meters?|ft|feet|foot|yards?|cm)\b", re.I),
     ),
     (
@@ -386,6 +389,9 @@ LEAD_WORDS = 15
 GIST_MAX_WORDS = 60
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
 GIST_LIMIT = f"This is how the page begins; summarizing all of it {table_quote.NEEDS_MODEL}."
+# "Compare the two laptops": asked about no kind of value and matching no passage, each tab's beginning.
+_COMPARE_WHOLE = re.compile(r"\b(compare|comparison|differences?|differ|versus|vs)\b", re.I)
+COMPARE_LIMIT = f"This is how each page begins; comparing them point by point {table_quote.NEEDS_MODEL}."
 
 
 def _asks_gist(question: str) -> bool:
@@ -419,7 +425,7 @@ def _lead(passages: list[_Passage]) -> str | None:
     return " ".join(words[:GIST_MAX_WORDS]) + (" …" if len(words) > GIST_MAX_WORDS else "")
 
 
-def _gist(passages: dict[str, list[_Passage]], turn: _Turn) -> str | None:
+def _gist(passages: dict[str, list[_Passage]], turn: _Turn, limit: str = GIST_LIMIT) -> str | None:
     """What each tab is, by its title and how it begins, and the one-line limit."""
     leads = {tab_id: lead for tab_id, ps in passages.items() if (lead := _lead(ps))}
     if not leads:
@@ -432,7 +438,7 @@ def _gist(passages: dict[str, list[_Passage]], turn: _Turn) -> str | None:
         body = f"{title}: {lead} [Tab {tab_id}]" if title else f"{lead} [Tab {tab_id}]"
     else:
         body = _side_by_side(list(leads.items()), turn)
-    return f"{body}\n\n{GIST_LIMIT}"
+    return f"{body}\n\n{limit}"
 
 
 def _asked(kinds: Sequence[_Kind], question: str, general: str) -> list[_Kind]:
@@ -877,6 +883,8 @@ def _evidence(
         elif prose:
             strength[tab_id] = prose
     if not strength:
+        if len(passages) >= 2 and _COMPARE_WHOLE.search(question):
+            return _gist(passages, turn, COMPARE_LIMIT)
         return None
     if len(turn.tabs) == 1:
         if not rows:
