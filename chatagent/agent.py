@@ -282,7 +282,7 @@ class ChatAgent:
         turn_start = len(messages) - 1  # this question's messages: kept in the history afterwards
         for turn in range(1, self.max_turns + 1):
             need = _request_tokens(messages)
-            if run.spent() + need > run.input_budget:
+            if self.model.provider.metered and run.spent() + need > run.input_budget:
                 stop = AIMessage(
                     f"I stopped looking: another step would take this question past its input-token budget "
                     f"of {run.input_budget:,} tokens. Ask a more specific question, or allow more with --input-budget."

@@ -210,6 +210,19 @@ async def test_a_question_stops_at_its_input_token_budget(site: Site, open_tabs)
     assert sum(count_tokens(s) for s in sent) <= budget
 
 
+async def test_the_offline_model_over_three_tabs_searches_them_all_and_says_so(site: Site, open_tabs) -> None:
+    """Its reading costs nothing: pass 2 re-reads and scrolls every tab (a dozen
+    thousand tokens resent turn after turn) and ends by saying it found nothing,
+    not at a budget whose advice (--input-budget) would not help."""
+    tabs = await open_tabs([site.url("laptop_aurora"), site.url("laptop_orion"), site.url("article")])
+    events = await ask(ChatAgent(load_model("extractive"), tabs), "xyzzy plugh?")
+    done = events[-1]
+    assert isinstance(done, Done) and done.stop_reason == "answered", done
+    assert "found nothing that answers this question" in done.answer
+    assert sum(isinstance(e, ToolCall) for e in events) >= 6, "each tab re-read and scrolled to its end"
+    assert len([e for e in events if isinstance(e, ToolCall)]) < MAX_TURNS
+
+
 async def test_scrolling_on_at_the_bottom_is_refused_and_one_tab_needs_no_tab_id(
     site: Site, open_tabs,
 ) -> None:

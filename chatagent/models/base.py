@@ -33,6 +33,9 @@ class Provider:
     # Tokens of page text per tab its models read at least, whatever the `budget`
     # setting (which bounds what a model that costs per token is sent). None: the setting.
     reads_per_tab: ClassVar[int | None] = None
+    # Whether what it is sent costs (money, a remote service's time): then pass 2 stops
+    # at the input-token budget. A local model's reading is free; its turns stay bounded.
+    metered: ClassVar[bool] = True
 
     def matches(self, model: str) -> bool:
         return model.startswith(self.prefixes)

@@ -22,6 +22,7 @@ class ExtractiveProvider(Provider):
     # article's text: a count or a "most" over a table needs every row, not the
     # rows a 2,000-token cut keeps (WikiTableQuestions: 0.493 → 0.510, docs/offline-answers.md).
     reads_per_tab = 16_000
+    metered = False  # pass 2 over several tabs re-reads each: no input budget to run out of
 
     def matches(self, model: str) -> bool:
         return model == "extractive"
