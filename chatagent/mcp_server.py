@@ -14,6 +14,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+import signal
+import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
@@ -27,6 +30,7 @@ from . import __version__, startup
 from .browser.base import Tab, TabFailure
 from .browser.targets import normalize_target
 from .errors import ChatAgentError
+from .exit_status import EXIT_INTERRUPTED
 from .events import Done, ErrorEvent, Note, PassStart, ToolCall
 from .prompts import Fence
 from .runtime import Runtime
@@ -274,8 +278,28 @@ def _log_warm_failure(task: "asyncio.Task[None]") -> None:
 
 
 async def serve_stdio(settings: Settings) -> None:
-    async with running(settings) as server:
-        await server.run_stdio_async()
+    """Until the client closes stdin, or Ctrl-C. The SDK reads stdin in a thread
+    that a cancel cannot stop, so on Ctrl-C the runtime (browser, workers) is
+    closed here and the process ends without waiting for that read."""
+    interrupted = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    try:
+        async with running(settings) as server:
+            serving = asyncio.ensure_future(server.run_stdio_async())
+            stop = asyncio.ensure_future(interrupted.wait())
+            await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
+            stop.cancel()
+            if not interrupted.is_set():
+                await serving  # its outcome: an error in the protocol is raised here
+    finally:
+        loop.remove_signal_handler(signal.SIGINT)
+    if interrupted.is_set():
+        from .process import interrupted as say_interrupted
+
+        say_interrupted()
+        sys.stderr.flush()
+        os._exit(EXIT_INTERRUPTED)
 
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})

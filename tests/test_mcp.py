@@ -156,6 +156,45 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
     assert not ok.is_error and "$1,349.00" in ok.structured_content["pages"][0]["text"]
 
 
+async def test_ctrl_c_stops_the_stdio_server_with_its_browser_while_its_client_keeps_stdin_open(site: Site) -> None:
+    """The SDK reads stdin in a thread a cancel cannot stop: Ctrl-C must still end the
+    server (a person running `chatagent mcp` in a terminal), and its browser with it."""
+    import asyncio
+    import json
+    import signal
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatagent", "mcp", cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+
+    async def send(message: dict[str, Any]) -> None:
+        proc.stdin.write((json.dumps(message) + "\n").encode())  # type: ignore[union-attr]
+        await proc.stdin.drain()  # type: ignore[union-attr]
+
+    try:
+        await send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}})
+        assert b'"id":1' in (await asyncio.wait_for(proc.stdout.readline(), 60)).replace(b" ", b"")
+        await send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            "name": "read_pages", "arguments": {"urls": [site.url("product")]}}})
+        assert b"1,349.00" in await asyncio.wait_for(proc.stdout.readline(), 60), "its browser is running"
+        browsers = await asyncio.create_subprocess_exec("pgrep", "-P", str(proc.pid), stdout=asyncio.subprocess.PIPE)
+        children = (await browsers.communicate())[0].split()
+        proc.send_signal(signal.SIGINT)
+        status = await asyncio.wait_for(proc.wait(), 30)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    assert status == 130 and b"Interrupted." in await proc.stderr.read()
+    left = [c for c in children if Path(f"/proc/{c.decode()}").exists()
+            and b"zombie" not in Path(f"/proc/{c.decode()}/status").read_bytes().lower()]
+    assert children and not left, "the server's own processes (the browser's driver) end with it"
+
+
 async def test_a_browser_that_cannot_start_is_told_to_the_caller_in_one_line(tmp_path: Path) -> None:
     async with server(CHATAGENT_BROWSER=str(tmp_path / "no-such-chrome")) as s:
         result = await call(s, "read_pages", {"urls": [str(PAGES / "product.html")]})
