@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 
+from extension_bridge.harness import open_panel as open_panel_at
 from extension_bridge.install import EXTENSION_DIR, EXTENSION_ID, HOST_NAME, manifest_for
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -107,6 +108,35 @@ OVERLAPPING_HOST = textwrap.dedent(
 )
 
 
+# Not the real host loop: one that never answers a `cancel` (as a host stuck in
+# a call it cannot interrupt would); "stuck" gets a token and nothing more.
+IGNORES_CANCEL_HOST = textwrap.dedent(
+    """
+    import asyncio, sys
+    sys.path.insert(0, {root!r})
+    from chatagent.events import Done, Token
+    from extension_bridge.messages import EventMessage
+    from extension_bridge.protocol import open_stdio, protect_stdout
+
+    async def main():
+        reader, writer = await open_stdio(sys.stdin.buffer, protect_stdout())
+        while True:
+            try:
+                msg = await reader.read_json()
+            except EOFError:
+                return
+            if msg["type"] == "ping":
+                await writer.send({{"type": "pong", "version": 1}})
+            elif msg["type"] == "ask":
+                await writer.send(EventMessage.wrap(msg["id"], Token(text="Working on it")))
+                if msg["question"] != "stuck":
+                    await writer.send(EventMessage.wrap(msg["id"], Done(answer="answered " + msg["question"], pass_=1)))
+
+    asyncio.run(main())
+    """
+)
+
+
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     d = tmp_path_factory.mktemp("site")
@@ -119,6 +149,11 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     (d / "b.html").write_text(
         "<html><head><title>Beta page</title></head><body><h1>Beta</h1><p>Beta text</p></body></html>"
+    )
+    # Freezes its own main thread just after loading: scripts in it never run again.
+    (d / "busy.html").write_text(
+        "<html><head><title>Busy page</title></head><body><h1>Busy</h1>"
+        "<script>setTimeout(() => { while (true) {} }, 200)</script></body></html>"
     )
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(d))
 
@@ -238,6 +273,77 @@ async def test_stop_cancels(ext_ctx: Any, site: str) -> None:
     await panel.wait_for_selector("body[data-state=stopped]")
     assert await panel.inner_text(".turn .turn-status") == "Stopped."
     assert await panel.locator(".turn-error").count() == 0 and await panel.is_hidden("#error")
+
+
+def busy_url(site: str) -> str:
+    """The frozen page, from another site than the others: a renderer of its own,
+    so the pages beside it keep running."""
+    return site.replace("127.0.0.1", "localhost") + "/busy.html"
+
+
+async def open_busy_and_beta(ctx: Any, site: str) -> tuple[Any, int, int]:
+    urls = [busy_url(site), f"{site}/b.html"]
+    for url in urls:
+        page = await ctx.new_page()
+        await page.goto(url)
+    panel = await open_panel_at(ctx, urls)
+    busy, beta = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+    return panel, busy, beta
+
+
+async def test_stop_while_a_frozen_tab_is_read_ends_at_once_and_the_next_question_runs(
+    ext_ctx: Any, site: str,
+) -> None:
+    panel, busy, beta = await open_busy_and_beta(ext_ctx, site)
+    await panel.uncheck(f"#tab-list input[value='{beta}']")
+    await panel.fill("#question", "hello")
+    await panel.press("#question", "Enter")
+    await panel.locator(".turn .turn-status").filter(has_text="Reading the “Busy page” tab…").wait_for()
+    await panel.click("#stop-button")
+    # At once, not after a time limit: nothing was asked of the host yet.
+    await panel.wait_for_selector("body[data-state=stopped]", timeout=2_000)
+    assert await panel.inner_text(".turn .turn-status") == "Stopped."
+    assert await panel.is_hidden("#stop-button")
+    # The next question (about the other tab) is accepted and answered.
+    await panel.check(f"#tab-list input[value='{beta}']")
+    await panel.uncheck(f"#tab-list input[value='{busy}']")
+    await panel.fill("#question", "again")
+    await panel.press("#question", "Enter")
+    await panel.wait_for_selector("body[data-state=done]", timeout=10_000)
+    assert await panel.inner_text(".turn .answer") == "final again"
+    assert await panel.is_hidden("#error")
+
+
+async def test_a_frozen_tab_is_skipped_after_a_time_limit_and_the_others_answer(ext_ctx: Any, site: str) -> None:
+    panel, _busy, _beta = await open_busy_and_beta(ext_ctx, site)
+    await panel.fill("#question", "hello")
+    await panel.press("#question", "Enter")
+    await panel.wait_for_selector("body[data-state=done]", timeout=25_000)
+    turn = panel.locator(".turn").last
+    assert await turn.locator(".answer").inner_text() == "final hello"
+    note = await turn.locator(".notes").inner_text()
+    assert "Busy page" in note and "did not respond" in note, note
+    chips = turn.locator(".sources .chip")
+    assert await chips.count() == 1 and await chips.first.inner_text() == "Beta page"
+
+
+async def test_stop_ends_the_answer_even_when_the_host_never_confirms(tmp_path: Path, site: str) -> None:
+    async with _with_host(tmp_path, IGNORES_CANCEL_HOST) as ctx:
+        panel = await open_panel(ctx, site, ["b.html"])
+        await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)
+        await panel.fill("#question", "stuck")
+        await panel.press("#question", "Enter")
+        await panel.locator(".turn .answer").filter(has_text="Working on it").wait_for()
+        await panel.click("#stop-button")
+        assert await panel.inner_text(".turn .turn-status") == "Stopping…"
+        await panel.wait_for_selector("body[data-state=stopped]", timeout=10_000)
+        assert await panel.inner_text(".turn .turn-status") == "Stopped."
+        assert await panel.inner_text(".turn .answer") == "Working on it"
+        await panel.fill("#question", "next")
+        await panel.press("#question", "Enter")
+        await panel.wait_for_selector("body[data-state=done]", timeout=10_000)
+        assert await panel.inner_text(".turn >> nth=1 >> .answer") == "answered next"
+        assert await panel.is_hidden("#error")
 
 
 async def test_host_not_installed_is_explained(tmp_path: Path, site: str) -> None:

@@ -15,6 +15,10 @@ const BACKOFF_MAX_MS = 60000;
 // A tool still running after this (a page frozen by a dialog, say) stops
 // holding up its tab's queue; the host gave up on it at its own timeout (20 s).
 const TAB_JOB_MAX_MS = 30000;
+// Reading a tab for a question (the ask's own snapshot, before the host hears
+// of it): a page whose main thread is stuck never answers, so after this the
+// tab is skipped with a note and the question goes on with the others.
+const READ_TAB_MAX_MS = 10000;
 
 // ---------------------------------------------------------------- state
 
@@ -23,7 +27,7 @@ let host = { state: "idle", code: null, message: "" };
 let backoffMs = BACKOFF_MIN_MS;
 let reconnectTimer = null;
 const chunks = new Map(); // chunk id -> { parts: string[] }
-const asks = new Map(); // request id -> { panel: Port }
+const asks = new Map(); // request id -> { panel: Port, sent: bool (false while its tabs are read) }
 const settingsRequests = new Map(); // request id -> the panel Port that asked
 const panels = new Set();
 const tabQueues = new Map(); // tab id -> promise that settles when the tab's last queued job has
@@ -97,8 +101,11 @@ function connectHost() {
     port = null;
     chunks.clear();
     setHost("error", err.message, err.code);
-    for (const [id, a] of asks) post(a.panel, { type: "error", id, code: err.code, message: err.message });
-    asks.clear();
+    for (const [id, a] of asks) {
+      if (!a.sent) continue; // still reading its tabs: it goes to the next host
+      asks.delete(id);
+      post(a.panel, { type: "error", id, code: err.code, message: err.message });
+    }
     scheduleReconnect();
   });
   p.postMessage({ type: "ping", version: PROTOCOL_VERSION });
@@ -281,6 +288,9 @@ function snapshotTab(tabId) {
 
 // `what`: the tab in words ("“Orion 14 review”"), never Chrome's numeric id.
 function friendlyScriptError(e, what = "the tab") {
+  if (e?.code === "tab_timeout") {
+    return `${what} did not respond within ${READ_TAB_MAX_MS / 1000} s (the page may be frozen or busy).`;
+  }
   const m = String(e?.message || e);
   if (/No tab with id/i.test(m)) return `${what} was closed.`;
   if (/Cannot access|cannot be scripted|chrome:\/\/|extensions gallery|Missing host permission/i.test(m)) {
@@ -471,23 +481,44 @@ async function collectTab(tabId) {
   return out;
 }
 
+// Rejects with code "tab_timeout" if `promise` has not settled within `ms`.
+function within(promise, ms) {
+  let timer;
+  const late = new Promise((_, reject) => {
+    timer = setTimeout(() => reject(Object.assign(new Error("The tab did not respond."), { code: "tab_timeout" })), ms);
+  });
+  return Promise.race([promise, late]).finally(() => clearTimeout(timer));
+}
+
 async function startAsk(panel, req) {
   if (host.state === "error") {
     // Reading the tabs first would only add notes about them to an answer that cannot come.
     post(panel, { type: "error", id: req.id, code: host.code || "host_unavailable", message: host.message });
     return;
   }
+  // Known from the start, so a Stop while the tabs are read ends it at once.
+  const ask = { panel, sent: false };
+  asks.set(req.id, ask);
+  const live = () => asks.get(req.id) === ask; // not stopped, its panel still open
   const notes = [];
   const tabs = [];
-  const results = await Promise.allSettled(req.tabIds.map((id) => onTabQueue(id, () => collectTab(id))));
+  const read = (id) => {
+    // A stopped question reads nothing more, even once the tab's queue frees up.
+    const job = onTabQueue(id, () => (live() ? collectTab(id) : Promise.reject(new Error("Stopped."))));
+    return within(job, READ_TAB_MAX_MS);
+  };
+  const results = await Promise.allSettled(req.tabIds.map(read));
+  if (!live()) return;
   for (const [i, r] of results.entries()) {
     if (r.status === "fulfilled") tabs.push(r.value);
     else notes.push({ message: friendlyScriptError(r.reason, await tabInWords(req.tabIds[i])) });
   }
+  if (!live()) return;
   for (const n of notes) {
     post(panel, { type: "event", id: req.id, event: { type: "note", text: `Skipped: ${n.message}` } });
   }
   if (!tabs.length) {
+    asks.delete(req.id);
     post(panel, { type: "error", id: req.id, code: "no_readable_tabs", message: "None of the chosen tabs can be read." });
     return;
   }
@@ -504,7 +535,7 @@ async function startAsk(panel, req) {
   if (req.model) msg.model = req.model;
   if (req.noCache) msg.noCache = true;
   if (req.conversation) msg.conversation = req.conversation;
-  asks.set(req.id, { panel });
+  ask.sent = true;
   try {
     sendToHost(msg);
   } catch (e) {
@@ -534,11 +565,19 @@ chrome.runtime.onConnect.addListener((panel) => {
   connectHost();
   panel.onMessage.addListener((msg) => {
     if (msg.type === "ask") {
-      startAsk(panel, msg).catch((e) =>
-        post(panel, { type: "error", id: msg.id, code: "internal", message: String(e?.message || e) }),
-      );
+      startAsk(panel, msg).catch((e) => {
+        asks.delete(msg.id);
+        post(panel, { type: "error", id: msg.id, code: "internal", message: String(e?.message || e) });
+      });
     } else if (msg.type === "cancel") {
-      if (asks.has(msg.id) && port) port.postMessage({ type: "cancel", id: msg.id });
+      const a = asks.get(msg.id);
+      if (a?.sent) {
+        if (port) port.postMessage({ type: "cancel", id: msg.id });
+      } else if (a) {
+        // Still reading its tabs (one may never answer): the host has not heard of it, so it ends here.
+        asks.delete(msg.id);
+        post(panel, { type: "error", id: msg.id, code: "aborted", message: "Cancelled." });
+      }
     } else if (msg.type === "settings_get" || msg.type === "settings_set") {
       settingsRequests.set(msg.id, panel);
       try {
@@ -560,7 +599,7 @@ chrome.runtime.onConnect.addListener((panel) => {
     for (const [id, a] of asks) {
       if (a.panel === panel) {
         asks.delete(id);
-        if (port) port.postMessage({ type: "cancel", id });
+        if (a.sent && port) port.postMessage({ type: "cancel", id });
       }
     }
   });

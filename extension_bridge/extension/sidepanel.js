@@ -462,11 +462,21 @@ function addTurn(thread, question) {
   return turn;
 }
 
+// How long Stop waits for the host to confirm before the panel ends the answer itself.
+const STOP_WAIT_MS = 3000;
+
 function stop() {
   if (!current) return;
-  current.stopping = true;
-  send({ type: "cancel", id: current.id });
-  setTurnStatus(current.turn, "Stopping…");
+  const run = current;
+  send({ type: "cancel", id: run.id });
+  setTurnStatus(run.turn, "Stopping…");
+  if (run.stopping) return;
+  run.stopping = true;
+  // A host (or a page) that never answers must not hold the panel: the answer
+  // ends here, and anything that still comes for it is ignored.
+  setTimeout(() => {
+    if (current === run) finish({ type: "error", code: "aborted", message: "The host did not confirm the stop." });
+  }, STOP_WAIT_MS);
 }
 
 function toolStatus(name, tabId, args = {}) {
