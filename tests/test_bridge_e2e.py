@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply
-from extension_bridge.harness import choose_gemini, chromium_with_extension, open_panel
+from extension_bridge.harness import PANEL_URL, choose_gemini, chromium_with_extension, open_panel
 
 from conftest import Site
 
@@ -103,6 +103,33 @@ async def test_question_through_the_extension_and_real_host(browser_with_host: A
     assert "ZX-4471" in await turn.locator(".answer").inner_text()
     assert await turn.locator(".sources .chip").count() == 1
     assert await panel.inner_text("#model-chip") == "Offline"
+
+
+async def test_a_broken_settings_file_is_named_in_the_panel_and_retry_works_once_fixed(
+    panel_browser: Any, site: Site, private_settings: Path,
+) -> None:
+    """The host cannot start with a settings file it cannot read: it says so
+    (a `config_error` frame) and exits; the panel shows that, not a crash."""
+    private_settings.write_text('model = "gemini-2.5-flash\n')  # an unterminated string
+    await _tabs(panel_browser, [site.url("product")])
+    panel = await panel_browser.new_page()
+    await panel.set_viewport_size({"width": 400, "height": 720})
+    await panel.goto(PANEL_URL)
+    await panel.wait_for_selector("#host-status[data-state=error]", timeout=60_000)
+    await panel.wait_for_selector("#error:not([hidden])")
+    text = await panel.inner_text("#error-text")
+    assert f"The settings file {private_settings} cannot be read" in text and "Fix it, or remove it" in text, text
+    assert "stopped unexpectedly" not in text
+    assert "cannot be read" in (await panel.get_attribute("#host-status", "title") or "")
+    # The worker keeps trying (with backoff): the banner stays the same.
+    await panel.wait_for_timeout(2_500)
+    assert await panel.inner_text("#error-text") == text
+    # Fixed, then Retry: connected, the banner gone.
+    private_settings.unlink()
+    assert await panel.is_visible("#retry-button")
+    await panel.click("#retry-button")
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
+    assert await panel.is_hidden("#error")
 
 
 # --- with a model that writes markdown: the local Gemini-compatible server ------------------

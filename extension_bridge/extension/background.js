@@ -24,6 +24,10 @@ const READ_TAB_MAX_MS = 10000;
 
 let port = null; // the native port, shared by every ask
 let host = { state: "idle", code: null, message: "" };
+// The host's last message, when it was an error about no request in
+// particular: why it is about to exit (a broken settings file, a refused
+// caller). Shown as the host's state when it then disconnects.
+let lastWord = null;
 let backoffMs = BACKOFF_MIN_MS;
 let reconnectTimer = null;
 const chunks = new Map(); // chunk id -> { parts: string[] }
@@ -86,6 +90,7 @@ function connectHost() {
     return null;
   }
   port = p;
+  lastWord = null;
   setHost("connecting", "Starting the chatagent host…");
   p.onMessage.addListener((frame) => {
     try {
@@ -96,8 +101,10 @@ function connectHost() {
   });
   p.onDisconnect.addListener(() => {
     // lastError must be read here, or Chrome logs it as unchecked.
-    const err = explainHostError(chrome.runtime.lastError?.message);
+    const exited = explainHostError(chrome.runtime.lastError?.message);
     if (port !== p) return;
+    const err = lastWord ?? exited; // the host's own reason beats "it exited"
+    lastWord = null;
     port = null;
     chunks.clear();
     setHost("error", err.message, err.code);
@@ -153,6 +160,7 @@ function onHostFrame(frame) {
 }
 
 function onHostMessage(msg) {
+  lastWord = null;
   switch (msg.type) {
     case "pong":
       backoffMs = BACKOFF_MIN_MS;
@@ -203,6 +211,7 @@ function onHostMessage(msg) {
         asks.delete(msg.id);
       } else {
         console.warn("chatagent host error", msg);
+        if (msg.id == null) lastWord = { code: msg.code, message: msg.message };
         broadcast({ type: "host_error", code: msg.code, message: msg.message });
       }
       break;

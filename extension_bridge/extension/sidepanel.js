@@ -64,6 +64,8 @@ const ADVICE = {
   no_readable_tabs: "None of the chosen tabs can be read (browser pages, the Web Store and PDFs are off limits). Pick another tab.",
   worker_restarted: "The extension restarted. Ask again.",
 };
+// Host states a Retry can end (once the cause is fixed); a connection clears them.
+const retryable = (code) => (code || "").startsWith("host_") || code === "config_error";
 const SETTINGS_CODES = new Set(["model_auth", "model_config", "model_not_found", "model_unavailable", "model_timeout"]);
 
 // ---------------------------------------------------------------- worker port
@@ -118,7 +120,7 @@ function showHost() {
   els.hostStatus.title = hostState.message || "";
   if (hostState.state === "error" && !current) showError(hostState.message, hostState.code);
   else if (hostState.state === "ready") {
-    if (els.error.dataset.code?.startsWith("host_")) hideError();
+    if (retryable(els.error.dataset.code)) hideError();
     requestSettings({ type: "settings_get" }).catch(() => {});
   }
 }
@@ -720,7 +722,7 @@ function setTurnStatus(turn, text) {
 function showError(message, code) {
   els.errorText.textContent = ADVICE[code] || message;
   els.error.dataset.code = code || "";
-  els.retry.hidden = !(code || "").startsWith("host_");
+  els.retry.hidden = !retryable(code);
   els.error.hidden = false;
 }
 
