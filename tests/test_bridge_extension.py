@@ -34,7 +34,7 @@ pytestmark = pytest.mark.skipif(
 
 FAKE_HOST = textwrap.dedent(
     """
-    import asyncio, base64, sys
+    import asyncio, base64, os, sys
     sys.path.insert(0, {root!r})
     from chatagent.events import Citation, Done, PassStart, Screenshot, Token, ToolCall, ToolResult
     from extension_bridge.host import main
@@ -46,6 +46,8 @@ FAKE_HOST = textwrap.dedent(
             yield Token(text=f"[{{t.title}}|{{'Beta text' in s.html}}|{{s.visible_text.splitlines()[0]}}]")
         if ask.question == "slow":
             await asyncio.sleep(60)
+        if ask.question == "crash":
+            os._exit(1)  # the host dies in the middle of the answer
         if ask.question == "tools":
             t = tabs[0]
             yield ToolCall(id="1", name="scroll", args={{"tab_id": t.tab_id, "to_text": "Pricing"}})
@@ -344,6 +346,24 @@ async def test_stop_ends_the_answer_even_when_the_host_never_confirms(tmp_path: 
         await panel.wait_for_selector("body[data-state=done]", timeout=10_000)
         assert await panel.inner_text(".turn >> nth=1 >> .answer") == "answered next"
         assert await panel.is_hidden("#error")
+
+
+async def test_a_host_that_dies_while_answering_is_explained_and_comes_back_by_itself(ext_ctx: Any, site: str) -> None:
+    panel = await open_panel(ext_ctx, site, ["b.html"])
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)
+    await panel.fill("#question", "crash")
+    await panel.press("#question", "Enter")
+    await panel.wait_for_selector("body[data-state=error]", timeout=10_000)
+    turn = panel.locator(".turn").last
+    assert await turn.locator(".turn-error").inner_text() == "The chatagent host stopped while answering; ask again."
+    assert await turn.locator(".answer").inner_text() == "[Beta page|True|Beta]", "the answer so far stays"
+    # No Retry to press: the extension starts the host again by itself.
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=15_000)
+    assert await panel.is_hidden("#error") and await panel.is_hidden("#retry-button")
+    await panel.fill("#question", "again")
+    await panel.press("#question", "Enter")
+    await panel.wait_for_selector("body[data-state=done]", timeout=10_000)
+    assert await panel.locator(".turn").last.locator(".answer").inner_text() == "final again"
 
 
 async def test_host_not_installed_is_explained(tmp_path: Path, site: str) -> None:

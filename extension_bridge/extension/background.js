@@ -108,10 +108,16 @@ function connectHost() {
     port = null;
     chunks.clear();
     setHost("error", err.message, err.code);
+    // A question it was answering: the host ran, so not a start-up crash, and
+    // the extension starts it again by itself (a panel is open): no Retry to press.
+    const lost =
+      err.code === "host_exited"
+        ? { code: err.code, message: "The chatagent host stopped while answering; ask again." }
+        : err;
     for (const [id, a] of asks) {
       if (!a.sent) continue; // still reading its tabs: it goes to the next host
       asks.delete(id);
-      post(a.panel, { type: "error", id, code: err.code, message: err.message });
+      post(a.panel, { type: "error", id, code: lost.code, message: lost.message });
     }
     scheduleReconnect();
   });
