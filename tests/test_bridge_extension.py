@@ -64,6 +64,12 @@ FAKE_HOST = textwrap.dedent(
                 yield Token(text=f"[missing:{{exc}}]")
         if ask.question == "big":
             yield Token(text="y" * 2_500_000)
+        if ask.question == "recipe":
+            yield Done(answer="3. Preheat the oven\\n4. Bake for 20 minutes\\n\\n| Item | Price |\\n|:---|---:|\\n"
+                              "| Flour | 1.20 |\\n| Sugar | 10.50 |\\n\\n[shop](https://shop.example/flour) "
+                              "[bad](javascript:alert(1)) <a href='data:text/html,hi' align='right'>data</a>",
+                       pass_=1)
+            return
         yield Done(answer="<b>final</b> " + ask.question, pass_=1,
                    citations=[Citation(tab_id=t.tab_id, url=t.url, title=t.title) for t in tabs])
 
@@ -253,6 +259,25 @@ async def test_ask_two_tabs_with_tools_and_safe_rendering(ext_ctx: Any, site: st
     assert await chips.count() == 2 and await chips.nth(1).inner_text() == "Beta page"
     assert await panel.get_attribute("body", "data-state") == "done"
     assert errors == []
+
+
+async def test_a_list_keeps_its_first_number_and_a_table_its_column_alignment(ext_ctx: Any, site: str) -> None:
+    panel = await open_panel(ext_ctx, site, ["b.html"])
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)
+    res = await panel.evaluate("window.chatagentTest.ask('recipe')")
+    assert res["ok"], res["error"]
+    answer = panel.locator(".turn .answer")
+    # "3. Preheat" is step 3, not 1.
+    assert await answer.locator("ol").get_attribute("start") == "3"
+    assert await answer.locator("ol li").all_inner_texts() == ["Preheat the oven", "Bake for 20 minutes"]
+    # `|:---|---:|`: prices right-aligned, items left-aligned, as written.
+    align = "cells => cells.map(c => getComputedStyle(c).textAlign.replace('-webkit-', ''))"
+    assert await answer.locator("th").evaluate_all(align) == ["left", "right"]
+    assert await answer.locator("td").evaluate_all(align) == ["left", "right", "left", "right"]
+    # Links are restricted as before: only the https one keeps its href.
+    hrefs = await answer.locator("a").evaluate_all("as => as.map(a => a.getAttribute('href'))")
+    assert hrefs == ["https://shop.example/flour"]
+    assert "bad" in await answer.inner_text() and "data" in await answer.inner_text()
 
 
 async def test_big_events_are_reassembled(ext_ctx: Any, site: str) -> None:

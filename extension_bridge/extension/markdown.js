@@ -23,6 +23,9 @@ const PURIFY = {
     "a", "sup", "sub", "kbd", "mark", "span",
   ],
   ALLOWED_ATTR: ["href", "title", "align", "start"],
+  // Checked against ALLOWED_URI_REGEXP: every allowed attribute but these,
+  // which are no URLs (a list's first number, a table column's alignment).
+  ADD_URI_SAFE_ATTR: ["align", "start"],
   ALLOWED_URI_REGEXP: /^(?:https?:|mailto:)/i,
   RETURN_DOM_FRAGMENT: true,
 };
