@@ -280,6 +280,23 @@ async def test_a_list_keeps_its_first_number_and_a_table_its_column_alignment(ex
     assert "bad" in await answer.inner_text() and "data" in await answer.inner_text()
 
 
+async def test_the_no_tab_banner_goes_once_a_tab_is_ticked(ext_ctx: Any, site: str) -> None:
+    panel = await open_panel(ext_ctx, site, ["b.html"])
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)
+    box = panel.locator("#tab-list input[type=checkbox]")
+    await box.uncheck()
+    await panel.fill("#question", "hello")
+    await panel.press("#question", "Enter")
+    await panel.wait_for_selector("#error:not([hidden])")
+    assert await panel.inner_text("#error-text") == "Tick at least one tab to ask about."
+    await box.check()
+    await panel.wait_for_selector("#error", state="hidden", timeout=2_000)
+    # The question is still there: Enter now asks it.
+    await panel.press("#question", "Enter")
+    await panel.wait_for_selector("body[data-state=done]", timeout=10_000)
+    assert await panel.inner_text(".turn .answer") == "final hello"
+
+
 async def test_big_events_are_reassembled(ext_ctx: Any, site: str) -> None:
     panel = await open_panel(ext_ctx, site, ["b.html"])
     await panel.wait_for_selector("#host-status[data-state=ready]", timeout=30_000)

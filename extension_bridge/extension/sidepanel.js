@@ -293,6 +293,7 @@ async function renderTabs() {
       box.addEventListener("change", () => {
         if (box.checked) checked.add(t.id);
         else checked.delete(t.id);
+        if (els.error.dataset.code === "no_tabs") hideError(); // it has done its job
         selectionChanged();
       });
       const text = document.createElement("span");
