@@ -132,6 +132,50 @@ async def test_a_broken_settings_file_is_named_in_the_panel_and_retry_works_once
     assert await panel.is_hidden("#error")
 
 
+async def test_a_narrow_panel_with_a_long_model_name_keeps_its_heading_and_whole_tab_rows(
+    panel_browser: Any, site: Site, private_settings: Path,
+) -> None:
+    """320 px wide (the side panel's narrowest): the heading stays one word on
+    one line, the model's name gives way (ellipsis), and the tab list shows
+    whole rows only, never half of one."""
+    private_settings.write_text(
+        'model = "gemini-2.5-flash-lite-preview-09-2025-extended"\ngemini_base_url = "http://127.0.0.1:9"\n'
+    )
+    urls = [site.url(name) for name in ("product", "two_a", "two_b", "article", "table")]
+    await _tabs(panel_browser, urls)
+    panel = await open_panel(panel_browser, urls, width=320)
+    await panel.wait_for_selector("#model-chip:not([hidden])", timeout=30_000)
+    heading = await panel.eval_on_selector(
+        "h1", "h => { const r = document.createRange(); r.selectNodeContents(h);"
+        " return {lines: r.getClientRects().length, text: h.innerText, cut: h.scrollWidth > h.clientWidth}; }",
+    )
+    assert heading == {"lines": 1, "text": "chatagent", "cut": False}
+    chip = await panel.eval_on_selector(
+        "#model-chip", "c => ({text: c.textContent, ellipsized: c.scrollWidth > c.clientWidth,"
+        " right: c.getBoundingClientRect().right})",
+    )
+    assert chip["text"] == "gemini-2.5-flash-lite-preview-09-2025-extended" and chip["ellipsized"]
+    assert await panel.evaluate("document.documentElement.scrollWidth") <= 320
+    for button in ("#new-button", "#settings-button"):
+        shown = await panel.eval_on_selector(
+            button, "b => { const r = document.createRange(); r.selectNodeContents(b);"
+            " return {lines: r.getClientRects().length, right: b.getBoundingClientRect().right}; }",
+        )
+        assert shown["lines"] == 1 and shown["right"] <= 320, (button, shown)
+    # The list scrolls (five tabs) and no row is cut at its bottom edge.
+    rows = await panel.eval_on_selector(
+        "#tab-list",
+        "l => { const top = l.getBoundingClientRect().top + l.clientTop, bottom = top + l.clientHeight;"
+        " return {scrolls: l.scrollHeight > l.clientHeight, rows: [...l.children].map(li => {"
+        " const r = li.getBoundingClientRect(); return [Math.round(r.top - top), Math.round(r.bottom - top),"
+        " Math.round(bottom - top)]; })}; }",
+    )
+    assert rows["scrolls"], rows
+    for row_top, row_bottom, list_bottom in rows["rows"]:
+        assert row_bottom <= list_bottom or row_top >= list_bottom, rows
+    assert sum(bottom <= height for _, bottom, height in rows["rows"]) >= 3, "at least three whole rows show"
+
+
 # --- with a model that writes markdown: the local Gemini-compatible server ------------------
 
 
