@@ -408,10 +408,13 @@ def cmd_config(args: argparse.Namespace) -> int:
         sys.stdout.write(f"{config.config_path()}\n")  # plain: meant for $(chatagent config path)
         return EXIT_OK
     if args.config_command in ("set", "unset"):
-        path = config.set_value(args.key, args.value if args.config_command == "set" else None)
+        if args.config_command == "unset" and not config.file_sets(args.key):
+            said = f"{args.key} is not set in {config.config_path()}: nothing to remove."  # and nothing written
+        else:
+            path = config.set_value(args.key, args.value if args.config_command == "set" else None)
+            said = f"{'Saved' if args.config_command == 'set' else 'Removed'} {args.key} in {path}."
         shown = next(x for x in config.describe(Settings.load()) if x.key == args.key)
-        verb = "Saved" if args.config_command == "set" else "Removed"
-        out.print(safe_text(f"{verb} {args.key} in {path}. Now: {args.key} = {shown.value} ({shown.origin.describe()})."))
+        out.print(safe_text(f"{said} Now: {args.key} = {shown.value} ({shown.origin.describe()})."))
         if shown.origin.kind == "env":  # the variable wins over the file: say so, or the change seems lost
             out.print(safe_text((f"The environment sets it ({shown.origin.name}), and that comes before the file.", "yellow")))
         return EXIT_OK

@@ -34,7 +34,7 @@ from pydantic_settings import (
 
 from .errors import ChatAgentError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
-from .locations import config_path
+from .locations import config_dir, config_path, make_private_dirs, tighten_dir
 
 # Files in which a browser's launcher exports its own Google API key (Debian, Ubuntu).
 BROWSER_KEY_FILES = (Path("/etc/chromium.d/apikeys"), Path("/etc/chromium-browser/apikeys"))
@@ -270,9 +270,15 @@ def _read_file() -> dict[str, Any]:
         ) from None
 
 
+def file_sets(key: str) -> bool:
+    """Whether the settings file sets `key` (by its name or one of its variables)."""
+    return any(_field_of(name) == key for name in _read_file())
+
+
 def set_value(key: str, value: str | None) -> Path:
     """Write `key = value` in the settings file (None: remove the key), after
-    checking the value. The file holds keys: it is private to the user (0600)."""
+    checking the value. The file holds keys: it is private to the user (0600).
+    Removing a key the file does not set writes nothing."""
     import tomlkit
 
     if key not in Settings.model_fields:
@@ -280,7 +286,11 @@ def set_value(key: str, value: str | None) -> Path:
     path = config_path()
     doc = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
     if value is None:
-        doc.pop(key, None)
+        names = [name for name in doc if _field_of(name) == key]
+        if not names:
+            return path
+        for name in names:
+            doc.pop(name)
     else:
         try:
             checked = Settings.model_validate({key: value}).model_dump(mode="python")[key]
@@ -292,7 +302,12 @@ def set_value(key: str, value: str | None) -> Path:
 
 
 def _write_private(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """`text` in `path`, 0600. A folder made for it is 0700, and chatagent's
+    own folder (`config_dir`), if it was left open to others, is closed to them
+    (a folder CHATAGENT_CONFIG names is the user's to choose: left as it is)."""
+    make_private_dirs(path.parent)
+    if path.parent.resolve() == config_dir().resolve():
+        tighten_dir(path.parent)
     tmp = path.with_name(path.name + ".tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:

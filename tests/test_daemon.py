@@ -339,6 +339,24 @@ def test_a_killed_daemons_socket_is_cleaned_up(site: Site, tmp_path_factory: pyt
 # --- other users ---------------------------------------------------------------------------------
 
 
+def test_the_daemons_directory_and_the_folders_made_for_it_are_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default place, run/ beside the settings file: the settings folder
+    made for it is 0700 too; a look (`create=False`, as `status` and `stop`
+    do) makes nothing."""
+    xdg = tmp_path / "xdg"
+    for var in ("CHATAGENT_CONFIG", "CHATAGENT_DAEMON_DIR", "XDG_RUNTIME_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(xdg))
+    monkeypatch.setattr(sys, "platform", "linux")
+    assert DaemonPaths.locate(create=False).dir == xdg / "chatagent" / "run" and not xdg.exists()
+    paths = DaemonPaths.locate()
+    assert paths.dir == xdg / "chatagent" / "run"
+    assert {str(p.relative_to(tmp_path)): stat.S_IMODE(p.stat().st_mode) for p in (xdg, xdg / "chatagent", paths.dir)} == {
+        "xdg": 0o700, "xdg/chatagent": 0o700, "xdg/chatagent/run": 0o700}
+
+
 def test_a_directory_or_socket_open_to_others_is_not_used(site: Site, tmp_path: Path) -> None:
     shared = tmp_path / "shared"
     shared.mkdir()

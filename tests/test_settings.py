@@ -75,6 +75,16 @@ def test_bad_values_are_refused_naming_the_setting_and_where_it_came_from(
     assert str(config) in exc.value.message
 
 
+def test_removing_a_setting_the_file_does_not_have_writes_nothing(config: Path) -> None:
+    """As `config unset` and the side panel's cleared fields remove settings."""
+    set_value("model", None)
+    assert not config.exists() and not config.parent.exists()
+    set_value("budget", "500")
+    written = config.read_text(), config.stat().st_mtime_ns
+    set_value("model", None)
+    assert (config.read_text(), config.stat().st_mtime_ns) == written
+
+
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "chatagent", *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
@@ -117,6 +127,49 @@ def test_config_set_show_unset_and_path_in_the_platform_config_dir(tmp_path: Pat
     assert bad.returncode == 1 and "budget" in bad.stderr
     unknown = run_cli("config", "set", "colour", "blue", env=env)
     assert unknown.returncode == 2 and "model" in unknown.stderr, "the usage error lists the settings"
+
+
+def _modes(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): stat.S_IMODE(p.stat().st_mode) for p in [root, *root.rglob("*")]}
+
+
+def test_commands_that_only_look_create_nothing_and_the_settings_folder_is_private(tmp_path: Path) -> None:
+    """No settings file yet, the default places (no XDG_RUNTIME_DIR: the
+    daemon's directory is run/ beside the settings file)."""
+    xdg = tmp_path / "xdg"
+    env = {"XDG_CONFIG_HOME": str(xdg), "CHATAGENT_CONFIG": "", "CHATAGENT_DAEMON_DIR": "", "XDG_RUNTIME_DIR": ""}
+    folder = xdg / "chatagent"
+    for args, status in ((("daemon", "status"), 3), (("daemon", "stop"), 0), (("config", "show"), 0),
+                         (("config", "path"), 0), (("config", "unset", "model"), 0)):
+        proc = run_cli(*args, env=env)
+        assert proc.returncode == status, (args, proc.stderr)
+        assert not xdg.exists(), f"`chatagent {' '.join(args)}` created {_modes(xdg)}"
+    assert f"model is not set in {folder / 'config.toml'}: nothing to remove" in proc.stdout
+    assert "Removed" not in proc.stdout
+
+    assert run_cli("config", "set", "budget", "1500", env=env).returncode == 0
+    assert _modes(xdg) == {".": 0o700, "chatagent": 0o700, "chatagent/config.toml": 0o600}
+    # Left open by an older chatagent (or a `daemon status` that made it 0755): closed when the file is written.
+    folder.chmod(0o755)
+    assert run_cli("config", "set", "budget", "1600", env=env).returncode == 0
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    folder.chmod(0o755)
+    assert run_cli("config", "unset", "budget", env=env).returncode == 0
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    before = (folder / "config.toml").stat().st_mtime_ns
+    again = run_cli("config", "unset", "budget", env=env)
+    assert again.returncode == 0 and "budget is not set" in again.stdout
+    assert (folder / "config.toml").stat().st_mtime_ns == before, "nothing to remove: nothing written"
+
+    # A folder CHATAGENT_CONFIG names is the user's: made 0700 if missing, else left as it is.
+    mine = tmp_path / "mine"
+    mine.mkdir(mode=0o755)
+    mine.chmod(0o755)
+    assert run_cli("config", "set", "budget", "1500", env={**env, "CHATAGENT_CONFIG": str(mine / "c.toml")}).returncode == 0
+    assert stat.S_IMODE(mine.stat().st_mode) == 0o755
+    made = tmp_path / "made" / "deeper" / "c.toml"
+    assert run_cli("config", "set", "budget", "1500", env={**env, "CHATAGENT_CONFIG": str(made)}).returncode == 0
+    assert _modes(tmp_path / "made") == {".": 0o700, "deeper": 0o700, "deeper/c.toml": 0o600}
 
 
 def test_a_flag_given_on_the_command_line_wins_over_the_file(tmp_path: Path) -> None:

@@ -18,7 +18,8 @@ EXIT_OK, EXIT_NOT_RUNNING = 0, 3  # as `chatagent daemon --help` says (cli.DAEMO
 
 
 async def daemon_command(action: str, settings: Settings, *, json_mode: bool = False) -> int:
-    paths = DaemonPaths.locate()
+    # Only what starts a daemon makes its directory: a look (`status`, `stop`) leaves no trace.
+    paths = DaemonPaths.locate(create=action in ("start", "run"))
     out = Console(highlight=False, soft_wrap=True)
     if action == "run":
         return await _run(settings, paths)

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..errors import ChatAgentError
-from ..locations import CONFIG_ENV, config_path
+from ..locations import CONFIG_ENV, config_path, make_private_dirs
 
 DIR_ENV = "CHATAGENT_DAEMON_DIR"
 BUILD = f"chatagent {__version__} from {Path(__file__).resolve().parent.parent}"
@@ -69,11 +69,13 @@ class DaemonPaths:
 
     @classmethod
     def locate(cls, *, create: bool = True) -> "DaemonPaths":
-        """The user's daemon directory, created (0700) if missing and `create`;
-        refused if it is not a directory of theirs closed to others."""
+        """The user's daemon directory, created if missing and `create` (0700,
+        and so is each folder made for it: the settings folder its default
+        `run/` is in, say); refused if it is not a directory of theirs closed
+        to others. Commands that only look (`status`, `stop`) create nothing."""
         where = Path(os.path.abspath(os.environ.get(DIR_ENV) or _default_dir()))
         if create:
-            where.mkdir(mode=0o700, parents=True, exist_ok=True)
+            make_private_dirs(where)
         try:
             check_private(where, directory=True)
         except FileNotFoundError:
