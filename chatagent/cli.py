@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, startup
-from .errors import ChatAgentError
+from .errors import ChatAgentError, UsageError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
 from .process import answer_status, run, setup_logging
@@ -382,11 +382,18 @@ async def cmd_daemon(args: argparse.Namespace) -> int:
 # --- config -----------------------------------------------------------------------
 
 
+CONFIG_EXIT_STATUS = (
+    "Exit status: 0 done; 1 failed (the settings file cannot be read or written; the reason is on stderr); "
+    "2 usage error (an unknown setting, or a value it cannot take: `set model` takes the names --model does)."
+)
+
+
 def _add_config(sub: Any) -> None:
     p = sub.add_parser(
         "config", help="show or change the settings (model, keys, budgets)",
         description="Settings come from flags, then the environment, then the settings file, then defaults. "
         "`set` and `unset` edit the file (readable by you only: it may hold keys).",
+        epilog=CONFIG_EXIT_STATUS,
     )
     csub = p.add_subparsers(dest="config_command", metavar="ACTION", required=True)
     show = csub.add_parser("show", help="every setting, its value (keys masked) and where it came from")
@@ -411,7 +418,10 @@ def cmd_config(args: argparse.Namespace) -> int:
         if args.config_command == "unset" and not config.file_sets(args.key):
             said = f"{args.key} is not set in {config.config_path()}: nothing to remove."  # and nothing written
         else:
-            path = config.set_value(args.key, args.value if args.config_command == "set" else None)
+            try:
+                path = config.set_value(args.key, args.value if args.config_command == "set" else None)
+            except config.BadValueError as exc:  # VALUE is what the command line gets wrong
+                raise UsageError(exc.message) from None
             said = f"{'Saved' if args.config_command == 'set' else 'Removed'} {args.key} in {path}."
         shown = next(x for x in config.describe(Settings.load()) if x.key == args.key)
         out.print(safe_text(f"{said} Now: {args.key} = {shown.value} ({shown.origin.describe()})."))

@@ -13,6 +13,14 @@ class ChatAgentError(Exception):
         self.message = message
 
 
+class UsageError(ChatAgentError):
+    """The command line asks for something that cannot be done as written (a
+    value a setting cannot take, a missing URL, an empty question): exit
+    status 2, as for the errors argparse finds."""
+
+    code = "usage_error"
+
+
 class BrowserNotFoundError(ChatAgentError):
     code = "browser_not_found"
 

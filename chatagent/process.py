@@ -15,8 +15,8 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from .errors import ChatAgentError
-from .exit_status import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, INTERRUPTED
+from .errors import ChatAgentError, UsageError
+from .exit_status import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, INTERRUPTED
 from .terminal import SanitizingFormatter, safe_text, stderr_console
 
 if TYPE_CHECKING:
@@ -81,7 +81,7 @@ def run(command: Callable[[], int | None | Awaitable[int | None]], *, verbose: i
         return EXIT_INTERRUPTED
     except ChatAgentError as exc:
         stderr_console().print(safe_text(("error: ", "bold red"), exc.message))
-        return EXIT_FAIL
+        return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAIL
     except Exception as exc:  # a bug: say so plainly; the traceback only with -v
         log.debug("unexpected error", exc_info=True)
         err = stderr_console()

@@ -32,7 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .errors import ChatAgentError
+from .errors import ChatAgentError, ModelConfigError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .locations import config_dir, config_path, make_private_dirs, tighten_dir
 
@@ -45,6 +45,10 @@ class ConfigError(ChatAgentError):
     """A setting has a value that cannot be used, or the settings file cannot be read or written."""
 
     code = "config_error"
+
+
+class BadValueError(ConfigError):
+    """A value the setting cannot take, refused before it is written (`set_value`)."""
 
 
 def _env(*names: str) -> AliasChoices:
@@ -277,7 +281,9 @@ def file_sets(key: str) -> bool:
 
 def set_value(key: str, value: str | None) -> Path:
     """Write `key = value` in the settings file (None: remove the key), after
-    checking the value. The file holds keys: it is private to the user (0600).
+    checking the value (`BadValueError`; a model's name too: one no provider
+    serves is refused as `models.provider_for` says). The file holds keys: it
+    is private to the user (0600).
     Removing a key the file does not set writes nothing."""
     import tomlkit
 
@@ -295,7 +301,14 @@ def set_value(key: str, value: str | None) -> Path:
         try:
             checked = Settings.model_validate({key: value}).model_dump(mode="python")[key]
         except ValidationError as exc:
-            raise ConfigError(f"Bad value for {key}: {exc.errors()[0]['msg']}.") from None
+            raise BadValueError(f"Bad value for {key}: {exc.errors()[0]['msg']}.") from None
+        if key == "model":  # a name no provider serves would fail every later ask
+            from .models import provider_for
+
+            try:
+                provider_for(checked.strip())
+            except ModelConfigError as exc:
+                raise BadValueError(exc.message) from None
         doc[key] = checked.get_secret_value() if isinstance(checked, SecretStr) else checked
     _write_private(path, tomlkit.dumps(doc))
     return path

@@ -124,7 +124,7 @@ def test_config_set_show_unset_and_path_in_the_platform_config_dir(tmp_path: Pat
     assert stat.S_IMODE(file.stat().st_mode) == 0o600
 
     bad = run_cli("config", "set", "budget", "ten", env=env)
-    assert bad.returncode == 1 and "budget" in bad.stderr
+    assert bad.returncode == 2 and "budget" in bad.stderr, "a value the setting cannot take is a usage error"
     unknown = run_cli("config", "set", "colour", "blue", env=env)
     assert unknown.returncode == 2 and "model" in unknown.stderr, "the usage error lists the settings"
 
@@ -172,10 +172,32 @@ def test_commands_that_only_look_create_nothing_and_the_settings_folder_is_priva
     assert _modes(tmp_path / "made") == {".": 0o700, "deeper": 0o700, "deeper/c.toml": 0o600}
 
 
+def test_config_set_refuses_a_model_no_provider_serves_as_an_ask_would(tmp_path: Path) -> None:
+    from chatagent.errors import ModelConfigError
+    from chatagent.models import provider_for
+
+    file = tmp_path / "config.toml"
+    env = {"CHATAGENT_CONFIG": str(file)}
+    with pytest.raises(ConfigError) as refused:
+        set_value("model", "gpt-4")
+    with pytest.raises(ModelConfigError) as unknown:
+        provider_for("gpt-4")
+    assert refused.value.message == unknown.value.message != ""
+    assert not file.exists()
+    bad = run_cli("config", "set", "model", "gpt-4", env=env)
+    assert bad.returncode == 2, "a value the setting cannot take is a usage error"
+    assert bad.stderr == f"error: {unknown.value.message}\n" and bad.stdout == ""
+    assert not file.exists(), "a refused value is not written"
+    for name in ("extractive", "gemini-2.5-flash", "openai:llama3.1"):
+        assert run_cli("config", "set", "model", name, env=env).returncode == 0
+    assert run_cli("config", "set", "model", "gpt-4", env=env).returncode == 2
+    assert 'model = "openai:llama3.1"' in file.read_text(), "the earlier value stays"
+
+
 def test_a_flag_given_on_the_command_line_wins_over_the_file(tmp_path: Path) -> None:
     env = {"CHATAGENT_CONFIG": str(tmp_path / "config.toml")}
-    assert run_cli("config", "set", "budget", "10", env=env).returncode == 1  # below the minimum
-    assert run_cli("config", "set", "model", "no-such-model", env=env).returncode == 0
+    assert run_cli("config", "set", "budget", "10", env=env).returncode == 2  # below the minimum
+    (tmp_path / "config.toml").write_text('model = "no-such-model"\n')  # edited by hand: `config set` refuses it
     # The file names an unknown model, the flag a good one: the flag's is used.
     done = run_cli("ask", str(PAGES / "product.html"), "-q", "How much does it cost?", "--model", "extractive", env=env)
     assert done.returncode == 0, done.stderr
