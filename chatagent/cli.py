@@ -4,8 +4,9 @@ One function per subcommand (`cmd_<name>`), registered by `_add_<name>` on the
 subparsers; handlers may be sync or async and return the exit status. Results go
 to stdout; progress, logs and errors to stderr, so `--json` output pipes cleanly.
 
-Exit status: 0 success, 1 failure (a clear message on stderr), 2 usage error,
-3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
+Exit status: 0 success, 1 failure (a clear message on stderr), 2 usage error
+(what argparse refuses, an unknown --model, and what a handler finds wrong with
+its command line: no URL, an empty question; `UsageError`), 3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
 stopped at its turn limit or input-token budget; the ending is still printed),
 130 interrupted.
 `chat` exits 1 if any question or command failed, else 3 if any ended without an answer.
@@ -25,7 +26,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, startup
-from .errors import ChatAgentError, UsageError
+from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
 from .process import answer_status, run, setup_logging
@@ -89,12 +90,31 @@ def _factor(value: str) -> float:
     return x
 
 
+def _model(value: str) -> str:
+    """A model name some provider serves: what the answering would refuse
+    after the pages opened is a usage error at once."""
+    from .models import provider_for  # light: a model's libraries load when it is made
+
+    try:
+        provider_for(value.strip())
+    except ModelConfigError as exc:
+        raise argparse.ArgumentTypeError(exc.message) from None
+    return value
+
+
+CONTEXT_EXIT_STATUS = (
+    "Exit status: 0 read; 1 no page could be read (the reason is on stderr); 2 usage error (a bad option, "
+    "no URL and no --cdp); 130 interrupted."
+)
+
+
 def _add_context(sub: Any) -> None:
     p = sub.add_parser(
         "context",
         help="show the page context a language model would be sent for one or more URLs",
         description="Open the pages in a headless Chromium (or attach to a running Chrome with --cdp), "
         "extract their text and fit it into the token budget, then print it per tab.",
+        epilog=CONTEXT_EXIT_STATUS,
     )
     p.add_argument("targets", nargs="*", metavar="URL",
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
@@ -123,7 +143,7 @@ def _runtime(args: argparse.Namespace, *, conversation: bool = False) -> "Runtim
 
     settings = settings_of(args)
     if not args.targets and not settings.cdp:
-        raise CLIError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
+        raise UsageError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
     # Worker processes extract tabs in parallel, but starting them takes ~0.5 s of CPU from
     # the browser loading the pages: worth it over a conversation's questions, or for a
     # running browser's tabs (`cdp`), not for one question about pages this process opens
@@ -207,7 +227,7 @@ def _print_context(ctx: PageContext) -> None:
 def _add_agent_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="URL",
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
-    p.add_argument("--model", metavar="M",
+    p.add_argument("--model", metavar="M", type=_model,
                    help="extractive (offline), gemini-2.5-flash, openai:MODEL (default: the model setting, "
                    f"see `chatagent config show`; else {_default('model')})")
     p.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
@@ -223,14 +243,16 @@ def _add_agent_args(p: argparse.ArgumentParser) -> None:
                    f"request (never below {MIN_INPUT_BUDGET:,}; default {_default('input_budget'):g})")
 
 
+USAGE_ERRORS = "a bad or unknown option, an unknown --model, no URL and no --cdp"
 ASK_EXIT_STATUS = (
-    "Exit status: 0 answered; 1 failed (the reason is on stderr); 2 usage error; "
+    f"Exit status: 0 answered; 1 failed (the reason is on stderr); 2 usage error ({USAGE_ERRORS}, "
+    "an empty question); "
     "3 no answer found (the search in the browser stopped first, at its turn limit or input-token budget; "
     "why is on stderr); 130 interrupted."
 )
 CHAT_EXIT_STATUS = (
     "Exit status: 0 every question answered (or stopped with Ctrl-C); 1 a question or command failed; "
-    "3 none failed but one ended without an answer; 2 usage error; 130 interrupted."
+    f"3 none failed but one ended without an answer; 2 usage error ({USAGE_ERRORS}); 130 interrupted."
 )
 
 
@@ -265,7 +287,7 @@ async def _answer(conversation: "Conversation", question: str, json_mode: bool) 
 
 async def cmd_ask(args: argparse.Namespace) -> int:
     if not args.question.strip():
-        raise CLIError("The question is empty.")
+        raise UsageError("The question is empty.")
     # A running daemon answers, warm (chatagent/daemon/client.py); None: this process answers.
     from .daemon.client import ask as ask_daemon
 
@@ -311,7 +333,7 @@ def _add_mcp(sub: Any) -> None:
         "LangChain's MCP adapters): on stdin/stdout, where stdout carries only the protocol, or over "
         "streamable HTTP with --http. Logs go to stderr.",
     )
-    p.add_argument("--model", metavar="M", help="the model ask_pages uses unless a call names one "
+    p.add_argument("--model", metavar="M", type=_model, help="the model ask_pages uses unless a call names one "
                    "(default: the model setting)")
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port: "
                    "list_tabs then lists its tabs")
@@ -351,7 +373,7 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 DAEMON_EXIT_STATUS = (
-    "Exit status: 0 done (`status`: a daemon is running); 1 failed (the reason is on stderr); "
+    "Exit status: 0 done (`status`: a daemon is running); 1 failed (the reason is on stderr); 2 usage error; "
     "3 `status`: no daemon is running."
 )
 
@@ -455,7 +477,7 @@ def _add_bench(sub: Any) -> None:
         "against the full-text and head-truncation baselines, extraction F1, multi-tab cost and the pass-1 rate.",
     )
     p.add_argument("--quick", action="store_true", help="a smaller sample that finishes in a few minutes")
-    p.add_argument("--model", metavar="M", help="also time this model for real, e.g. gemini-2.5-flash with GOOGLE_API_KEY")
+    p.add_argument("--model", metavar="M", type=_model, help="also time this model for real, e.g. gemini-2.5-flash with GOOGLE_API_KEY")
     p.add_argument("--out", metavar="DIR", default="bench-results",
                    help="where results.json, report.md and the plots go (default: bench-results)")
     p.add_argument("--reps", type=int, metavar="N", help="latency repetitions per scenario (default: 5 quick, 15 full)")
@@ -483,12 +505,22 @@ class _Parser(argparse.ArgumentParser):
     """Every command's parser, those other packages add included (subparsers
     are made of their parent's class), takes -v after the command name too:
     `chatagent ask URL -q Q -v`. Counted apart from a -v before it, which a
-    subcommand's value would otherwise overwrite; `main` adds the two."""
+    subcommand's value would otherwise overwrite; `main` adds the two.
+
+    An argument the command does not take is refused by the command's own
+    parser, with its usage (`chatagent ask [-h] ...`): argparse would hand it
+    back to the top-level parser, whose usage names no command's options."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.add_argument("-v", "--verbose", dest="verbose_after", action="count", default=argparse.SUPPRESS,
                           help=VERBOSE_HELP)
+
+    def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if extras:  # nothing after a command's name is the top-level parser's to take
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed, extras
 
 
 def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:

@@ -35,6 +35,11 @@ def clean(proc: subprocess.CompletedProcess[bytes]) -> str:
     (["ask", "x.html", "-q", "hi", "--deadline", "0"], "must be positive"),
     (["ask", "x.html", "-q", "hi", "--timeout", "soon"], "not a number of seconds"),
     (["chat", "x.html", "--no-such-flag"], "unrecognized arguments"),
+    (["ask", "-q", "hi"], "error: Give at least one URL or file, or --cdp"),
+    (["chat"], "error: Give at least one URL or file, or --cdp"),
+    (["context"], "error: Give at least one URL or file, or --cdp"),
+    (["ask", "x.html", "-q", "hi", "--model", "gpt-5"], "argument --model: Unknown model 'gpt-5'. Use 'extractive'"),
+    (["chat", "x.html", "--model", "gpt-5"], "argument --model: Unknown model 'gpt-5'. Use 'extractive'"),
 ])
 def test_usage_errors_exit_2_with_the_reason(args: list[str], says: str) -> None:
     proc = run(*args)
@@ -43,7 +48,20 @@ def test_usage_errors_exit_2_with_the_reason(args: list[str], says: str) -> None
 
 def test_a_blank_question_is_refused_clearly(site: Site) -> None:
     proc = run("ask", site.url("product"), "-q", "   ")
-    assert proc.returncode == 1 and "The question is empty." in clean(proc)
+    assert proc.returncode == 2 and clean(proc) == "error: The question is empty.\n"
+
+
+@pytest.mark.parametrize("args", [
+    ["ask", "x.html", "-q", "hi", "--frobnicate"],
+    ["chat", "x.html", "--frobnicate"],
+    ["context", "--frobnicate", "x.html"],
+    ["config", "set", "model", "extractive", "--frobnicate"],
+])
+def test_an_unknown_option_is_refused_with_the_usage_of_the_command_used(args: list[str]) -> None:
+    command = " ".join(a for a in args if a in ("ask", "chat", "context", "config", "set"))
+    err = clean(run(*args))
+    assert err.startswith(f"usage: chatagent {command} ["), err
+    assert f"chatagent {command}: error: unrecognized arguments: --frobnicate" in err
 
 
 @pytest.mark.parametrize(("target", "says"), [

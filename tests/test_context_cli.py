@@ -96,7 +96,7 @@ def test_usage_errors(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exc:
         main(["context", "--budget", "10", "x"])
     assert exc.value.code == 2 and "at least 64 tokens" in capsys.readouterr().err
-    assert main(["context"]) == 1  # no URL and no --cdp
+    assert main(["context"]) == 2  # no URL and no --cdp
     assert "at least one URL" in capsys.readouterr().err
     with pytest.raises(SystemExit) as exc:
         main([])

@@ -214,14 +214,14 @@ def test_an_unreachable_page_fails_as_in_process(closed_port_url: str, daemon: D
 
 
 def test_a_model_that_cannot_be_made_fails_as_in_process(site: Site, daemon: Daemon) -> None:
-    args = ("ask", site.url("product"), "-q", QUESTION, "--model", "no-such-model")
+    args = ("ask", site.url("product"), "-q", QUESTION, "--model", "gemini-2.5-flash")  # and no key
     alone = run(*args, env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
     asks = status(daemon.env)["asks"]
     via = run(*args, env=daemon.env)
     assert status(daemon.env)["asks"] == asks + 1, "the daemon took the ask"
     assert via.returncode == alone.returncode == 1
     assert via.stdout == alone.stdout == ""
-    assert via.stderr == alone.stderr and "error: Unknown model 'no-such-model'" in via.stderr
+    assert via.stderr == alone.stderr and "error: Model 'gemini-2.5-flash' needs a Gemini API key" in via.stderr
 
 
 def test_an_asks_own_settings_are_used_and_others_it_cannot_take_send_it_elsewhere(site: Site, daemon: Daemon) -> None:
@@ -488,13 +488,17 @@ def test_an_ask_in_the_daemons_environment_is_answered_from_its_command_line_alo
 
 
 def test_what_the_command_line_gets_wrong_is_said_as_without_a_daemon(site: Site, daemon: Daemon) -> None:
-    for args in (("--budget", "10"), ("--timeout", "never")):
-        argv = ("ask", site.url("product"), "-q", QUESTION, *args)
+    asks = status(daemon.env)["asks"]
+    for argv in (("ask", site.url("product"), "-q", QUESTION, "--budget", "10"),
+                 ("ask", site.url("product"), "-q", QUESTION, "--timeout", "never"),
+                 ("ask", site.url("product"), "-q", QUESTION, "--model", "no-such-model"),
+                 ("ask", site.url("product"), "-q", QUESTION, "--frobnicate"),
+                 ("ask", site.url("product"), "-q", " "),
+                 ("ask", "-q", QUESTION)):
         alone = run(*argv, env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
         via = run(*argv, env=daemon.env)
-        assert via.returncode == alone.returncode == 2 and via.stderr == alone.stderr != ""
-    blank = run("ask", site.url("product"), "-q", " ", env=daemon.env)
-    assert blank.returncode == 1 and "The question is empty" in blank.stderr
+        assert via.returncode == alone.returncode == 2 and via.stderr == alone.stderr != "", argv
+    assert status(daemon.env)["asks"] == asks, "usage errors are said by the ask, never taken by the daemon"
 
 
 def test_the_settings_file_is_read_again_for_each_ask(site: Site, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory) -> None:

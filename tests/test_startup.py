@@ -65,6 +65,19 @@ def test_commands_that_read_no_page_import_no_page_libraries(tmp_path: Path, arg
     assert page_libraries(imported_by(tmp_path, *args)) == []
 
 
+@pytest.mark.parametrize("args", [
+    ["ask", "x.html", "-q", "hi", "--model", "gemini-2.5-flash", "--help"],  # checked, then the help
+    ["ask", "x.html", "-q", "hi", "--model", "gpt-5"],  # refused: a usage error
+    ["config", "set", "model", "gpt-4"],
+], ids=" ".join)
+def test_a_model_name_is_checked_without_loading_a_model_library(tmp_path: Path, args: list[str]) -> None:
+    """`--model` is checked as the command line is read, before the browser
+    starts; LangChain (~0.25 s) still loads on the runtime's worker thread."""
+    modules = imported_by(tmp_path, *args)
+    assert "chatagent.models" in modules
+    assert not sorted(m for m in modules if m.partition(".")[0] in ("langchain_core", "langchain_google_genai", "google"))
+
+
 def test_making_a_runtime_imports_no_page_libraries(tmp_path: Path) -> None:
     """They load on a worker thread once the runtime starts (`async with`),
     so a command can start the browser first."""
@@ -130,10 +143,11 @@ async def test_the_browser_starts_while_the_runtime_loads(monkeypatch: pytest.Mo
 ])
 def test_a_model_that_cannot_be_made_is_reported_as_before(site: Site, model: str, says: str) -> None:
     """The model is made on a worker thread while the page loads: its error is
-    still the one clear message, with nothing after it."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
-    proc = subprocess.run([sys.executable, "-m", "chatagent", "ask", site.url("product"), "-q", "How much is it?",
-                           "--model", model], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    still the one clear message, with nothing after it. Named by the settings
+    (`--model` with a name no provider serves is a usage error before anything starts)."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "", "GEMINI_API_KEY": "", "CHATAGENT_MODEL": model}
+    proc = subprocess.run([sys.executable, "-m", "chatagent", "ask", site.url("product"), "-q", "How much is it?"],
+                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1
     assert proc.stderr.startswith("error: ") and says in proc.stderr
     assert "Traceback" not in proc.stderr and "never retrieved" not in proc.stderr

@@ -1,6 +1,10 @@
 """Chat models by name, from the providers in `PROVIDERS`. Every one is a
 LangChain chat model, so the agent is provider-agnostic: `extractive`
-(offline, the default), `gemini-*`, `openai:MODEL`."""
+(offline, the default), `gemini-*`, `openai:MODEL`.
+
+Light to import: naming a model (`provider_for`, which the CLI's `--model` and
+`config set model` check) loads no model library; those load when a model is
+made (`load_model`)."""
 
 from __future__ import annotations
 

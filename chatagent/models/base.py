@@ -13,13 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from langchain_core.language_models import BaseChatModel
-
 from ..errors import ModelError, ModelUnavailableError
-from ..retry import classify as classify_generic
-from ..retry import detail, is_connection_error
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # LangChain loads with the agent: naming models (`provider_for`) stays light
+    from langchain_core.language_models import BaseChatModel
+
     from ..settings import Settings
 
 
@@ -90,6 +88,9 @@ class Model:
     def classify(self, exc: BaseException) -> ModelError:
         """A typed error with a message the user can act on: a connection
         failure names the URL tried and the setting that changes it."""
+        from ..retry import classify as classify_generic
+        from ..retry import detail, is_connection_error
+
         err = self.provider.classify(exc) or classify_generic(exc, self.provider.key_setting)
         if isinstance(err, ModelUnavailableError) and is_connection_error(exc) and self.endpoint:
             err.message = f"Could not connect to the model service at {self.endpoint} ({detail(exc)})."

@@ -6,13 +6,12 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
-
 from ..errors import ModelAuthError, ModelConfigError, ModelError
-from ..retry import causes, malformed
 from .base import Provider
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
     from ..settings import Settings
 
 log = logging.getLogger(__name__)
@@ -51,6 +50,8 @@ class GeminiProvider(Provider):
 
     def classify(self, exc: BaseException) -> ModelError | None:
         from google.genai.errors import APIError, UnknownApiResponseError
+
+        from ..retry import causes, malformed
 
         for e in causes(exc):
             if isinstance(e, UnknownApiResponseError):

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from langchain_core.language_models import BaseChatModel
-
 from ..errors import ModelConfigError
 from .base import Provider
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+
     from ..settings import Settings
 
 
