@@ -29,8 +29,17 @@ log = logging.getLogger("chatagent")
 _CHATTY_LIBRARIES = frozenset(("bm25s", "httpx", "trafilatura", "htmldate", "asyncio"))
 
 
+# trafilatura's WARNING "discarding data: URL" says it found no main text in a page:
+# chatagent reads the page's rendered text then, and a tab that has none gets a note
+# ("No readable text on this page"). It says nothing a user can act on: -vv shows it.
+_TRAFILATURA_DISCARDING = "discarding data"
+
+
 def _quiet_libraries(record: logging.LogRecord) -> bool:
-    return record.levelno >= logging.WARNING or record.name.partition(".")[0] not in _CHATTY_LIBRARIES
+    library = record.name.partition(".")[0]
+    if library == "trafilatura" and str(record.msg).startswith(_TRAFILATURA_DISCARDING):
+        return False
+    return record.levelno >= logging.WARNING or library not in _CHATTY_LIBRARIES
 
 
 # google-genai leaves the byte-stream generators of a reply it stops reading

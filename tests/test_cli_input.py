@@ -5,6 +5,7 @@ that failed can simply be asked again."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -105,6 +106,36 @@ def test_verbose_is_accepted_after_the_command_name_too(site: Site) -> None:
     # Commands other packages register (the bridge, through an entry point) take it too.
     assert run("bridge", "status", "-v").returncode == 0
     assert run("config", "path", "-v").returncode == 0
+
+
+DISCARDING = "trafilatura.core: discarding data"
+
+
+def test_a_page_with_no_text_gets_its_note_and_no_library_warning_unless_vv() -> None:
+    """trafilatura logs a WARNING for a page with no main text; the tab's note
+    says so already, in words a user can act on."""
+    page = "fixtures/pages/image_only.html"
+    ask = run("ask", page, "-q", "What gate does the flight board at the top of the page show?")
+    assert "No readable text on this page" in ask.stdout.decode() + clean(ask)
+    assert DISCARDING not in clean(ask)
+    for verbose in ([], ["-v"]):
+        context = run(*verbose, "context", page)
+        assert context.returncode == 0 and "No readable text on this page" in context.stdout.decode()
+        assert DISCARDING not in clean(context), verbose
+    assert f"WARNING {DISCARDING}: file://" in clean(run("-vv", "context", page))
+
+
+def test_other_library_warnings_still_show() -> None:
+    from chatagent.process import _quiet_libraries
+
+    def shown(name: str, level: int, msg: str) -> bool:
+        return _quiet_libraries(logging.LogRecord(name, level, __file__, 1, msg, ("x",), None))
+
+    assert not shown("trafilatura.core", logging.WARNING, "discarding data: %s")
+    assert shown("trafilatura.core", logging.WARNING, "parsed tree length: %s, wrong data type or not valid HTML")
+    assert shown("trafilatura.core", logging.ERROR, "not a 200 response: %s")
+    assert not shown("trafilatura.main_extractor", logging.INFO, "extracted: %s")
+    assert shown("playwright", logging.WARNING, "discarding data: %s"), "only trafilatura's is dropped"
 
 
 def test_chat_commands_on_piped_input_print_their_results_on_stdout(site: Site) -> None:
