@@ -221,6 +221,16 @@ def test_the_words_of_a_scroll_result_do_not_say_where_the_tab_is() -> None:
     assert [c["name"] for c in reply.tool_calls] == ["scroll_tool"]
 
 
+def test_the_tool_s_report_of_a_scroll_is_never_quoted_as_the_page() -> None:
+    """A tab with no text (a PDF the panel could not read): the scroll's report names
+    the question's words nowhere on the page, and must not come back as the answer."""
+    report = "Tab 1 scrolled down. [viewport at 0px of 800px (bottom of page)] (no text visible) lighthouse designed"
+    empty = ScrollResult(text="", scroll_y=0, page_height=800, viewport_height=800, at_bottom=True)
+    reply = after_scroll(ToolMessage(report, tool_call_id="c2", name="scroll_tool", artifact=empty))
+    assert not reply.tool_calls and "found nothing" in message_text(reply), message_text(reply)
+    assert "scrolled down" not in message_text(reply) and "viewport" not in message_text(reply)
+
+
 def test_a_failed_scroll_is_not_repeated() -> None:
     reply = after_scroll(scrolled("Tab 1 is already at the bottom of the page.", at_bottom=False, status="error"))
     assert not reply.tool_calls

@@ -647,7 +647,11 @@ def _read(messages: Sequence[BaseMessage]) -> _Turn:
             scroll = m.artifact if isinstance(m.artifact, ScrollResult) else None
             tool_calls.append(_ToolCall(name, args, text, ok, scroll))
             if name == "scroll_tool" and ok:
-                fresh.append((str(args.get("tab_id") or _only(tabs)), text))
+                # The page's text as scrolled, not the tool's report around it ("Tab 1 scrolled
+                # down. [viewport at 0px …] (no text visible)"), which is no quote of the page.
+                shown = scroll.text if scroll is not None else text
+                if shown.strip():
+                    fresh.append((str(args.get("tab_id") or _only(tabs)), shown))
         elif isinstance(m, HumanMessage) and is_fenced(message_text(m), "browser_state"):
             for t in parse_tabs(message_text(m)):
                 fresh.append((t.tab_id, t.text))
