@@ -163,6 +163,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "<html><head><title>Busy page</title></head><body><h1>Busy</h1>"
         "<script>setTimeout(() => { while (true) {} }, 200)</script></body></html>"
     )
+    (d / "report.pdf").write_bytes((ROOT / "fixtures" / "pages" / "report.pdf").read_bytes())
     handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(d))
 
     class Quiet(handler.func):  # type: ignore[name-defined,misc]
@@ -367,6 +368,20 @@ async def test_a_frozen_tab_is_skipped_after_a_time_limit_and_the_others_answer(
     assert await turn.locator(".answer").inner_text() == "final hello"
     note = await turn.locator(".notes").inner_text()
     assert "Busy page" in note and "did not respond" in note, note
+    chips = turn.locator(".sources .chip")
+    assert await chips.count() == 1 and await chips.first.inner_text() == "Beta page"
+
+
+async def test_a_pdf_tab_is_skipped_with_a_note_saying_so(ext_ctx: Any, site: str) -> None:
+    """Chrome's PDF viewer lets the extension script its outer page, which holds
+    none of the PDF's text: read, it would be an empty tab the model answers from."""
+    panel = await open_panel(ext_ctx, site, ["report.pdf", "b.html"])
+    await panel.fill("#question", "hello")
+    await panel.press("#question", "Enter")
+    await panel.wait_for_selector("body[data-state=done]", timeout=25_000)
+    turn = panel.locator(".turn").last
+    note = await turn.locator(".notes").inner_text()
+    assert "is a PDF" in note and "cannot read" in note, note
     chips = turn.locator(".sources .chip")
     assert await chips.count() == 1 and await chips.first.inner_text() == "Beta page"
 

@@ -303,6 +303,9 @@ function snapshotTab(tabId) {
 
 // `what`: the tab in words ("“Orion 14 review”"), never Chrome's numeric id.
 function friendlyScriptError(e, what = "the tab") {
+  if (e?.code === "tab_pdf") {
+    return `${what} is a PDF, which the side panel cannot read (chatagent ask reads PDFs by their address).`;
+  }
   if (e?.code === "tab_timeout") {
     return `${what} did not respond within ${READ_TAB_MAX_MS / 1000} s (the page may be frozen or busy).`;
   }
@@ -358,6 +361,8 @@ function pageSnapshot() {
     text: document.body ? document.body.innerText : "",
     url: location.href,
     title: document.title,
+    // Chrome's PDF viewer: its outer page can be scripted, but holds none of the text.
+    contentType: document.contentType,
   };
 }
 
@@ -489,6 +494,9 @@ async function collectTab(tabId) {
   const tab = await chrome.tabs.get(tabId);
   const out = { tabId, url: tab.url || tab.pendingUrl || "", title: tab.title || "" };
   const snap = await snapshotTab(tabId);
+  if (snap.contentType === "application/pdf") {
+    throw Object.assign(new Error("The tab is a PDF."), { code: "tab_pdf" });
+  }
   out.url = snap.url || out.url;
   out.title = snap.title || out.title;
   out.html = truncateUtf8(snap.html || "", MAX_HTML_BYTES);
