@@ -876,6 +876,21 @@ def test_towns_compared_by_the_kind_of_value_each_question_means() -> None:
     assert "1911" not in towns("Which is older?") and "182,400" not in towns("How far is the airport from each?")
 
 
+def test_a_question_asking_two_kinds_of_value_gets_both_from_each_tab() -> None:
+    from chatagent.browser.base import PageSnapshot
+    from chatagent.extraction import extract_snapshot
+
+    pages = Path(__file__).parent.parent / "fixtures" / "pages"
+    tabs = []
+    for name in ("two_a", "two_b"):
+        ex = extract_snapshot(PageSnapshot(tab_id="1", url=f"http://x/{name}.html", html=(pages / f"{name}.html").read_text()))
+        tabs.append((ex.title, ex.text))
+    answer = two_tabs("Which town has more people, and which gets more rain?", tabs[0], tabs[1])
+    first, second = answer.split("From [Tab 2]")
+    assert "182,400" in first and "640 mm" in first, answer
+    assert "96,750" in second and "1,120 mm" in second, answer
+
+
 def test_a_question_only_about_a_price_is_not_answered_by_the_word_cost() -> None:
     text = (
         "# Rambler 20 oz Tumbler\n\nOur tumbler is made from stainless steel to protect the temperature of your "

@@ -754,28 +754,38 @@ def _by_kind(
 ) -> str | None:
     """Comparing tabs by a kind of value (a price, a duration, a weight, a date …): each tab's
     best passage stating a value of that kind, however it is worded ("Battery life: 14 hours
-    20 minutes" against "lasted 11 hours 5 minutes"), side by side. The tabs compared are
-    those the question names by title, or else all. None unless each has such a passage."""
-    kinds = [(term, has) for term, _, has in _kinds(question)]
+    20 minutes" against "lasted 11 hours 5 minutes"), side by side; for a question asking
+    several kinds ("which town has more people, and which gets more rain?"), each tab's best
+    passage of each. The tabs compared are those the question names by title, or else all.
+    None unless each has such a passage."""
+    kinds = _kinds(question)
     if len(named) >= 2:
         passages = {tab_id: ps for tab_id, ps in passages.items() if tab_id in named}
     elif not _compares(question):
         return None  # "When was Port Averly founded?" asks one tab, whatever else is open
     if len(passages) < 2 or not kinds:
         return None
-    said = _said(question)
-    terms = Query(question, tuple(sorted(_question_terms(question) | said)))
+    comparing = set(_terms(" ".join(_COMPARING_WORDS)))
+    terms = Query(question, tuple(sorted(_question_terms(question) | _said(question))))
     blocks = []
     for tab_id, ps in passages.items():
-        found = [p for p in ps if not p.text.startswith("#") and any(has.search(p.text) for _, has in kinds)]
-        if not found:
-            return None
         title = set(_terms(turn.titles().get(tab_id, "")))
-        scores = ranker([f"{p.text} {p.section} {p.header}" for p in found], ANALYSER).scores(terms.without(title))
-        # A passage naming the kind ("Our price: …") over one that only states a value of it.
-        names = [bool(said & set(_terms(f"{p.text} {p.section}"))) for p in found]
-        best = max(range(len(found)), key=lambda i: (names[i], scores[i], -found[i].order))
-        blocks.append((tab_id, _quote_section(found[best], ps)))  # a heading ("Method") with its lines
+        chosen: list[_Passage] = []
+        for _, asks, has in kinds:
+            found = [p for p in ps if not p.text.startswith("#") and has.search(p.text)]
+            if not found:
+                continue
+            scores = ranker([f"{p.text} {p.section} {p.header}" for p in found], ANALYSER).scores(terms.without(title))
+            # A passage naming the kind ("Our price: …") over one that only states a value of it.
+            said = set(_terms(asks.pattern)) - comparing
+            names = [bool(said & set(_terms(f"{p.text} {p.section}"))) for p in found]
+            best = found[max(range(len(found)), key=lambda i: (names[i], scores[i], -found[i].order))]
+            if best not in chosen:
+                chosen.append(best)
+        if not chosen:
+            return None
+        # A heading ("Method") with its lines; several kinds in the page's order.
+        blocks.append((tab_id, "\n\n".join(_quote_section(p, ps) for p in sorted(chosen, key=lambda p: p.order))))
     return _side_by_side(blocks, turn)
 
 
