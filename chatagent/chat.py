@@ -70,6 +70,11 @@ class ChatSession:
         self.out = self.err if json_mode else Console(highlight=False, soft_wrap=True)
 
     async def run(self, *, interactive: bool) -> None:
+        # A page that could not be opened is said once, before the first question,
+        # and then left out: not a note repeated with every answer.
+        for tab in [t for t in self.tabs if isinstance(t, TabFailure)]:
+            self.err.print(safe_text(("Not opened: ", "yellow"), tab.message))  # numbered tabs are the open ones
+            self.tabs.remove(tab)
         if interactive:
             await self._prompt_loop()
         else:

@@ -229,6 +229,21 @@ async def test_fifty_turns_stay_within_the_history_budget_with_no_orphaned_tool_
     assert "<conversation_summary>" in last[1] and "earlier question(s)" in last[1]
 
 
+async def test_a_page_that_cannot_be_opened_is_said_once_before_the_first_question(
+    gemini: GeminiServer, site: Site, tmp_path: Any,
+) -> None:
+    gemini.enqueue(*[TextReply(text="It costs $1,349.00 [Tab 1].")] * 2)
+    missing = tmp_path / "gone.html"
+    async with chat(gemini, str(missing), site.url("product")) as c:
+        done(await c.ask("How much is it?"))
+        done(await c.ask("And with delivery?"))
+        await c.send("/tabs")
+    stderr = (await c.proc.stderr.read()).decode()  # type: ignore[union-attr]
+    assert stderr.count("gone.html") == 1, stderr
+    assert stderr.index("Not opened: No such file") < stderr.index("[Tab 1] Aurora X14 Pro"), stderr
+    assert all("gone.html" not in page_context(r) for r in gemini.generate_requests)
+
+
 async def test_commands_on_piped_input_open_close_switch_model_and_forget(gemini: GeminiServer, site: Site) -> None:
     gemini.enqueue(*[TextReply(text="It says a few things [Tab 1].")] * 3)
     async with chat(gemini, site.url("product"), status=1) as c:  # 1: a command failed
