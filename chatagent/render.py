@@ -105,7 +105,7 @@ class EventPrinter:
             mark = ("✓", "green") if event.ok else ("✗", "red")
             self._err(("  ", "dim"), mark, (f" {event.text}", "dim"))
         elif isinstance(event, Screenshot):
-            self._err((f"  (screenshot of tab {event.tab_id} taken)", "dim"))
+            pass  # its tool's result line ("✓ screenshot of tab 1") says so already
         elif isinstance(event, Done):
             self._done(event)
         elif isinstance(event, ErrorEvent):
@@ -155,8 +155,8 @@ class EventPrinter:
             bits.append(f"{done.tool_calls} browser tool call{'s' if done.tool_calls != 1 else ''} in pass 2")
         t = done.timings
         if t.first_token_ms is not None:
-            bits.append(f"first token {t.first_token_ms:.0f} ms")
-        bits.append(f"total {t.total_ms:.0f} ms")
+            bits.append(f"first token {t.first_token_ms:,.0f} ms")
+        bits.append(f"total {t.total_ms:,.0f} ms")
         bits.append(f"{done.usage.input_tokens:,} tokens in / {done.usage.output_tokens:,} out")
         self._err((" · ".join(bits), "dim"))
 
