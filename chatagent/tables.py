@@ -26,8 +26,8 @@ _YEAR = re.compile(r"(1[5-9]|20)\d\d")
 # Markdown that extraction writes and a quote should not show: escapes, emphasis, tags.
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
 _EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)(.+?)(?<=\S)\1")
-_TAG = re.compile(r"</?[A-Za-z][^<>]{0,200}>")
-_LINK = re.compile(r"\[([^\]\n]+)\]\([^)\s]+\)")
+_TAG = re.compile(r"(?<!\\)</?[A-Za-z][^<>]{0,200}>")  # an escaped "\<b>" is text the page shows
+_LINK = re.compile(r"\[([^\]\n]+)\]\((?:[^()\s]|\([^()\s]*\))+\)")  # a target may hold "(…)" once
 _SPACES = re.compile(r"\s+")
 _MARKUP = re.compile(r"[\\*_<\[!]|^0\d")  # anything `clean` would change beyond spaces
 _TOTAL = re.compile(r"((grand|career) )?totals?:?|sum|overall|all|career\*?", re.I)

@@ -72,6 +72,11 @@ def test_clean_removes_markdown_escapes_emphasis_links_and_tags() -> None:
     assert clean(r"A **resource** is *any* \[object\] see [docs](https://x.example) <b>now</b>\.") == (
         "A resource is any [object] see docs now."
     )
+    # A link whose target holds parentheses, and tags the page shows as text (escaped).
+    assert clean("[click me](javascript:alert(document.domain)) or [Foo](https://w.example/Foo_(bar)).") == (
+        "click me or Foo."
+    )
+    assert clean(r"It prints \<script>alert(1)\</script> as text.") == "It prints <script>alert(1)</script> as text."
 
 
 def test_a_two_row_header_with_its_cells_in_place_names_each_column_by_both_rows() -> None:
