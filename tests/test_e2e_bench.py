@@ -47,3 +47,11 @@ async def test_one_pair_runs_all_three_processes_end_to_end() -> None:
     assert warm["ratios"][0] == runs[DAEMON]["first_token_ms"] / runs["minimal"]["first_token_ms"]
     report = format_report(result)
     assert "cold process, 1 tab" in report and "warm daemon, 1 tab" in report and "model TTFT +" in report
+
+
+@pytest.mark.skipif(not (DATA / "wtq" / "questions.tsv").is_file(), reason="evaluation data not present")
+async def test_the_page_floor_opens_and_reads_the_e2e_bench_s_pages_in_a_running_browser() -> None:
+    from chatagent.bench.page_floor import measure
+
+    result = await measure([1, 3], 1, DATA)
+    assert set(result) == {1, 3} and all(len(ms) == 1 and ms[0] > 0 for ms in result.values())
