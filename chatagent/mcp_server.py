@@ -13,9 +13,11 @@ Nothing but protocol on stdout: logs go to stderr.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
@@ -317,12 +319,13 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
             f"Listening on {host} lets other machines use this browser: set a bearer token first "
             "(`chatagent config set mcp_token TOKEN` or CHATAGENT_MCP_TOKEN), or listen on 127.0.0.1."
         )
+    listening = _listen(host, port)  # before the browser starts: a port in use is told at once
     async with running(settings) as server:
         app: Any = server.streamable_http_app(host=host)
         if token:
             app = BearerToken(app, token)
         web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
-        serving = asyncio.ensure_future(web.serve())
+        serving = asyncio.ensure_future(web.serve(sockets=[listening]))
         try:
             await asyncio.shield(serving)
         except asyncio.CancelledError:  # embedded and cancelled: shut down as on Ctrl-C, not mid-request
@@ -331,19 +334,37 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
             raise
 
 
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT for uvicorn to serve on."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+    except OSError as exc:
+        raise ChatAgentError(f"Cannot listen on {host}:{port} ({exc}): give another address with --http HOST:PORT.") from None
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        why = "another program is listening there" if exc.errno == errno.EADDRINUSE else exc.strerror or str(exc)
+        raise ChatAgentError(f"Cannot listen on {host}:{port}: {why}. Choose another port with --http [HOST:]PORT.") from None
+    return sock
+
+
 class BearerToken:
     """ASGI middleware: HTTP requests without `Authorization: Bearer <token>` get 401."""
 
     def __init__(self, app: Any, token: str) -> None:
         self.app = app
-        self.expected = f"Bearer {token}".encode()
+        self.expected = token.encode()
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "http":
             import hmac
 
-            given = dict(scope.get("headers") or []).get(b"authorization", b"")
-            if not hmac.compare_digest(given, self.expected):
+            scheme, _, given = dict(scope.get("headers") or []).get(b"authorization", b"").partition(b" ")
+            # The scheme's name is case-insensitive (RFC 9110); the token is compared in constant time.
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.expected):
                 await send({"type": "http.response.start", "status": 401,
                             "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
                 await send({"type": "http.response.body", "body": b"A bearer token is required (the server's mcp_token)."})

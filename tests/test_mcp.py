@@ -267,6 +267,14 @@ async def test_over_http_a_token_is_required_and_two_clients_get_twenty_answers(
         async with httpx2.AsyncClient() as raw:
             refused = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"})
             assert refused.status_code == 401
+            wrong = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                   headers={"Authorization": f"Bearer {token}x"})
+            assert wrong.status_code == 401
+            # The scheme's name in any case, as HTTP allows: past the token check (406: this
+            # raw request does not accept what the protocol answers with).
+            lower = await raw.post(url, json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+                                   headers={"Authorization": f"bearer {token}"})
+            assert lower.status_code != 401
         async with http_client(url, token) as a, http_client(url, token) as b:
             assert {t.name for t in (await a.list_tools()).tools} == {"read_pages", "ask_pages"}
             calls = [
@@ -278,6 +286,24 @@ async def test_over_http_a_token_is_required_and_two_clients_get_twenty_answers(
     assert all(not r.is_error for r in results), [r.content for r in results if r.is_error]
     answers = [r.structured_content for r in results]
     assert all("$1,349.00" in (x.get("answer") or x["pages"][0]["text"]) for x in answers)
+
+
+async def test_a_port_in_use_is_told_in_one_line_before_the_browser_starts() -> None:
+    import asyncio
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", cwd=str(ROOT),
+            env={**os.environ, "PYTHONPATH": str(ROOT)},
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 1 and out == b"", err
+    assert f"Cannot listen on 127.0.0.1:{port}".encode() in err and b"--http" in err and b"Errno" not in err
 
 
 async def test_listening_beyond_loopback_needs_a_token() -> None:
