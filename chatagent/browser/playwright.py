@@ -592,7 +592,8 @@ class PlaywrightBrowser(Browser):
                 if page.url in ("", "about:blank"):  # no response at all: nothing rendered to keep
                     await _close_quietly(page)
                     return TabFailure(tab_id=tab_id, url=url, code="timeout",
-                                      message=f"{url}: no response within {timeout_s:g}s.")
+                                      message=f"{url}: no response within {timeout_s:g}s (wait longer with the "
+                                      "`timeout` setting, or --timeout).")
                 # Slow or never-ending page: keep what has rendered so far.
                 notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
                 response, loaded = None, False

@@ -961,7 +961,8 @@ class ExtractiveChatModel(BaseChatModel):
             did = f"I took a screenshot of [Tab {target}], but" if shot_ok else f"I could not take a screenshot of [Tab {target}], and"
             return AIMessage(
                 f"{did} I am the offline extractive model: I can only quote page text and cannot read "
-                "images, so I can't tell what it shows. Ask again with a vision model (e.g. --model gemini-2.5-flash)."
+                "images, so I can't tell what it shows. Ask again with a vision model such as gemini-2.5-flash "
+                "(`--model`, `chatagent config` or the side panel's settings)."
             )
         answer = _evidence(turn.question, turn.fresh_text, turn, self.ranker)
         if answer:
