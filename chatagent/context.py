@@ -42,6 +42,14 @@ class TabContext(BaseModel):
         return self.error is None
 
 
+def _described(t: TabContext) -> str:
+    if t.error is not None:
+        return f"not read: {t.error}"
+    how = "the parts the question needs" if t.selected else "its start" if t.truncated else "whole"
+    reused = ", extracted before" if t.reused else ""
+    return f"{t.tokens:,} of {t.original_tokens:,} tokens ({how}; {t.method}{reused})"
+
+
 class PageContext(BaseModel):
     tabs: list[TabContext]
     budget_per_tab: int
@@ -147,13 +155,18 @@ class ContextBuilder:
                 out.append(TabContext(tab_id=r.tab_id, url=r.url, error=r.message, notes=[r.message]))
             else:
                 out.append(fitted[r.tab_id])
-        return PageContext(
+        context = PageContext(
             tabs=out,
             budget_per_tab=self.budget_per_tab,
             question=question,
             extraction_ms=(t1 - t0) * 1000,
             budget_ms=(t2 - t1) * 1000,
         )
+        if log.isEnabledFor(logging.INFO):  # -v: what each tab gave the model, and what it took
+            for t in out:
+                log.info("tab %s: %s", t.tab_id, _described(t))
+            log.info("read in %.0f ms, fitted in %.0f ms", context.extraction_ms, context.budget_ms)
+        return context
 
     def _shares(self, extracted: list[Extracted]) -> list[tuple[Extracted, str, int, int]]:
         """Each tab with its text, the tokens that text needs and the tokens it gets."""

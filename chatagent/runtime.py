@@ -22,6 +22,7 @@ import asyncio
 import importlib
 import logging
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -215,8 +216,12 @@ class Runtime:
                 where = f"The browser at {self.settings.cdp}" if self.settings.cdp else "The browser"
                 raise ChatAgentError(f"{where} has no open tabs to read.")
             return list(tabs)
+        started = time.perf_counter()
         opened = await browser.open_tabs(list(targets), timeout_s=self.settings.timeout)
         self._opened += [t for t in opened if isinstance(t, Tab)]
+        failed = sum(isinstance(t, TabFailure) for t in opened)
+        log.info("opened %d page(s) in %.0f ms%s", len(opened) - failed, (time.perf_counter() - started) * 1000,
+                 f"; {failed} could not be opened" if failed else "")
         return opened
 
     async def close_tabs(self, tabs: Sequence[Tab | TabFailure]) -> None:

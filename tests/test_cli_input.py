@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -101,6 +102,9 @@ def test_verbose_is_accepted_after_the_command_name_too(site: Site) -> None:
     assert both.returncode == 0 and "DEBUG" in clean(both), "one -v before and one after make -vv"
     once = run("-v", "ask", site.url("product"), "-q", "How much is it?")
     assert once.returncode == 0 and "DEBUG" not in clean(once)
+    # -v says what was read: the pages opened and what each tab gave the model.
+    assert "opened 1 page(s) in" in clean(once) and re.search(r"tab 1: [\d,]+ of [\d,]+ tokens", clean(once))
+    assert "opened 1 page(s)" not in clean(run("ask", site.url("product"), "-q", "How much is it?"))
     chat = run("chat", site.url("product"), "-vv", stdin=b"How much is it?\n")
     assert chat.returncode == 0 and "DEBUG" in clean(chat)
     # Commands other packages register (the bridge, through an entry point) take it too.
