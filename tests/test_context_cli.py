@@ -211,7 +211,7 @@ def test_the_offline_model_says_what_a_page_is_about_in_pass_1(site: Site) -> No
     assert done["answer"].startswith(
         "Bergholm Harbour Board — Annual reports 1901–2020: This page collects the summaries of the board's annual reports"
     ), done["answer"]
-    assert done["answer"].endswith("needs a language model: choose one with `chatagent config` or in the side panel's settings.")
+    assert done["answer"].endswith("needs a language model: set one with `chatagent config` or the panel's ⚙.")
 
 
 def test_the_offline_model_quotes_the_reviews_under_the_heading_it_found(site: Site) -> None:

@@ -166,7 +166,7 @@ def test_a_count_shows_the_matching_rows_and_says_what_needs_a_language_model() 
     answer = pass1("Port Elm Rovers", SEASON, "How many times did they play Lindvik?")
     assert "2 rows with “Lindvik”" in answer
     assert answer.count("Opponent: Lindvik") == 2
-    assert answer.rstrip().endswith("needs a language model: choose one with `chatagent config` or in the side panel's settings.")
+    assert answer.rstrip().endswith("needs a language model: set one with `chatagent config` or the panel's ⚙.")
 
 
 def test_a_difference_is_not_computed_the_rows_are_shown_and_the_limit_said() -> None:
@@ -665,7 +665,7 @@ def test_what_a_page_is_about_is_its_title_and_how_it_begins_with_the_limit_said
         assert answer.startswith("Bergholm Harbour Board: This page collects the summaries"), (question, answer)
         assert "It starts in 1901." in answer and "It ends in 2020" not in answer, "two sentences"
         assert "4 min read" not in answer and "hurricane" not in answer
-        assert answer.endswith("summarizing all of it needs a language model: choose one with `chatagent config` or in the side panel's settings.")
+        assert answer.endswith("summarizing all of it needs a language model: set one with `chatagent config` or the panel's ⚙.")
     # A question with a topic of its own is answered from what it asks about.
     assert "hurricane" in pass1("Bergholm Harbour Board", text, "What was the hurricane about?")
 
@@ -681,7 +681,7 @@ def test_comparing_the_pages_as_a_whole_quotes_each_opening_and_says_what_it_can
         answer = laptops(question)
         assert not answer.startswith(ESCALATION_MARKER), question
         assert "From [Tab 1]" in answer and "From [Tab 2]" in answer, (question, answer)
-        assert answer.endswith("comparing them point by point needs a language model: choose one with `chatagent config` or in the side panel's settings.")
+        assert answer.endswith("comparing them point by point needs a language model: set one with `chatagent config` or the panel's ⚙.")
 
 
 def test_how_long_an_action_takes_is_a_time_not_a_length() -> None:

@@ -34,7 +34,7 @@ ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
 # How a question about a table is put, not what it is about: "how many times", "the total number".
 PHRASING = frozenset(ANALYSER.terms("times time total number amount listed list"))
 # Said to whoever asked: a terminal, an agent over MCP or the side panel, so both ways to choose one.
-NEEDS_MODEL = "needs a language model: choose one with `chatagent config` or in the side panel's settings"
+NEEDS_MODEL = "needs a language model: set one with `chatagent config` or the panel's ⚙"
 MAX_ROWS = 3  # rows shown for a count or a list
 MAX_LISTED = 5  # rows shown when they are what is asked for ("which teams raced at least 13 races?")
 MAX_VALUES = 8  # a column's different values listed
