@@ -164,7 +164,7 @@ class ChatAgent:
         ctx = await self._context(self.builder, question, emit)
         self.hooks.context_built(ctx)
         if not any(t.ok for t in ctx.tabs):
-            emit(ErrorEvent(code="no_readable_tabs", message="None of the tabs could be read; see the notes above."))
+            emit(ErrorEvent(code="no_readable_tabs", message="None of the tabs could be read; the notes say why."))
             return
         key = AnswerCache.key(self.model.identity, question, ctx) if self.cache is not None else ""
         if self.cache is not None and (hit := self.cache.get(key)):

@@ -232,16 +232,25 @@ async def test_fifty_turns_stay_within_the_history_budget_with_no_orphaned_tool_
 async def test_a_page_that_cannot_be_opened_is_said_once_before_the_first_question(
     gemini: GeminiServer, site: Site, tmp_path: Any,
 ) -> None:
-    gemini.enqueue(*[TextReply(text="It costs $1,349.00 [Tab 1].")] * 2)
     missing = tmp_path / "gone.html"
-    async with chat(gemini, str(missing), site.url("product")) as c:
-        done(await c.ask("How much is it?"))
-        done(await c.ask("And with delivery?"))
-        await c.send("/tabs")
-    stderr = (await c.proc.stderr.read()).decode()  # type: ignore[union-attr]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    plain = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatagent", "chat", "--model", "extractive", str(missing), site.url("product"),
+        cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(plain.communicate(b"How much is it?\nAnd with delivery?\n/tabs\n"), 60)
+    stderr = err.decode()
+    assert plain.returncode == 0 and "$1,349.00" in out.decode()
     assert stderr.count("gone.html") == 1, stderr
-    assert stderr.index("Not opened: No such file") < stderr.index("[Tab 1] Aurora X14 Pro"), stderr
-    assert all("gone.html" not in page_context(r) for r in gemini.generate_requests)
+    assert stderr.startswith("Not opened: No such file"), "before anything a question prints"
+    # --json: every question's events say it, as a note, and end in one `done` as ever.
+    gemini.enqueue(*[TextReply(text="It costs $1,349.00 [Tab 1].")] * 2)
+    async with chat(gemini, str(missing), site.url("product")) as c:
+        for question in ("How much is it?", "And with delivery?"):
+            events = await c.ask(question)
+            done(events)
+            assert any(e["type"] == "note" and "gone.html" in e["text"] for e in events), events
 
 
 async def test_commands_on_piped_input_open_close_switch_model_and_forget(gemini: GeminiServer, site: Site) -> None:

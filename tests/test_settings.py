@@ -190,7 +190,8 @@ def test_config_set_refuses_a_model_no_provider_serves_as_an_ask_would(tmp_path:
     assert not file.exists(), "a refused value is not written"
     for name in ("extractive", "gemini-2.5-flash", "openai:llama3.1"):
         assert run_cli("config", "set", "model", name, env=env).returncode == 0
-    assert run_cli("config", "set", "model", "gpt-4", env=env).returncode == 2
+    for prefix_only in ("gpt-4", "openai:", "openai: ", "gemini-"):  # a provider's prefix alone names no model
+        assert run_cli("config", "set", "model", prefix_only, env=env).returncode == 2, prefix_only
     assert 'model = "openai:llama3.1"' in file.read_text(), "the earlier value stays"
 
 
@@ -289,3 +290,13 @@ async def test_a_bad_gemini_key_is_model_auth_naming_google_api_key(gemini: Gemi
     assert end.type == "error" and end.code == "model_auth", end
     assert "GOOGLE_API_KEY" in end.message and "config set google_api_key" in end.message
     assert len(gemini.generate_requests) <= 1, "a refused key is not retried"
+
+
+def test_an_openai_compatible_model_is_made_for_the_server_the_settings_name() -> None:
+    from chatagent.models import load_model
+
+    model = load_model("openai:llama3.1", Settings(openai_base_url="http://127.0.0.1:11434/v1"))
+    assert model.name == "openai:llama3.1" and model.endpoint == "http://127.0.0.1:11434/v1"
+    chat = model.chat
+    assert getattr(chat, "model_name") == "llama3.1"
+    assert getattr(chat, "openai_api_base") == "http://127.0.0.1:11434/v1"

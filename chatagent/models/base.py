@@ -36,7 +36,8 @@ class Provider:
     metered: ClassVar[bool] = True
 
     def matches(self, model: str) -> bool:
-        return model.startswith(self.prefixes)
+        # A prefix alone ("openai:", "gemini-") names no model.
+        return any(model.startswith(p) and model[len(p):].strip() for p in self.prefixes)
 
     def create(self, model: str, settings: "Settings") -> BaseChatModel:
         raise NotImplementedError

@@ -978,10 +978,9 @@ class ExtractiveChatModel(BaseChatModel):
         for tab_id in turn.tabs:
             if "scroll_tool" in tool_names and tab_id not in bottom:
                 return self._call("scroll_tool", {"tab_id": tab_id, "direction": "down"})
-        return AIMessage(
-            "I read the whole page text, re-read the page and scrolled to the bottom, "
-            "but found nothing that answers this question."
-        )
+        searched = ("I read the whole text of the pages, re-read them and scrolled each to the bottom"
+                    if len(turn.tabs) > 1 else "I read the whole page text, re-read the page and scrolled to the bottom")
+        return AIMessage(f"{searched}, but found nothing that answers this question.")
 
     @staticmethod
     def _best_tab(turn: _Turn) -> str:

@@ -29,11 +29,9 @@ class OpenAIProvider(Provider):
             raise ModelConfigError(
                 "openai:* models need the optional extra: pip install 'chatagent[openai]'"
             ) from exc
-        name = model.removeprefix("openai:")
-        if not name:
-            raise ModelConfigError("Name the model after 'openai:', e.g. openai:llama3.1")
         return ChatOpenAI(
-            model=name, base_url=settings.openai_base_url,
+            model=model.removeprefix("openai:").strip(),  # never empty: `matches` wants a name after it
+            base_url=settings.openai_base_url,
             # Local servers ignore the key, but the client insists on one.
             api_key=settings.secret("openai_api_key") or "not-needed",
             streaming=True, stream_usage=True,
