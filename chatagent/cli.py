@@ -8,7 +8,7 @@ Exit status: 0 success, 1 failure (a clear message on stderr), 2 usage error
 (what argparse refuses, an unknown --model, and what a handler finds wrong with
 its command line: no URL, an empty question; `UsageError`), 3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
 stopped at its turn limit or input-token budget; the ending is still printed),
-130 interrupted.
+130 interrupted, 141 stdout's reader stopped reading (`| head`).
 `chat` exits 1 if any question or command failed, else 3 if any ended without an answer.
 
 Everything printed for a person goes through `terminal.sanitize` and rich
@@ -248,7 +248,7 @@ ASK_EXIT_STATUS = (
     f"Exit status: 0 answered; 1 failed (the reason is on stderr); 2 usage error ({USAGE_ERRORS}, "
     "an empty question); "
     "3 no answer found (the search in the browser stopped first, at its turn limit or input-token budget; "
-    "why is on stderr); 130 interrupted."
+    "why is on stderr); 130 interrupted; 141 its output's reader stopped reading (| head)."
 )
 CHAT_EXIT_STATUS = (
     "Exit status: 0 every question answered (or stopped with Ctrl-C); 1 a question or command failed; "

@@ -10,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import os
 import sys
 import traceback
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from .errors import ChatAgentError, UsageError
-from .exit_status import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, INTERRUPTED
+from .exit_status import EXIT_BROKEN_PIPE, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, INTERRUPTED
 from .terminal import SanitizingFormatter, safe_text, stderr_console
 
 if TYPE_CHECKING:
@@ -88,6 +89,11 @@ def run(command: Callable[[], int | None | Awaitable[int | None]], *, verbose: i
     except KeyboardInterrupt:
         interrupted()
         return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader of stdout stopped reading (`| head -1`): nothing is wrong, and
+        # nothing more can be said there. As a program the pipe's signal ends.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error again at exit
+        return EXIT_BROKEN_PIPE
     except ChatAgentError as exc:
         stderr_console().print(safe_text(("error: ", "bold red"), exc.message))
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAIL

@@ -515,3 +515,29 @@ def test_the_settings_file_is_read_again_for_each_ask(site: Site, tmp_path: Path
         assert "an ask's settings are needed" not in running.paths.log.read_text()
     finally:
         run("daemon", "stop", env=running.env)
+
+
+def _closed_stdout(*args: str, env: dict[str, str]) -> tuple[int, str]:
+    """`chatagent ARGS | true`: the reader of its stdout is gone before the answer comes."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        proc = subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=ROOT, env=env, stdout=write,
+                              stderr=subprocess.PIPE, text=True, timeout=110)
+    finally:
+        os.close(write)
+    return proc.returncode, proc.stderr
+
+
+def test_a_reader_that_stops_reading_ends_the_ask_quietly_and_it_is_asked_once(site: Site, daemon: Daemon) -> None:
+    """`chatagent ask … | head -1`: a closed pipe is not the daemon failing, so the ask is not
+    asked again here; and it is no internal error either."""
+    alone = _closed_stdout("ask", site.url("product"), "-q", QUESTION,
+                           env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
+    before = status(daemon.env)
+    via = _closed_stdout("ask", site.url("product"), "-q", QUESTION, env=daemon.env)
+    after = status(daemon.env)
+    for code, err in (alone, via):
+        assert code == 141, err  # 128 + SIGPIPE, as other programs end
+        assert "Traceback" not in err and "internal error" not in err and "did not answer properly" not in err, err
+    assert after["asks"] == before["asks"] + 1

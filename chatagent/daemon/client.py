@@ -127,26 +127,29 @@ async def _answer(
     """`request` sent (none: the daemon took the ask from its command line),
     the daemon's reply to the ask, then its events, shown."""
     try:
-        if request:
-            writer.write(request)
-            await writer.drain()
-        from ..render import show  # imported while the daemon opens the pages
+        try:
+            if request:
+                writer.write(request)
+                await writer.drain()
+            from ..render import show  # imported while the daemon opens the pages
 
-        with stderr_console().status("Opening pages…"):
-            reply = await _reply(reader)
-        if isinstance(reply, Refused):
-            _note(f"not using the chatagent daemon: {reply.reason}; answering here. "
-                  "`chatagent daemon stop` stops it (the next ask with the daemon setting starts one with these).")
+            with stderr_console().status("Opening pages…"):
+                reply = await _reply(reader)
+            if isinstance(reply, Refused):
+                _note(f"not using the chatagent daemon: {reply.reason}; answering here. "
+                      "`chatagent daemon stop` stops it (the next ask with the daemon setting starts one with these).")
+                return None
+            if isinstance(reply, Failed):
+                raise AskFailed(reply.code, reply.message)
+            if not isinstance(reply, Opened):
+                raise ProtocolError(f"a {reply.type!r} frame where 'opened' belongs")
+        except (ProtocolError, ConnectionError) as exc:  # before the ask started: nothing shown yet
+            _note(f"the chatagent daemon did not answer properly ({exc}; its log: {paths.log}); answering here.")
             return None
-        if isinstance(reply, Failed):
-            raise AskFailed(reply.code, reply.message)
-        if not isinstance(reply, Opened):
-            raise ProtocolError(f"a {reply.type!r} frame where 'opened' belongs")
         log.info("answered by the chatagent daemon (pid %d)", reply.pid)
+        # Outside the fallback: a daemon gone mid-answer is an event (`_events`), and a
+        # pipe this process writes to closing (`| head`) is not the daemon's failure.
         return await show(_events(reader, paths), json_mode=json_mode)
-    except (ProtocolError, ConnectionError) as exc:  # before the ask started: nothing shown yet
-        _note(f"the chatagent daemon did not answer properly ({exc}; its log: {paths.log}); answering here.")
-        return None
     finally:
         writer.close()
 
