@@ -222,7 +222,8 @@ def build_server(runtime: Runtime) -> MCPServer:
     @server.tool(annotations=annotations, structured_output=True)
     async def read_pages(
         urls: Urls,
-        question: Annotated[Question | None, Field(description="keep the parts of long pages this needs")] = None,
+        question: Annotated[str | None, Field(max_length=MAX_QUESTION_CHARS,  # "" is no question
+                                              description="keep the parts of long pages this needs")] = None,
         budget_per_tab: Annotated[int, Field(ge=MIN_TAB_BUDGET, le=MAX_TAB_BUDGET,
                                              description="tokens of text per page")] = 2000,
     ) -> ReadResult:
@@ -320,18 +321,19 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
             "(`chatagent config set mcp_token TOKEN` or CHATAGENT_MCP_TOKEN), or listen on 127.0.0.1."
         )
     listening = _listen(host, port)  # before the browser starts: a port in use is told at once
-    async with running(settings) as server:
-        app: Any = server.streamable_http_app(host=host)
-        if token:
-            app = BearerToken(app, token)
-        web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
-        serving = asyncio.ensure_future(web.serve(sockets=[listening]))
-        try:
-            await asyncio.shield(serving)
-        except asyncio.CancelledError:  # embedded and cancelled: shut down as on Ctrl-C, not mid-request
-            web.should_exit = True
-            await serving
-            raise
+    with listening:
+        async with running(settings) as server:
+            app: Any = server.streamable_http_app(host=host)
+            if token:
+                app = BearerToken(app, token)
+            web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+            serving = asyncio.ensure_future(web.serve(sockets=[listening]))
+            try:
+                await asyncio.shield(serving)
+            except asyncio.CancelledError:  # embedded and cancelled: shut down as on Ctrl-C, not mid-request
+                web.should_exit = True
+                await serving
+                raise
 
 
 def _listen(host: str, port: int) -> socket.socket:
