@@ -128,7 +128,7 @@ _VIEWPORT_TEXT_JS = """
 # changing) the page is read as it is. Attribute changes do not count: they
 # are mostly animation, and counting them would make many pages wait the cap.
 SETTLE_CAP_S = 1.5
-CLOSE_WAIT_S = 5.0  # for a tab closed because its opening was cancelled: the close goes on, the caller does not wait
+CLOSE_WAIT_S = 5.0  # what a cancelled opening waits for its tab to close; the close goes on after that
 SETTLE_QUIET_MS = 200
 SETTLE_GRACE_MS = 50
 SCROLL_FIRST_MS = 100
