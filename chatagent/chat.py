@@ -73,9 +73,10 @@ class ChatSession:
         # A page that could not be opened is said once, before the first question,
         # and then left out: not a note repeated with every answer. In --json mode each
         # question's events say it (a note, or the error when no tab is left), as before.
-        for tab in [t for t in self.tabs if isinstance(t, TabFailure) and not self.json_mode]:
-            self.err.print(safe_text(("Not opened: ", "yellow"), tab.message))  # numbered tabs are the open ones
-            self.tabs.remove(tab)
+        if not self.json_mode:
+            for tab in [t for t in self.tabs if isinstance(t, TabFailure)]:
+                self.err.print(safe_text(("Not opened: ", "yellow"), tab.message))  # numbered tabs are the open ones
+                self.tabs.remove(tab)
         if interactive:
             await self._prompt_loop()
         else:

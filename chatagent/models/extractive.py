@@ -498,8 +498,12 @@ def _kinds(question: str) -> list[_Kind]:
 def _said(question: str) -> set[str]:
     """The words that ask for the kinds of value the question asks for: what passages stating
     such a value call it ("cost" asks, "price" says; not "older", which no passage says)."""
-    comparing = set(_terms(" ".join(_COMPARING_WORDS)))
-    return {t for _, asks, _ in _kinds(question) for t in _terms(asks.pattern)} - comparing
+    return set().union(*(_said_of(asks) for _, asks, _ in _kinds(question)))
+
+
+def _said_of(asks: re.Pattern[str]) -> set[str]:
+    """`_said` for one kind of value."""
+    return set(_terms(asks.pattern)) - set(_terms(" ".join(_COMPARING_WORDS)))
 
 
 def _passage_intents(text: str) -> str:
@@ -765,7 +769,6 @@ def _by_kind(
         return None  # "When was Port Averly founded?" asks one tab, whatever else is open
     if len(passages) < 2 or not kinds:
         return None
-    comparing = set(_terms(" ".join(_COMPARING_WORDS)))
     terms = Query(question, tuple(sorted(_question_terms(question) | _said(question))))
     blocks = []
     for tab_id, ps in passages.items():
@@ -777,7 +780,7 @@ def _by_kind(
                 continue
             scores = ranker([f"{p.text} {p.section} {p.header}" for p in found], ANALYSER).scores(terms.without(title))
             # A passage naming the kind ("Our price: …") over one that only states a value of it.
-            said = set(_terms(asks.pattern)) - comparing
+            said = _said_of(asks)
             names = [bool(said & set(_terms(f"{p.text} {p.section}"))) for p in found]
             best = found[max(range(len(found)), key=lambda i: (names[i], scores[i], -found[i].order))]
             if best not in chosen:
