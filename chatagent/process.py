@@ -92,7 +92,9 @@ def run(command: Callable[[], int | None | Awaitable[int | None]], *, verbose: i
     except BrokenPipeError:
         # The reader of stdout stopped reading (`| head -1`): nothing is wrong, and
         # nothing more can be said there. As a program the pipe's signal ends.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # no error again at exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())  # no error again when stdout is flushed at exit
+        os.close(devnull)
         return EXIT_BROKEN_PIPE
     except ChatAgentError as exc:
         stderr_console().print(safe_text(("error: ", "bold red"), exc.message))
