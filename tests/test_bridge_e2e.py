@@ -264,6 +264,22 @@ async def test_settings_saved_by_the_host_are_used_by_the_next_answer_and_markdo
         assert (await chip.inner_text()).startswith("Aurora X14 Pro")
 
 
+async def test_a_saved_key_reads_cleanly_in_its_field_whatever_its_length(
+    private_settings: Path, panel_browser: Any, site: Site,
+) -> None:
+    """The host masks a key as "…1234 (set)", or "(set)" when it is 8 characters
+    or fewer: the field says it is saved either way, in plain words."""
+    await _tabs(panel_browser, [site.url("product")])
+    panel = await open_panel(panel_browser, [site.url("product")])
+    await choose_gemini(panel, endpoint="http://127.0.0.1:9", key="abc")
+    assert await panel.get_attribute("#google-api-key", "placeholder") == "saved — type to replace"
+    await panel.fill("#google-api-key", "panel-key-1234")
+    await panel.click("#settings-save")
+    await panel.wait_for_selector("#settings-message[data-kind=ok]", timeout=30_000)
+    assert await panel.get_attribute("#google-api-key", "placeholder") == "saved (…1234) — type to replace"
+    assert "panel-key-1234" in private_settings.read_text()
+
+
 async def test_a_hostile_answer_renders_inert_and_fetches_nothing(
     panel_browser: Any, site: Site, attacker: _Attacker,
 ) -> None:

@@ -172,7 +172,7 @@ function fillSettingsForm(msg) {
   for (const [field, key] of [["google-api-key", "googleApiKey"], ["openai-api-key", "openaiApiKey"]]) {
     const input = $(field);
     input.value = "";
-    input.placeholder = s[key].value ? `saved (${s[key].value.replace(" (set)", "")}) — type to replace` : "not set";
+    input.placeholder = s[key].value ? `${savedKey(s[key].value)} — type to replace` : "not set";
   }
   for (const [hint, key] of [
     ["google-api-key-hint", "googleApiKey"],
@@ -185,6 +185,12 @@ function fillSettingsForm(msg) {
   }
   els.settingsPath.textContent = msg.path ? ` (${msg.path})` : "";
   showProviderGroup();
+}
+
+// The host masks a key as "…abcd (set)", or as "(set)" alone when it is too short to show any of.
+function savedKey(masked) {
+  const ending = masked.replace(/\s*\(set\)$/, "");
+  return ending ? `saved (${ending})` : "saved";
 }
 
 function showProviderGroup() {
