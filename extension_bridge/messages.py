@@ -287,6 +287,8 @@ class SettingsMessage(_Wire):
     model: str  # the model that answers, as users name it
     settings: dict[str, ShownSetting]  # by camelCase name (googleApiKey, …)
     path: str
+    # Why the model that answers cannot answer yet (a missing key), in words; None: it can.
+    problem: str | None = None
 
     def to_wire(self) -> dict[str, Any]:
         return self.model_dump(mode="json", by_alias=True)  # a null value means "not set": keep it

@@ -43,7 +43,18 @@ def describe(request_id: str, settings: Settings, flags: dict[str, Any]) -> Sett
             for key in PANEL_SETTINGS
         },
         path=str(config.config_path()),
+        problem=_problem(settings),
     )
+
+
+def _problem(settings: Settings) -> str | None:
+    """The missing key the first question would fail on (a `model_config`
+    error), said in the panel's words; None when there is none."""
+    provider = provider_for(settings.model)
+    key = provider.required_key
+    if key and not settings.secret(key):
+        return f"{provider.label(settings.model)} needs a {PANEL_NAMES[key]}: enter one, or choose Offline."
+    return None
 
 
 def save(values: PanelSettingValues) -> None:

@@ -99,10 +99,14 @@ async def test_panel_settings_are_saved_in_the_settings_file_and_bad_ones_change
         assert refused["type"] == "error" and refused["id"] == "s2" and refused["code"] == "bad_setting"
         assert refused["message"].startswith("Model: Unknown model 'gpt-nonsense'")
         assert not private_settings.exists(), "a bad value saves nothing"
+        await peer.send({"type": "settings_set", "id": "s2b", "values": {"model": "gemini-2.5-flash"}})
+        keyless = await peer.recv()
+        assert keyless["model"] == "gemini-2.5-flash" and shown["problem"] is None
+        assert keyless["problem"] == "gemini-2.5-flash needs a Gemini API key: enter one, or choose Offline."
         await peer.send({"type": "settings_set", "id": "s3", "values": {
             "model": "gemini-2.5-flash", "googleApiKey": "test", "geminiBaseUrl": gemini.url, "cdp": "http://evil:9222"}})
         saved = await peer.recv()
-        assert saved["model"] == "gemini-2.5-flash"
+        assert saved["model"] == "gemini-2.5-flash" and saved["problem"] is None
         assert saved["settings"]["googleApiKey"]["value"] == "(set)" and saved["settings"]["googleApiKey"]["source"] == "file"
         assert "cdp" not in private_settings.read_text(), "only the panel's settings can be set from the panel"
         await peer.send({**ask("a", "How much is it?", conversation="t1"), "model": None})

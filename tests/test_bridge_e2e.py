@@ -264,6 +264,28 @@ async def test_settings_saved_by_the_host_are_used_by_the_next_answer_and_markdo
         assert (await chip.inner_text()).startswith("Aurora X14 Pro")
 
 
+async def test_saving_gemini_without_a_key_says_that_a_key_is_needed(
+    private_settings: Path, panel_browser: Any, site: Site,
+) -> None:
+    """Not a bare "Saved.": the first question would fail for want of a key,
+    so the panel says so at once, and again when Settings is opened."""
+    await _tabs(panel_browser, [site.url("product")])
+    panel = await open_panel(panel_browser, [site.url("product")])
+    await panel.click("#settings-button")
+    await panel.check("input[name=provider][value=gemini]")
+    await panel.click("#settings-save")
+    await panel.wait_for_selector("#settings-message[data-kind=error]", timeout=30_000)
+    needed = "gemini-2.5-flash needs a Gemini API key: enter one, or choose Offline."
+    assert await panel.inner_text("#settings-message") == f"Saved, but {needed}"
+    await panel.click("#settings-cancel")
+    await panel.click("#settings-button")
+    assert await panel.inner_text("#settings-message") == needed
+    await panel.fill("#google-api-key", "panel-key-1234")
+    await panel.click("#settings-save")
+    await panel.wait_for_selector("#settings-message[data-kind=ok]", timeout=30_000)
+    assert await panel.inner_text("#settings-message") == "Saved. gemini-2.5-flash answers the next question."
+
+
 async def test_a_saved_key_reads_cleanly_in_its_field_whatever_its_length(
     private_settings: Path, panel_browser: Any, site: Site,
 ) -> None:

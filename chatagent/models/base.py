@@ -27,6 +27,7 @@ class Provider:
     name: ClassVar[str]
     prefixes: ClassVar[tuple[str, ...]] = ()  # model names it serves start with one of these
     key_setting: ClassVar[str] = "the model's API key"  # what to fix when credentials are refused
+    required_key: ClassVar[str | None] = None  # the setting holding a key it cannot answer without
     endpoint_setting: ClassVar[str] = ""  # how to point it elsewhere
     # Tokens of page text per tab its models read at least, whatever the `budget`
     # setting (which bounds what a model that costs per token is sent). None: the setting.

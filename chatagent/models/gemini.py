@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ModelAuthError, ModelConfigError, ModelError
 from .base import Provider
@@ -24,12 +24,13 @@ class GeminiProvider(Provider):
     name = "gemini"
     prefixes = ("gemini-", "models/gemini-", "gemma-")
     key_setting = "GOOGLE_API_KEY (`chatagent config set google_api_key KEY`)"
+    required_key: ClassVar[str] = "google_api_key"
     endpoint_setting = "gemini_base_url (`chatagent config set gemini_base_url URL`, or GOOGLE_GEMINI_BASE_URL)"
 
     def create(self, model: str, settings: "Settings") -> BaseChatModel:
         from langchain_google_genai import ChatGoogleGenerativeAI
 
-        key = settings.secret("google_api_key")
+        key = settings.secret(self.required_key)
         if not key:
             raise ModelConfigError(
                 f"Model {model!r} needs a Gemini API key: set GOOGLE_API_KEY or run "

@@ -223,8 +223,11 @@ async function saveSettings(values) {
   try {
     const msg = await requestSettings({ type: "settings_set", values });
     fillSettingsForm(msg);
-    els.settingsMessage.dataset.kind = "ok";
-    els.settingsMessage.textContent = `Saved. ${modelInWords(msg.model)} answers the next question.`;
+    // Saved, but the first question would fail (a missing key): say so now, and what to do.
+    els.settingsMessage.dataset.kind = msg.problem ? "error" : "ok";
+    els.settingsMessage.textContent = msg.problem
+      ? `Saved, but ${msg.problem}`
+      : `Saved. ${modelInWords(msg.model)} answers the next question.`;
     return msg;
   } catch (e) {
     els.settingsMessage.dataset.kind = "error";
@@ -237,8 +240,13 @@ async function saveSettings(values) {
 function openSettings() {
   els.settingsMessage.textContent = "";
   els.settingsMessage.dataset.kind = "";
-  if (hostSettings) fillSettingsForm(hostSettings);
-  else if (hostState.state === "error") {
+  if (hostSettings) {
+    fillSettingsForm(hostSettings);
+    if (hostSettings.problem) {
+      els.settingsMessage.dataset.kind = "error";
+      els.settingsMessage.textContent = hostSettings.problem;
+    }
+  } else if (hostState.state === "error") {
     els.settingsMessage.dataset.kind = "error";
     els.settingsMessage.textContent = `Settings are kept by the chatagent host, which is not available. ${hostState.message}`;
   } else els.settingsMessage.textContent = "Loading the settings…";
