@@ -302,6 +302,29 @@ async def test_a_saved_key_reads_cleanly_in_its_field_whatever_its_length(
     assert "panel-key-1234" in private_settings.read_text()
 
 
+async def test_a_saved_key_can_be_removed_from_the_panel(
+    private_settings: Path, panel_browser: Any, site: Site,
+) -> None:
+    """By the host, which owns the settings file: the key goes from it, the
+    rest stays (and the panel says the model now lacks a key)."""
+    await _tabs(panel_browser, [site.url("product")])
+    panel = await open_panel(panel_browser, [site.url("product")])
+    await choose_gemini(panel, endpoint="http://127.0.0.1:9", key="panel-key-1234")
+    assert "panel-key-1234" in private_settings.read_text()
+    await panel.fill("#gemini-model", "gemini-2.5-flash-lite")  # typed, not saved: removing the key leaves it be
+    await panel.click("#google-api-key-remove")
+    await panel.wait_for_selector("#settings-message[data-kind=error]", timeout=30_000)
+    assert await panel.inner_text("#settings-message") == (
+        "Removed the saved Gemini API key, but gemini-2.5-flash needs a Gemini API key: enter one, or choose Offline."
+    )
+    saved = private_settings.read_text()
+    assert "panel-key-1234" not in saved and "google_api_key" not in saved
+    assert 'model = "gemini-2.5-flash"' in saved and "http://127.0.0.1:9" in saved
+    assert await panel.get_attribute("#google-api-key", "placeholder") == "not set"
+    assert await panel.is_hidden("#google-api-key-remove")
+    assert await panel.input_value("#gemini-model") == "gemini-2.5-flash-lite"
+
+
 async def test_a_hostile_answer_renders_inert_and_fetches_nothing(
     panel_browser: Any, site: Site, attacker: _Attacker,
 ) -> None:

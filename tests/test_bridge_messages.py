@@ -20,6 +20,7 @@ from extension_bridge.messages import (
     EventMessage,
     PingMessage,
     PongMessage,
+    SettingsSetMessage,
     ToolRequestMessage,
     ToolResultMessage,
     parse_message,
@@ -81,6 +82,14 @@ def test_unknown_fields_are_ignored_for_forward_compatibility() -> None:
 def test_cancel() -> None:
     m = parse_message({"type": "cancel", "id": "req-1"})
     assert isinstance(m, CancelMessage) and m.id == "req-1"
+
+
+def test_settings_set_removes_a_key_with_null_and_leaves_unsent_ones() -> None:
+    """The panel's "Remove the saved key": null, not a missing field, which would leave it be."""
+    m = parse_message({"type": "settings_set", "id": "s", "values": {"googleApiKey": None}})
+    assert isinstance(m, SettingsSetMessage)
+    assert m.values.model_fields_set == {"google_api_key"} and m.values.google_api_key is None
+    assert err({"type": "settings_set", "id": "s", "values": {"googleApiKey": 5}}).code == "invalid_message"
 
 
 def test_tool_result_variants() -> None:

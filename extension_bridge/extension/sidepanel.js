@@ -169,22 +169,34 @@ function fillSettingsForm(msg) {
   $("openai-model").value = provider === "openai" ? model.slice("openai:".length) : "";
   $("gemini-base-url").value = s.geminiBaseUrl.value || "";
   $("openai-base-url").value = s.openaiBaseUrl.value || "";
-  for (const [field, key] of [["google-api-key", "googleApiKey"], ["openai-api-key", "openaiApiKey"]]) {
-    const input = $(field);
-    input.value = "";
-    input.placeholder = s[key].value ? `${savedKey(s[key].value)} — type to replace` : "not set";
-  }
+  for (const field of Object.keys(KEY_FIELDS)) $(field).value = "";
+  showKeys(msg);
   for (const [hint, key] of [
-    ["google-api-key-hint", "googleApiKey"],
     ["gemini-base-url-hint", "geminiBaseUrl"],
     ["openai-base-url-hint", "openaiBaseUrl"],
-    ["openai-api-key-hint", "openaiApiKey"],
   ]) {
-    $(hint).textContent =
-      s[key].source === "env" ? `Set by the ${s[key].origin}, which takes precedence over what you save here.` : "";
+    $(hint).textContent = envHint(s[key]);
   }
   els.settingsPath.textContent = msg.path ? ` (${msg.path})` : "";
   showProviderGroup();
+}
+
+// The API key fields: what the host says of each key, and its Remove button.
+const KEY_FIELDS = { "google-api-key": "googleApiKey", "openai-api-key": "openaiApiKey" };
+const KEY_NAMES = { googleApiKey: "Gemini API key", openaiApiKey: "server API key" };
+
+function showKeys(msg) {
+  for (const [field, key] of Object.entries(KEY_FIELDS)) {
+    const shown = msg.settings[key];
+    $(field).placeholder = shown.value ? `${savedKey(shown.value)} — type to replace` : "not set";
+    // Only a key the settings file holds can be removed here (the environment's is not the panel's).
+    $(`${field}-remove`).hidden = shown.source !== "file";
+    $(`${field}-hint`).textContent = envHint(shown);
+  }
+}
+
+function envHint(shown) {
+  return shown.source === "env" ? `Set by the ${shown.origin}, which takes precedence over what you save here.` : "";
 }
 
 // The host masks a key as "…abcd (set)", or as "(set)" alone when it is too short to show any of.
@@ -217,17 +229,18 @@ function settingsValues() {
   return values;
 }
 
-async function saveSettings(values) {
+// `said`: what was done, for the message; `fill`: what of the form to show again from the host's answer.
+async function saveSettings(values, { said = "Saved", fill = fillSettingsForm } = {}) {
   els.settingsMessage.dataset.kind = "";
   els.settingsMessage.textContent = "Saving…";
   try {
     const msg = await requestSettings({ type: "settings_set", values });
-    fillSettingsForm(msg);
+    fill(msg);
     // Saved, but the first question would fail (a missing key): say so now, and what to do.
     els.settingsMessage.dataset.kind = msg.problem ? "error" : "ok";
     els.settingsMessage.textContent = msg.problem
-      ? `Saved, but ${msg.problem}`
-      : `Saved. ${modelInWords(msg.model)} answers the next question.`;
+      ? `${said}, but ${msg.problem}`
+      : `${said}. ${modelInWords(msg.model)} answers the next question.`;
     return msg;
   } catch (e) {
     els.settingsMessage.dataset.kind = "error";
@@ -271,6 +284,16 @@ els.settingsForm.addEventListener("submit", (e) => {
   }
   saveSettings(values).catch(() => {});
 });
+// Removed at once by the host (a null value), which owns the file; the rest of the form stays as typed.
+for (const button of els.settingsForm.querySelectorAll(".remove-key")) {
+  button.addEventListener("click", () => {
+    const key = button.dataset.key;
+    saveSettings({ [key]: null }, { said: `Removed the saved ${KEY_NAMES[key]}`, fill: showKeys }).then(
+      () => $(button.id.replace(/-remove$/, "")).focus(), // the button is gone: focus where a new key goes
+      () => {},
+    );
+  });
+}
 els.settingsCancel.addEventListener("click", () => els.settings.close());
 els.settingsButton.addEventListener("click", openSettings);
 els.modelChip.addEventListener("click", openSettings);
