@@ -105,6 +105,27 @@ async def test_question_through_the_extension_and_real_host(browser_with_host: A
     assert await panel.inner_text("#model-chip") == "Offline"
 
 
+async def test_a_comparison_names_each_tab_once(private_settings: Path, panel_browser: Any, site: Site) -> None:
+    """The offline model heads each tab's part "From [Tab 1] (its title):"; the
+    panel's chip names the tab, so the title does not follow it again."""
+    urls = [site.url("laptop_aurora"), site.url("laptop_orion")]
+    await _tabs(panel_browser, urls)
+    panel = await open_panel(panel_browser, urls)
+    result = await ask(panel, "Compare the price of the two laptops.")
+    assert result["ok"], result["error"]
+    aurora = "Aurora X14 Pro — specifications and price — Kestrel Electronics"
+    assert f"From [Tab 1] ({aurora}):" in result["answer"], "the answer's own text is as the CLI prints it"
+    answer = panel.locator(".turn .answer")
+    text = await answer.inner_text()
+    assert text.startswith("From Aurora X14 Pro:\n"), text
+    assert "From Orion 14 review: a quiet wo…:" in text, text
+    assert aurora not in text and "Bitfield Reviews" not in text, text
+    chips = answer.locator(".chip")
+    assert [await chips.nth(i).get_attribute("title") for i in range(await chips.count())] == [
+        f"[Tab 1]: {aurora} (go to the tab)", "[Tab 2]: Orion 14 review: a quiet workhorse | Bitfield Reviews (go to the tab)",
+    ]
+
+
 async def test_a_broken_settings_file_is_named_in_the_panel_and_retry_works_once_fixed(
     panel_browser: Any, site: Site, private_settings: Path,
 ) -> None:

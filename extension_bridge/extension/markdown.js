@@ -68,10 +68,14 @@ function chipCitations(root, tabFor) {
     const parts = [];
     let last = 0;
     for (const m of node.nodeValue.matchAll(CITE)) {
+      if (m.index < last) continue; // inside a title dropped below
       const tab = tabFor(m[1]);
       if (!tab) continue;
       parts.push(document.createTextNode(node.nodeValue.slice(last, m.index)), citationChip(tab, m[0]));
       last = m.index + m[0].length;
+      // "From [Tab 1] (Its title):" would name the tab twice: the chip says it (its tooltip, in full).
+      const named = ` (${tab.title})`;
+      if (tab.title && node.nodeValue.startsWith(named, last)) last += named.length;
     }
     if (!parts.length) continue;
     parts.push(document.createTextNode(node.nodeValue.slice(last)));
