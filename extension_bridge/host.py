@@ -33,6 +33,7 @@ from .messages import (
     SettingsGetMessage,
     SettingsMessage,
     SettingsSetMessage,
+    TabLabel,
     ToolResultMessage,
     parse_message,
 )
@@ -199,11 +200,19 @@ class BridgeHost:
     async def _run_ask(self, ask: AskMessage) -> None:
         tabs = tabs_from_ask(ask, self.requester, timeout_s=self.tool_timeout_s)
         finished = False
+        labelled = False
         stream = self.answer(ask, tabs)
         try:
             async for ev in stream:
                 data = _event_dict(ev)
-                await self.send(EventMessage(id=ask.id, event=data))
+                labels = None
+                if not labelled:
+                    # The agent has labelled the tabs by its first event. "[Tab 2]" is the
+                    # conversation's second tab, which need not be the panel's second
+                    # (the extension leaves out tabs it cannot read): the panel is told which.
+                    labelled = True
+                    labels = [TabLabel(tab_id=t.chrome_tab_id, label=t.label) for t in tabs]
+                await self.send(EventMessage(id=ask.id, event=data, tabs=labels))
                 if data.get("type") in ("done", "error"):
                     finished = True
                     break  # a run ends with exactly one done or error

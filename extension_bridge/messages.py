@@ -229,13 +229,20 @@ class PongMessage(_Wire):
     version: int = PROTOCOL_VERSION
 
 
+class TabLabel(_Wire):
+    tab_id: int
+    label: str  # "2": the answer calls this tab [Tab 2]
+
+
 class EventMessage(_Wire):
     """One agent event for request `id`. `event` is the event's own JSON
-    (see chatagent/events.py); a `done` or `error` event ends the request."""
+    (see chatagent/events.py); a `done` or `error` event ends the request.
+    An ask's first event also carries `tabs`: how its answer names its tabs."""
 
     type: Literal["event"] = "event"
     id: str
     event: dict[str, Any]
+    tabs: list[TabLabel] | None = None
 
     @classmethod
     def wrap(cls, request_id: str, event: Event | dict[str, Any]) -> EventMessage:

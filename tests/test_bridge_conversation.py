@@ -63,6 +63,26 @@ async def test_a_side_panel_conversation_has_follow_ups_and_a_cache(gemini: Gemi
     assert "How much is it?" in follow_up and "$1,349.00 [Tab 1]" in follow_up
 
 
+async def test_an_asks_first_event_says_how_its_answer_numbers_the_tabs(gemini: GeminiServer) -> None:
+    """[Tab N] counts the tabs the host was sent, for the whole conversation: a
+    follow-up about the second tab alone still calls it [Tab 2], and the panel,
+    which knows tabs by Chrome id, is told so."""
+    gemini.enqueue(TextReply(text="One [Tab 1], two [Tab 2]."), TextReply(text="Still two [Tab 2]."))
+    [product] = ask("a", "What are they?")["tabs"]
+    other = {"tabId": 7, "url": "https://example.org/other", "title": "Other", "html": "<p>Another page.</p>"}
+    async with real_host(gemini) as peer:
+        await peer.send({**ask("a", "What are they?", conversation="t"), "tabs": [product, other]})
+        first = await peer.recv()
+        later = await peer.events_until_end("a")
+        await peer.send({**ask("b", "And the other one?", conversation="t"), "tabs": [other]})
+        follow_up = await peer.recv()
+        done = (await peer.events_until_end("b"))[-1]
+    assert first["tabs"] == [{"tabId": 41, "label": "1"}, {"tabId": 7, "label": "2"}]
+    assert later[-1]["type"] == "done"
+    assert follow_up["tabs"] == [{"tabId": 7, "label": "2"}]
+    assert done["citations"] == [{"tab_id": "7", "url": other["url"], "title": "Other", "label": "2"}]
+
+
 async def test_the_model_connection_is_open_before_the_first_question(gemini: GeminiServer) -> None:
     gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))
     async with real_host(gemini) as peer:

@@ -366,6 +366,41 @@ async def test_a_hostile_answer_renders_inert_and_fetches_nothing(
     assert attacker.hits == [], "the panel fetched from the answer's URLs"
 
 
+async def test_a_chip_is_the_tab_the_answer_means_when_the_panel_skipped_one(
+    private_settings: Path, panel_browser: Any, site: Site,
+) -> None:
+    """The PDF ticked first is skipped (the panel cannot read it), so the host's
+    [Tab 1] is the product page: the chip names and opens that tab while the
+    answer streams and once it is stopped, not the panel's first tab."""
+    def respond(request: RecordedRequest) -> Reply:
+        words = " ".join(f"word{i}" for i in range(2000))
+        return TextReply(text=f"It costs $1,349.00 [Tab 1]. {words}", tokens_per_s=20, tokens_per_chunk=1)
+
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=respond, api_key="panel-key-1234") as gemini:
+        urls = [site.url("report.pdf"), site.url("product")]
+        await _tabs(panel_browser, urls)
+        panel = await open_panel(panel_browser, urls)
+        await _use_gemini(panel, gemini)
+        pdf, product = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+        running = asyncio.create_task(ask(panel, "How much is it?"))
+        answer = panel.locator(".turn .answer").last
+        await answer.filter(has_text="word3").wait_for()
+        chip = answer.locator(".chip")
+        assert await chip.get_attribute("data-tab-id") == str(product)
+        assert (await chip.inner_text()).startswith("Aurora X14 Pro")
+        await panel.click("#stop-button")
+        assert (await running)["stopped"]
+        assert await chip.get_attribute("data-tab-id") == str(product)
+        assert (await chip.inner_text()).startswith("Aurora X14 Pro")
+        await chip.click()
+        for _ in range(50):  # the panel asks Chrome to switch tabs, which it does a moment later
+            active = await panel.evaluate("async () => (await chrome.tabs.query({active: true})).map(t => t.id)")
+            if product in active or pdf in active:
+                break
+            await asyncio.sleep(0.1)
+        assert product in active and pdf not in active
+
+
 async def test_a_thread_with_a_follow_up_then_stop_then_another_selection(panel_browser: Any, site: Site) -> None:
     def respond(request: RecordedRequest) -> Reply:
         question = request.last_user_text()

@@ -21,6 +21,7 @@ from extension_bridge.messages import (
     PingMessage,
     PongMessage,
     SettingsSetMessage,
+    TabLabel,
     ToolRequestMessage,
     ToolResultMessage,
     parse_message,
@@ -231,7 +232,9 @@ def test_outgoing_wire_shapes() -> None:
     assert ev == {"type": "event", "id": "r", "event": {"type": "token", "text": "hi"}}
     done = EventMessage.wrap("r", Done(answer="a", pass_=2))
     assert parse_event(done.event) == Done(answer="a", pass_=2)
-    for m in (PongMessage(), req, ErrorMessage(id="r", code="x", message="y"), done):
+    first = EventMessage(id="r", event={"type": "pass_start", "pass": 1}, tabs=[TabLabel(tab_id=7, label="2")])
+    assert first.to_wire()["tabs"] == [{"tabId": 7, "label": "2"}]
+    for m in (PongMessage(), req, ErrorMessage(id="r", code="x", message="y"), done, first):
         assert parse_outgoing(m.to_wire()) == m
 
 

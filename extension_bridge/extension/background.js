@@ -184,7 +184,7 @@ function onHostMessage(msg) {
     case "event": {
       const a = asks.get(msg.id);
       if (!a) return; // cancelled or panel closed
-      post(a.panel, { type: "event", id: msg.id, event: msg.event });
+      post(a.panel, { type: "event", id: msg.id, event: msg.event, tabs: msg.tabs });
       if (msg.event?.type === "done" || msg.event?.type === "error") asks.delete(msg.id);
       break;
     }

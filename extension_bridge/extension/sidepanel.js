@@ -96,7 +96,10 @@ function onMessage(msg) {
       if (current) setTurnStatus(current.turn, msg.message);
       break;
     case "event":
-      if (current && msg.id === current.id) onEvent(msg.event);
+      if (current && msg.id === current.id) {
+        if (Array.isArray(msg.tabs)) learnLabels(current.thread, msg.tabs);
+        onEvent(msg.event);
+      }
       break;
     case "tool_activity":
       if (current && msg.id === current.id) setTurnStatus(current.turn, toolStatus(msg.name, msg.tabId, msg.args));
@@ -385,7 +388,8 @@ function threadFor(key) {
   if (!thread) {
     const el = document.createElement("section");
     el.className = "thread";
-    thread = { key, conversation: crypto.randomUUID(), tabIds: null, el, turns: 0 };
+    // labels: "[Tab N]" label -> Chrome tab id, as the host numbers the conversation's tabs.
+    thread = { key, conversation: crypto.randomUUID(), tabIds: null, labels: new Map(), el, turns: 0 };
     threads.set(key, thread);
   }
   return thread;
@@ -423,8 +427,15 @@ els.newButton.addEventListener("click", newConversation);
 
 function tabInfo(thread, tabId) {
   const t = tabsById.get(Number(tabId));
-  const index = thread.tabIds ? thread.tabIds.indexOf(Number(tabId)) + 1 : 0;
-  return { tabId: Number(tabId), title: t?.title || t?.url || "", url: t?.url || "", index };
+  return { tabId: Number(tabId), title: t?.title || t?.url || "", url: t?.url || "" };
+}
+
+// The host's numbers count only the tabs it was sent: not the panel's list
+// when a tab was skipped (a PDF, a frozen page), so they are learnt, not guessed.
+function learnLabels(thread, tabs) {
+  for (const t of tabs) {
+    if (Number.isInteger(t?.tabId) && typeof t.label === "string") thread.labels.set(t.label, t.tabId);
+  }
 }
 
 function tabInWords(thread, tabId) {
@@ -455,7 +466,7 @@ async function ask(question, opts = {}) {
   hideError();
   const thread = threadFor(opts.tabIds ? [...tabIds].sort((a, b) => a - b).join(",") : selectionKey());
   showThread(thread);
-  // Keep the thread's first tab order: the host numbers tabs in it ([Tab 1]).
+  // Keep the thread's first tab order: the host numbers the tabs it reads in it ([Tab 1]).
   thread.tabIds = thread.tabIds ?? [...tabIds];
   const ordered = [...thread.tabIds.filter((id) => tabIds.includes(id)), ...tabIds.filter((id) => !thread.tabIds.includes(id))];
   const turn = addTurn(thread, question);
@@ -548,7 +559,7 @@ function renderAnswer(turn, text, thread, citations) {
   const tabFor = (label) => {
     const cited = byLabel.get(label);
     if (cited) return { tabId: Number(cited.tab_id), title: cited.title || tabInfo(thread, cited.tab_id).title, url: cited.url };
-    const id = thread.tabIds?.[Number(label) - 1];
+    const id = thread.labels.get(label); // by the host's numbering, not by position in the panel
     return id == null ? null : tabInfo(thread, id);
   };
   const box = els.threadBox;
