@@ -425,7 +425,7 @@ function newConversation() {
 }
 els.newButton.addEventListener("click", newConversation);
 
-function tabInfo(thread, tabId) {
+function tabInfo(tabId) {
   const t = tabsById.get(Number(tabId));
   return { tabId: Number(tabId), title: t?.title || t?.url || "", url: t?.url || "" };
 }
@@ -438,8 +438,8 @@ function learnLabels(thread, tabs) {
   }
 }
 
-function tabInWords(thread, tabId) {
-  const t = tabInfo(thread, tabId);
+function tabInWords(tabId) {
+  const t = tabInfo(tabId);
   if (!t.title) return "the tab";
   const title = t.title.length > 40 ? `${t.title.slice(0, 39)}…` : t.title;
   return `the “${title}” tab`;
@@ -475,7 +475,7 @@ async function ask(question, opts = {}) {
     current = { id, thread, turn, events: [], resolve, started: performance.now(), text: "", stopping: false };
   });
   setRunning(true);
-  setTurnStatus(turn, ordered.length > 1 ? `Reading ${ordered.length} tabs…` : `Reading ${tabInWords(thread, ordered[0])}…`);
+  setTurnStatus(turn, ordered.length > 1 ? `Reading ${ordered.length} tabs…` : `Reading ${tabInWords(ordered[0])}…`);
   const msg = { type: "ask", id, question, tabIds: ordered, conversation: thread.conversation };
   if (opts.model) msg.model = opts.model;
   if (opts.noCache) msg.noCache = true;
@@ -531,7 +531,7 @@ function stop() {
 }
 
 function toolStatus(name, tabId, args = {}) {
-  const where = tabInWords(current.thread, tabId ?? args.tab_id ?? args.tabId);
+  const where = tabInWords(tabId ?? args.tab_id ?? args.tabId);
   const tool = String(name).replace(/_tool$/, "");
   if (tool === "scroll") {
     const to = args.toText || args.to_text;
@@ -558,9 +558,9 @@ function renderAnswer(turn, text, thread, citations) {
   const byLabel = new Map((citations || []).map((c) => [String(c.label), c]));
   const tabFor = (label) => {
     const cited = byLabel.get(label);
-    if (cited) return { tabId: Number(cited.tab_id), title: cited.title || tabInfo(thread, cited.tab_id).title, url: cited.url };
+    if (cited) return { tabId: Number(cited.tab_id), title: cited.title || tabInfo(cited.tab_id).title, url: cited.url };
     const id = thread.labels.get(label); // by the host's numbering, not by position in the panel
-    return id == null ? null : tabInfo(thread, id);
+    return id == null ? null : tabInfo(id);
   };
   const box = els.threadBox;
   const following = box.scrollHeight - box.scrollTop - box.clientHeight < 40; // the reader is at the end
@@ -596,7 +596,7 @@ function onEvent(ev) {
       addScreenshot(turn, ev);
       break;
     case "note":
-      addNote(turn, ev.tab_id ? `${tabInWords(current.thread, ev.tab_id)}: ${ev.text}` : ev.text);
+      addNote(turn, ev.tab_id ? `${tabInWords(ev.tab_id)}: ${ev.text}` : ev.text);
       break;
     case "done":
     case "error":
@@ -611,7 +611,7 @@ function addScreenshot(turn, ev) {
   button.className = "shot";
   const img = document.createElement("img");
   img.src = `data:image/png;base64,${ev.png_base64}`;
-  img.alt = `What chatagent saw of ${tabInWords(current.thread, ev.tab_id)}`;
+  img.alt = `What chatagent saw of ${tabInWords(ev.tab_id)}`;
   button.title = `${img.alt} (open full size)`;
   button.append(img);
   button.addEventListener("click", () => {
@@ -700,7 +700,7 @@ function renderSources(turn, citations, thread) {
   label.textContent = "Sources";
   box.replaceChildren(
     label,
-    ...citations.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(thread, c.tab_id).title, url: c.url })),
+    ...citations.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, url: c.url })),
   );
   box.hidden = false;
 }
