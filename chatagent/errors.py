@@ -35,6 +35,14 @@ class TabError(ChatAgentError):
     code = "tab_error"
 
 
+class UnnamedLocalFileError(TabError):
+    """The tab shows a local file (as its page or in a frame) that the user did
+    not name: it is never read. Its own code, so a front end can say so
+    without quoting the file's address (`chatagent mcp`'s list_tabs)."""
+
+    code = "unnamed_local_file"
+
+
 class ToolError(ChatAgentError):
     """A tool call failed; the message goes back to the model as the tool result."""
 

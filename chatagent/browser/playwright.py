@@ -30,7 +30,7 @@ from playwright.async_api import (
     async_playwright,
 )
 
-from ..errors import BrowserError, ChatAgentError, TabError, ToolError
+from ..errors import BrowserError, ChatAgentError, TabError, ToolError, UnnamedLocalFileError
 from ..settings import Settings
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
@@ -294,9 +294,10 @@ class PlaywrightTab(Tab):
         return None
 
     def _check_readable(self, what: str, error: type[ChatAgentError] = TabError) -> None:
-        """Refuse (with `error`) a page the user did not name or an error page."""
+        """Refuse (with `error`) a page the user did not name or an error page.
+        A local file the user did not name is `UnnamedLocalFileError` where `error` is TabError."""
         if unnamed := self._unnamed_local_file():
-            raise error(
+            raise (UnnamedLocalFileError if error is TabError else error)(
                 f"Tab {self.label} shows a local file you did not name ({unnamed}); {what} refused. "
                 "chatagent reads only the local files given on its command line."
             )
