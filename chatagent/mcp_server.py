@@ -31,7 +31,7 @@ from pydantic import BaseModel, Field
 from . import __version__, startup
 from .browser.base import Tab, TabFailure
 from .browser.targets import normalize_target
-from .errors import ChatAgentError
+from .errors import ChatAgentError, UnnamedLocalFileError
 from .exit_status import EXIT_INTERRUPTED
 from .events import Done, ErrorEvent, Note, PassStart, ToolCall
 from .prompts import Fence
@@ -84,14 +84,34 @@ class AskResult(BaseModel):
     model_config = {"populate_by_name": True, "serialize_by_alias": True}
 
 
+# Comments, not docstrings, on the tab list's models: a docstring would be a
+# description in the output schema, which clients pay for in every request.
+
+
 class ListedTab(BaseModel):
+    # A tab read_pages and ask_pages take by its id.
     id: str
     url: str
     title: str = ""
 
 
+class UnavailableTab(BaseModel):
+    # A tab that cannot be read, and why. No id: the tools would refuse it.
+    url: str | None = None  # none for a local file the user did not name
+    reason: str
+
+
 class TabList(BaseModel):
     tabs: list[ListedTab]
+    unavailable: list[UnavailableTab] = Field(default_factory=list, description="open tabs that cannot be read, and why")
+
+
+# Nothing of the tab: neither its file's address nor its title (a client over --http
+# need not learn the names of the user's files), and certainly not its content.
+UNNAMED_LOCAL_FILE = (
+    "It shows a local file that was not named, so it is not read and its address is not shown. "
+    "To read a local file, pass its path to read_pages or ask_pages."
+)
 
 
 def _tool_error(message: str) -> ToolError:
@@ -123,15 +143,20 @@ class PageTools:
         browser = await self.runtime.browser()
         await self.runtime.load()  # loading since start-up: wait here, not blocking the loop in `builder`
         self._listed = {}
-        out = []
+        out: list[ListedTab] = []
+        unavailable: list[UnavailableTab] = []
         for tab in browser.existing_tabs():
             snap = await self.runtime.builder.snapshot(tab)
-            if isinstance(snap, TabFailure):
+            if isinstance(snap, TabFailure):  # said, not left out: the caller would not know the tab is there
+                unavailable.append(
+                    UnavailableTab(reason=UNNAMED_LOCAL_FILE) if snap.code == UnnamedLocalFileError.code
+                    else UnavailableTab(url=snap.url, reason=snap.message)
+                )
                 continue
             tab_id = f"tab-{tab.tab_id}"
             self._listed[tab_id] = tab
             out.append(ListedTab(id=tab_id, url=snap.url, title=snap.title))
-        return TabList(tabs=out)
+        return TabList(tabs=out, unavailable=unavailable)
 
     async def _tabs(self, urls: list[str]) -> list[Tab | TabFailure]:
         """How many URLs, a budget's range and a question's length are the tools' schemas to check."""

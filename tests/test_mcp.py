@@ -341,6 +341,53 @@ async def test_list_tabs_over_cdp_and_read_a_listed_tab(site: Site) -> None:
     assert missing.is_error and "list_tabs" in missing.content[0].text
 
 
+def _open_tab(endpoint: str, url: str) -> None:
+    """A new tab in the debuggable Chromium, as the user opens one (the DevTools HTTP endpoint)."""
+    import urllib.parse
+    import urllib.request
+
+    request = urllib.request.Request(f"{endpoint}/json/new?{urllib.parse.quote(url, safe=':/')}", method="PUT")
+    with urllib.request.urlopen(request, timeout=10):  # noqa: S310 - loopback
+        pass
+
+
+async def test_list_tabs_says_a_tab_showing_an_unnamed_local_file_is_there_without_its_address(
+    site: Site, tmp_path: Path,
+) -> None:
+    """A page of the user's that shows a local file they did not name (here:
+    in a frame) is never read. list_tabs still says the tab is open and why it
+    cannot be read, typed, but nothing of it: not its content, nor the
+    file's address or title (a client over --http need not learn the user's
+    file names). The other tabs are listed as before."""
+    import asyncio
+
+    from chatagent.bench.server import debuggable_chromium
+
+    secret = tmp_path / "secret-plans.txt"
+    secret.write_text("TOP-SECRET-42\n")
+    page = tmp_path / "my-notes.html"
+    page.write_text('<title>My private notes</title><p>Notes.</p><iframe src="secret-plans.txt"></iframe>')
+    async with debuggable_chromium(url=page.as_uri()) as endpoint:
+        _open_tab(endpoint, site.url("product"))
+        async with server(CHATAGENT_CDP=endpoint) as s:
+            for _ in range(50):  # the second tab loading
+                listed = await call(s, "list_tabs", {})
+                assert not listed.is_error, listed.content
+                if any(t["url"] == site.url("product") for t in listed.structured_content["tabs"]):
+                    break
+                await asyncio.sleep(0.1)
+            schema = {t.name: t for t in (await s.list_tools()).tools}["list_tabs"].output_schema
+    out = listed.structured_content
+    assert [t["url"] for t in out["tabs"]] == [site.url("product")], "the readable tab, listed with its id"
+    assert "unavailable" in schema["properties"], "the output schema says what a refused tab looks like"
+    [refused] = out["unavailable"]
+    assert refused["url"] is None and "local file" in refused["reason"] and "not named" in refused["reason"]
+    assert "id" not in refused, "no id: read_pages would refuse it"
+    said = str(out) + "".join(c.text for c in listed.content if c.type == "text")
+    for private in ("TOP-SECRET", "secret-plans", "my-notes", "My private notes", str(tmp_path)):
+        assert private not in said, private
+
+
 @contextlib.asynccontextmanager
 async def playwright_browser_server(tmp: Any) -> AsyncIterator[str]:
     """`playwright run-server` on 127.0.0.1, as a remote browser fleet runs it;
