@@ -6,7 +6,9 @@ to stdout; progress, logs and errors to stderr, so `--json` output pipes cleanly
 
 Exit status: 0 success, 1 failure (a clear message on stderr), 2 usage error
 (what argparse refuses, an unknown --model, and what a handler finds wrong with
-its command line: no URL, an empty question; `UsageError`), 3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
+its command line: no URL, an empty question; `UsageError`; and an unknown
+model named by a variable or the settings file: `settings.BadSettingError`),
+3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
 stopped at its turn limit or input-token budget; the ending is still printed),
 130 interrupted, 141 stdout's reader stopped reading (`| head`).
 `chat` exits 1 if any question or command failed, else 3 if any ended without an answer.
@@ -30,7 +32,7 @@ from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
 from .process import answer_status, run, setup_logging
-from .settings import Settings
+from .settings import Settings, check_model
 from .terminal import json_safe, no_echo, safe_text, sanitize, stderr_console
 
 if TYPE_CHECKING:
@@ -129,19 +131,25 @@ def _add_context(sub: Any) -> None:
     p.set_defaults(handler=cmd_context)
 
 
-def settings_of(args: argparse.Namespace) -> Settings:
-    """The settings, with the flags this command was given on top."""
+def settings_of(args: argparse.Namespace, *, model: bool = False) -> Settings:
+    """The settings, with the flags this command was given on top. `model`:
+    the command answers questions, so a model setting no provider serves is
+    refused now, as `--model` with that name is (`settings.check_model`)."""
     flags = {key: getattr(args, key, None)
              for key in ("model", "budget", "timeout", "deadline", "input_budget", "cdp", "browser_ws")}
     if getattr(args, "cache", True) is False:
         flags["cache"] = False
-    return Settings.load(**flags)
+    settings = Settings.load(**flags)
+    if model:
+        check_model(settings, flags)
+    return settings
 
 
-def _runtime(args: argparse.Namespace, *, conversation: bool = False) -> "Runtime":
+def _runtime(args: argparse.Namespace, *, conversation: bool = False, model: bool = True) -> "Runtime":
+    """`model`: as for `settings_of` (all but `context` answer questions)."""
     from .runtime import Runtime  # only for commands that read pages (it loads the agent's libraries)
 
-    settings = settings_of(args)
+    settings = settings_of(args, model=model)
     if not args.targets and not settings.cdp:
         raise UsageError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
     # Worker processes extract tabs in parallel, but starting them takes ~0.5 s of CPU from
@@ -153,7 +161,7 @@ def _runtime(args: argparse.Namespace, *, conversation: bool = False) -> "Runtim
 
 async def cmd_context(args: argparse.Namespace) -> int:
     err = stderr_console()
-    async with _runtime(args) as runtime:
+    async with _runtime(args, model=False) as runtime:
         with err.status("Starting the browser…"):
             await runtime.browser()
         with err.status(f"Opening {_plural(len(args.targets), 'page')}…" if args.targets else "Reading the open tabs…"):
@@ -243,7 +251,8 @@ def _add_agent_args(p: argparse.ArgumentParser) -> None:
                    f"request (never below {MIN_INPUT_BUDGET:,}; default {_default('input_budget'):g})")
 
 
-USAGE_ERRORS = "a bad or unknown option, an unknown --model, no URL and no --cdp"
+USAGE_ERRORS = ("a bad or unknown option, an unknown model from --model, a variable or the settings file "
+                "alike, no URL and no --cdp")
 ASK_EXIT_STATUS = (
     f"Exit status: 0 answered; 1 failed (the reason is on stderr); 2 usage error ({USAGE_ERRORS}, "
     "an empty question); "
@@ -291,7 +300,8 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     # A running daemon answers, warm (chatagent/daemon/client.py); None: this process answers.
     from .daemon.client import ask as ask_daemon
 
-    printer = await ask_daemon(args.targets, args.question, settings_of(args), json_mode=args.json, early=args.early)
+    printer = await ask_daemon(args.targets, args.question, settings_of(args, model=True), json_mode=args.json,
+                               early=args.early)
     if printer is not None:
         return answer_status(printer)
     with no_echo():  # see cmd_chat
@@ -326,12 +336,20 @@ async def cmd_chat(args: argparse.Namespace) -> int:
 # --- mcp ----------------------------------------------------------------------------
 
 
+MCP_EXIT_STATUS = (
+    "Exit status: 0 the client closed stdin (stdio); 1 the server could not start (the reason is on stderr: "
+    "a port in use, no mcp_token beyond 127.0.0.1); 2 usage error (a bad option; an unknown model from "
+    "--model, a variable or the settings file); 130 interrupted."
+)
+
+
 def _add_mcp(sub: Any) -> None:
     p = sub.add_parser(
         "mcp", help="serve read_pages, ask_pages and list_tabs to other agents over MCP",
         description="Run a Model Context Protocol server for agents (Claude Desktop, Cursor, VS Code, "
         "LangChain's MCP adapters): on stdin/stdout, where stdout carries only the protocol, or over "
         "streamable HTTP with --http. Logs go to stderr.",
+        epilog=MCP_EXIT_STATUS,
     )
     p.add_argument("--model", metavar="M", type=_model, help="the model ask_pages uses unless a call names one "
                    "(default: the model setting)")
@@ -361,7 +379,7 @@ def _listen(value: str) -> tuple[str, int]:
 async def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server  # the MCP SDK: only for this command
 
-    settings = settings_of(args)
+    settings = settings_of(args, model=True)  # ask_pages' default: refused at start, as `--model` is
     if args.http:
         await mcp_server.serve_http(settings, *args.http)
     else:
@@ -373,7 +391,8 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
 
 
 DAEMON_EXIT_STATUS = (
-    "Exit status: 0 done (`status`: a daemon is running); 1 failed (the reason is on stderr); 2 usage error; "
+    "Exit status: 0 done (`status`: a daemon is running); 1 failed (the reason is on stderr); 2 usage error "
+    "(`start`, `run`: an unknown model in the settings); "
     "3 `status`: no daemon is running."
 )
 
@@ -398,7 +417,9 @@ def _add_daemon(sub: Any) -> None:
 async def cmd_daemon(args: argparse.Namespace) -> int:
     from .daemon.command import daemon_command
 
-    return await daemon_command(args.daemon_command, settings_of(args), json_mode=getattr(args, "json", False))
+    # What starts a daemon refuses a default model no provider serves; `status` and `stop` need none.
+    settings = settings_of(args, model=args.daemon_command in ("start", "run"))
+    return await daemon_command(args.daemon_command, settings, json_mode=getattr(args, "json", False))
 
 
 # --- config -----------------------------------------------------------------------

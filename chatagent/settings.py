@@ -32,7 +32,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-from .errors import ChatAgentError, ModelConfigError
+from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .locations import config_dir, config_path, make_private_dirs, tighten_dir
 
@@ -49,6 +49,12 @@ class ConfigError(ChatAgentError):
 
 class BadValueError(ConfigError):
     """A value the setting cannot take, refused before it is written (`set_value`)."""
+
+
+class BadSettingError(ConfigError, UsageError):
+    """A model no provider serves, whichever gave it (a flag, a variable, the
+    settings file): the command cannot run as configured, and exits 2 as for
+    a usage error, as `--model NAME` would (`check_model`)."""
 
 
 def _env(*names: str) -> AliasChoices:
@@ -189,6 +195,37 @@ def _explain(exc: ValidationError, flags: dict[str, Any]) -> str:
         where = "" if key is None else f" ({_origin(key, flags, found).describe()})"
         problems.append(f"{key or e['loc']}{where}: {e['msg']}")
     return "Bad setting: " + "; ".join(problems) + ". Fix it with `chatagent config set KEY VALUE`, the flag or the variable."
+
+
+def check_model(settings: Settings, flags: dict[str, Any] | None = None) -> None:
+    """Refuse a model no provider serves (`BadSettingError`), as `--model`
+    refuses one, for a command that answers questions: at its start, before
+    a browser does, rather than when its first question is asked. The
+    message says where the name came from (`flags`: those `load` was given)
+    and what changes it there: a variable comes before the file, so
+    `config set` would not."""
+    from .models import KNOWN_MODELS, provider_for  # light: loads no model library
+
+    name = settings.model.strip()
+    try:
+        provider_for(name)
+        return
+    except ModelConfigError as exc:
+        unknown = exc
+    origin = _origin("model", flags or {}, _Found.read())
+    also = "; --model overrides it for one command."
+    if origin.kind == "env":
+        raise BadSettingError(
+            f"Unknown model {name!r}, set by the environment variable {origin.name}. Use {KNOWN_MODELS}: "
+            f"set {origin.name} to one, or unset it (it comes before the settings file){also}"
+        )
+    if origin.kind == "file":
+        raise BadSettingError(
+            f"Unknown model {name!r}, set in the settings file {origin.name}. Use {KNOWN_MODELS}: "
+            f"`chatagent config set model NAME`, or `chatagent config unset model` for the default "
+            f"({Settings.model_fields['model'].default}){also}"
+        )
+    raise BadSettingError(unknown.message)
 
 
 # --- provenance, for `config show` -------------------------------------------------

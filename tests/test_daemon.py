@@ -517,6 +517,29 @@ def test_the_settings_file_is_read_again_for_each_ask(site: Site, tmp_path: Path
         run("daemon", "stop", env=running.env)
 
 
+def test_a_model_no_provider_serves_in_the_settings_file_is_said_as_without_a_daemon(
+    site: Site, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """The file edited by hand after the daemon started: the ask is refused
+    (2, one line naming the file) as in its own process, and the daemon
+    takes nothing; a daemon is not started with such a file either."""
+    config = tmp_path / "config.toml"
+    running = start(tmp_path_factory.mktemp("d"), CHATAGENT_CONFIG=str(config))
+    try:
+        config.write_text('model = "no-such-model"\n')
+        alone = run("ask", site.url("product"), "-q", QUESTION,
+                    env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"]), CHATAGENT_CONFIG=str(config)))
+        via = run("ask", site.url("product"), "-q", QUESTION, env=running.env)
+        assert via.returncode == alone.returncode == 2 and via.stderr == alone.stderr, (via.stderr, alone.stderr)
+        assert "'no-such-model'" in via.stderr and str(config) in via.stderr and via.stderr.count("\n") == 1
+        assert status(running.env)["asks"] == 0, "the daemon took no ask"
+    finally:
+        run("daemon", "stop", env=running.env)
+    refused = run("daemon", "start", env=running.env)
+    assert refused.returncode == 2 and refused.stderr == alone.stderr
+    assert status(running.env)["running"] is False
+
+
 def _closed_stdout(*args: str, env: dict[str, str]) -> tuple[int, str]:
     """`chatagent ARGS | true`: the reader of its stdout is gone before the answer comes."""
     read, write = os.pipe()

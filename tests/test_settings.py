@@ -85,10 +85,10 @@ def test_removing_a_setting_the_file_does_not_have_writes_nothing(config: Path) 
     assert (config.read_text(), config.stat().st_mtime_ns) == written
 
 
-def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+def run_cli(*args: str, env: dict[str, str], input: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "chatagent", *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env},
+        env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env}, input=input,
     )
 
 
@@ -203,7 +203,51 @@ def test_a_flag_given_on_the_command_line_wins_over_the_file(tmp_path: Path) -> 
     done = run_cli("ask", str(PAGES / "product.html"), "-q", "How much does it cost?", "--model", "extractive", env=env)
     assert done.returncode == 0, done.stderr
     failed = run_cli("ask", str(PAGES / "product.html"), "-q", "How much does it cost?", env=env)
-    assert failed.returncode == 1 and "no-such-model" in failed.stderr and "config set model" in failed.stderr
+    assert failed.returncode == 2 and "no-such-model" in failed.stderr and "config set model" in failed.stderr
+
+
+def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
+    assert proc.stdout == "" and proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1, proc.stderr
+    return proc.stderr
+
+
+def test_a_model_no_provider_serves_set_by_a_variable_or_the_file_is_refused_at_start_as_the_flag_is(
+    tmp_path: Path,
+) -> None:
+    """As `--model NAME` is refused (2, one line), so is the same name from
+    CHATAGENT_MODEL or the settings file, by every command a model answers
+    in, before a browser starts: the line says where the name came from and
+    what changes it there. Commands that need no model still work."""
+    file = tmp_path / "config.toml"
+    env = {"CHATAGENT_CONFIG": str(file), "CHATAGENT_DAEMON_DIR": str(tmp_path / "daemon")}
+    page = str(PAGES / "product.html")
+    flag = run_cli("ask", page, "-q", "How much does it cost?", "--model", "no-such-model", env=env)
+    assert flag.returncode == 2 and "Unknown model 'no-such-model'" in flag.stderr
+
+    commands = (["ask", page, "-q", "How much does it cost?"], ["chat", page], ["mcp"], ["daemon", "start"])
+    for argv in commands:
+        proc = run_cli(*argv, env={**env, "CHATAGENT_MODEL": "no-such-model"}, input="How much does it cost?\n")
+        said = _one_error_line(proc)
+        assert proc.returncode == 2, (argv, said)
+        assert "'no-such-model'" in said and "CHATAGENT_MODEL" in said and "'extractive'" in said, said
+        assert "config set" not in said, "the variable comes before the file: `config set` would not fix it"
+
+    file.write_text('model = "no-such-model"\n')  # edited by hand: `config set` refuses it
+    for argv in commands:
+        proc = run_cli(*argv, env=env, input="How much does it cost?\n")
+        said = _one_error_line(proc)
+        assert proc.returncode == 2, (argv, said)
+        assert "'no-such-model'" in said and str(file) in said, said
+        assert "`chatagent config set model NAME`" in said and "`chatagent config unset model`" in said, said
+    assert not (tmp_path / "daemon" / "daemon.sock").exists(), "no daemon was started"
+
+    # What needs no model works, and so does what fixes the setting.
+    assert run_cli("context", page, env=env).returncode == 0
+    assert run_cli("daemon", "status", env=env).returncode == 3
+    assert json.loads(run_cli("config", "show", "--json", env=env).stdout)["model"]["value"] == "no-such-model"
+    assert run_cli("config", "unset", "model", env=env).returncode == 0
+    done = run_cli("ask", page, "-q", "How much does it cost?", env=env)
+    assert done.returncode == 0 and "$1,349.00" in done.stdout, done.stderr
 
 
 # --- the model is what the settings say ------------------------------------------------

@@ -241,7 +241,7 @@ class Daemon:
         if args is None or not args.question.strip():
             return "not an ask this daemon answers from its command line"
         try:
-            settings = settings_of(args)
+            settings = settings_of(args, model=True)
             ask = AskRequest.of(args.targets, args.question, settings, cwd=request.cwd)
         except (ChatAgentError, ValueError) as exc:  # a bad setting, a target not there: the ask says so
             return f"{type(exc).__name__}: {exc}"

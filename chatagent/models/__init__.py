@@ -24,14 +24,19 @@ if TYPE_CHECKING:
 PROVIDERS: tuple[Provider, ...] = (ExtractiveProvider(), GeminiProvider(), OpenAIProvider())
 
 
+# The names a provider serves, as a user reads them in an error.
+KNOWN_MODELS = (
+    f"'extractive' (offline), a Gemini model such as '{DEFAULT_GEMINI}', or 'openai:MODEL' for an "
+    "OpenAI-compatible server"
+)
+
+
 def provider_for(name: str) -> Provider:
     for provider in PROVIDERS:
         if provider.matches(name):
             return provider
     raise ModelConfigError(
-        f"Unknown model {name!r}. Use 'extractive' (offline), a Gemini model such as "
-        f"'{DEFAULT_GEMINI}', or 'openai:MODEL' for an OpenAI-compatible server; "
-        "set it with --model or `chatagent config set model NAME`."
+        f"Unknown model {name!r}. Use {KNOWN_MODELS}; set it with --model or `chatagent config set model NAME`."
     )
 
 
