@@ -6,9 +6,9 @@ to stdout; progress, logs and errors to stderr, so `--json` output pipes cleanly
 
 Exit status: 0 success, 1 failure (a clear message on stderr), 2 usage error
 (what argparse refuses, an unknown --model, and what a handler finds wrong with
-its command line: no URL, an empty question; `UsageError`; and an unknown
-model named by a variable or the settings file: `settings.BadSettingError`),
-3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
+its command line: no URL, an empty question; `UsageError`; and a setting with
+a value it cannot take from a variable or the settings file, an unknown model
+included: `settings.BadSettingError`), 3 no answer found (`ask`: the question ended without an answer, e.g. pass 2
 stopped at its turn limit or input-token budget; the ending is still printed),
 130 interrupted, 141 stdout's reader stopped reading (`| head`).
 `chat` exits 1 if any question or command failed, else 3 if any ended without an answer.
@@ -105,8 +105,8 @@ def _model(value: str) -> str:
 
 
 CONTEXT_EXIT_STATUS = (
-    "Exit status: 0 read; 1 no page could be read (the reason is on stderr); 2 usage error (a bad option, "
-    "no URL and no --cdp); 130 interrupted."
+    "Exit status: 0 read; 1 no page could be read (the reason is on stderr); 2 usage error (a bad option or "
+    "setting, no URL and no --cdp); 130 interrupted."
 )
 
 
@@ -251,8 +251,8 @@ def _add_agent_args(p: argparse.ArgumentParser) -> None:
                    f"request (never below {MIN_INPUT_BUDGET:,}; default {_default('input_budget'):g})")
 
 
-USAGE_ERRORS = ("a bad or unknown option, an unknown model from --model, a variable or the settings file "
-                "alike, no URL and no --cdp")
+USAGE_ERRORS = ("a bad or unknown option, an unknown model or another setting's bad value, from a flag, "
+                "a variable or the settings file alike, no URL and no --cdp")
 ASK_EXIT_STATUS = (
     f"Exit status: 0 answered; 1 failed (the reason is on stderr); 2 usage error ({USAGE_ERRORS}, "
     "an empty question); "
@@ -338,8 +338,8 @@ async def cmd_chat(args: argparse.Namespace) -> int:
 
 MCP_EXIT_STATUS = (
     "Exit status: 0 the client closed stdin (stdio); 1 the server could not start (the reason is on stderr: "
-    "a port in use, no mcp_token beyond 127.0.0.1); 2 usage error (a bad option; an unknown model from "
-    "--model, a variable or the settings file); 130 interrupted."
+    "a port in use, no mcp_token beyond 127.0.0.1); 2 usage error (a bad option; a setting with a value it "
+    "cannot take, an unknown model included); 130 interrupted."
 )
 
 
@@ -392,7 +392,7 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
 
 DAEMON_EXIT_STATUS = (
     "Exit status: 0 done (`status`: a daemon is running); 1 failed (the reason is on stderr); 2 usage error "
-    "(`start`, `run`: an unknown model in the settings); "
+    "(`start`, `run`: a setting with a value it cannot take, an unknown model included); "
     "3 `status`: no daemon is running."
 )
 

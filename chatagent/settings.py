@@ -52,9 +52,10 @@ class BadValueError(ConfigError):
 
 
 class BadSettingError(ConfigError, UsageError):
-    """A model no provider serves, whichever gave it (a flag, a variable, the
-    settings file): the command cannot run as configured, and exits 2 as for
-    a usage error, as `--model NAME` would (`check_model`)."""
+    """A setting has a value it cannot take, whichever gave it (a flag, a
+    variable, the settings file): the command cannot run as configured, and
+    exits 2 as for a usage error, as `--budget 10` or `--model NAME` would.
+    A settings file that cannot be read at all stays a `ConfigError` (1)."""
 
 
 def _env(*names: str) -> AliasChoices:
@@ -126,7 +127,7 @@ class Settings(BaseSettings):
         try:
             return cls(**given)
         except ValidationError as exc:
-            raise ConfigError(_explain(exc, given)) from None
+            raise BadSettingError(_explain(exc, given)) from None
 
     def secret(self, key: str) -> str | None:
         value = getattr(self, key)

@@ -250,6 +250,25 @@ def test_a_model_no_provider_serves_set_by_a_variable_or_the_file_is_refused_at_
     assert done.returncode == 0 and "$1,349.00" in done.stdout, done.stderr
 
 
+def test_a_value_a_setting_cannot_take_is_a_usage_error_wherever_it_came_from(tmp_path: Path) -> None:
+    """As `--budget 10` is (2), so is CHATAGENT_BUDGET=10 or `budget = 10` in
+    the file: one line naming the setting and where it came from. A file that
+    cannot be read at all is a failure (1)."""
+    file = tmp_path / "config.toml"
+    env = {"CHATAGENT_CONFIG": str(file)}
+    ask = ("ask", str(PAGES / "product.html"), "-q", "How much does it cost?")
+    assert run_cli(*ask, "--budget", "10", env=env).returncode == 2
+    from_env = run_cli(*ask, env={**env, "CHATAGENT_BUDGET": "10"})
+    assert from_env.returncode == 2 and "budget (environment CHATAGENT_BUDGET)" in _one_error_line(from_env)
+    file.write_text("budget = 10\n")
+    for argv in (ask, ("context", str(PAGES / "product.html")), ("config", "show")):
+        proc = run_cli(*argv, env=env)
+        assert proc.returncode == 2 and f"budget (file {file})" in _one_error_line(proc), argv
+    file.write_text("budget = \n")
+    unreadable = run_cli(*ask, env=env)
+    assert unreadable.returncode == 1 and "cannot be read" in _one_error_line(unreadable)
+
+
 # --- the model is what the settings say ------------------------------------------------
 
 
