@@ -392,7 +392,7 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
 
 DAEMON_EXIT_STATUS = (
     "Exit status: 0 done (`status`: a daemon is running); 1 failed (the reason is on stderr); 2 usage error "
-    "(`start`, `run`: a setting with a value it cannot take, an unknown model included); "
+    "(a setting with a value it cannot take; for `start` and `run`, an unknown model too); "
     "3 `status`: no daemon is running."
 )
 
