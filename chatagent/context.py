@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pydantic import BaseModel, Field
 
 from .browser.base import PageSnapshot, Tab, TabFailure
+from .browser.localfiles import is_local
 from .budget import LONG_TEXT_CHARS, TextFitter, allocate, may_select
-from .errors import ChatAgentError
+from .errors import ChatAgentError, UnnamedLocalFileError
 from .extraction import Extracted, Extractor
 from .settings import Settings
 from .tokens import count_tokens
@@ -122,7 +123,9 @@ class ContextBuilder:
         try:
             snap = await tab.snapshot()
         except ChatAgentError as exc:
-            return TabFailure(tab_id=tab.label, url=tab.url, code=exc.code, message=exc.message)
+            # A file the user did not name: not even its address goes to the model (`UnnamedLocalFileError`).
+            url = "file://" if isinstance(exc, UnnamedLocalFileError) and is_local(tab.url) else tab.url
+            return TabFailure(tab_id=tab.label, url=url, code=exc.code, message=exc.message)
         return snap if snap.tab_id == tab.label else snap.model_copy(update={"tab_id": tab.label})
 
     async def _read(self, tab: Tab | TabFailure) -> Extracted | TabFailure:

@@ -124,6 +124,16 @@ async def test_a_users_own_local_tab_that_moves_to_an_unnamed_file_is_refused(
         await raw.goto(secret.as_uri())
         with pytest.raises(TabError, match="did not name"):
             await tab.snapshot()
+        # Nor does the model learn the file's name: it is told only that the tab is unavailable.
+        (other,) = await chromium.open_tabs([str(_page(tmp_path, "other.html", "<p>Another page.</p>"))])
+        assert isinstance(other, PlaywrightTab)
+        with GeminiServer(responder=lambda _r: TextReply(text="Another page [Tab 2]."), ttft_s=0.0,
+                          tokens_per_s=None) as server:
+            model = load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=server.url))
+            events = await ask(ChatAgent(model, [tab, other]), "What do my tabs say?")
+            sent = "".join(r.system_text() + r.text() for r in server.generate_requests)
+        assert isinstance(events[-1], Done) and "Another page." in sent and 'unavailable="true"' in sent
+        assert SECRET not in sent and secret.name not in sent and str(secret.parent) not in sent
     finally:
         await raw.close()
 

@@ -296,9 +296,10 @@ class PlaywrightTab(Tab):
     def _check_readable(self, what: str, error: type[ChatAgentError] = TabError) -> None:
         """Refuse (with `error`) a page the user did not name or an error page.
         A local file the user did not name is `UnnamedLocalFileError` where `error` is TabError."""
-        if unnamed := self._unnamed_local_file():
+        if self._unnamed_local_file():
             raise (UnnamedLocalFileError if error is TabError else error)(
-                f"Tab {self.label} shows a local file you did not name ({unnamed}); {what} refused. "
+                # Not its address: this message reaches the model and MCP clients, and a file's name says much.
+                f"Tab {self.label} shows a local file you did not name; {what} refused. "
                 "chatagent reads only the local files given on its command line."
             )
         if self._status and self._status[0] >= 400:
