@@ -37,6 +37,8 @@ class TabContext(BaseModel):
     reused: bool = False  # its extraction came from the cache (the page had not changed)
     notes: list[str] = Field(default_factory=list)
     error: str | None = None  # set when the tab could not be read at all
+    authors: list[str] = Field(default_factory=list)  # as the page's markup names them (`Extracted`)
+    published: str = ""  # the day the page says it was first published, ISO
 
     @property
     def ok(self) -> bool:
@@ -197,6 +199,8 @@ class ContextBuilder:
                 content_hash=e.content_hash,
                 reused=e.reused,
                 notes=[*e.notes, f.note] if f and f.note else e.notes,
+                authors=e.authors,
+                published=e.published,
             )
         return out
 

@@ -10,6 +10,9 @@ Two supplements, each under its own heading so the budgeter can rank them:
 Articles are left alone: their text is most of what renders, and they rarely
 hold tables, so neither supplement kicks in and no boilerplate gets in; only
 their byline, which trafilatura drops, is put back when the page names an author.
+What a page says of itself in its markup, its authors and the day it was first
+published (htmldate, without its guesses from the text), travels beside the
+text (`Extracted.authors`, `published`) rather than in it.
 
 Tables are written tersely ("|a|b|c|"): on table-heavy pages they are most of
 the text, and the spaces markdown pads pipes with cost 8% of a table's tokens
@@ -37,6 +40,7 @@ from urllib.parse import unquote
 
 import lxml.html
 import trafilatura
+from htmldate import find_date
 from lxml import etree
 from pydantic import BaseModel, Field
 from trafilatura.metadata import examine_meta, extract_meta_json
@@ -104,6 +108,10 @@ class Extracted(BaseModel):
     content_hash: str
     notes: list[str] = Field(default_factory=list)
     reused: bool = False  # from the cache: this content was extracted before
+    # What the page says of itself in its markup: its authors and the day it was
+    # first published (ISO), "who wrote this?" and "when was this published?".
+    authors: list[str] = Field(default_factory=list)
+    published: str = ""
 
 
 def _norm(line: str) -> str:
@@ -347,11 +355,23 @@ def _author(html: str) -> list[str]:
     return [a.strip() for a in author.split(";") if " " in a.strip()]
 
 
-def _byline(html: str, main: str, rendered: str) -> str:
+def _published(doc: lxml.html.HtmlElement | None, url: str) -> str:
+    """The day the page says it was first published (its metadata, its URL, a
+    `<time>`…), as htmldate reads it without its extensive search, which would
+    take any date in the text for it; "" when it says none."""
+    if doc is None:
+        return ""
+    try:
+        return find_date(doc, extensive_search=False, original_date=True, url=url or None) or ""
+    except Exception as exc:  # odd markup: no date is no loss
+        log.debug("no publication date: %s", exc)
+        return ""
+
+
+def _byline(names: list[str], main: str, rendered: str) -> str:
     """The byline trafilatura dropped: the rendered line naming the author (it
     usually carries the date too), else "By <author>"; "" when the main text
-    already names the author or the page declares none."""
-    names = _author(html)
+    already names the author or the page declares none (`names`, `_author`)."""
     haystack = _norm(main)
     if not names or any(_norm(n) in haystack for n in names):
         return ""
@@ -488,6 +508,8 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
             html = _head_of(html)
             notes.append(f"This page is very large ({oversized}): only the start of its HTML was read.")
     doc = _parse(html)
+    published = _published(doc, snapshot.url)  # before the missed-table pass changes the tree
+    authors = _author(html)
     main = _unglued(doc, _main_text(doc, snapshot.url))
     rendered_words = _words(rendered)
     method = "trafilatura"
@@ -495,7 +517,7 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
     if main and doc is not None and (tables := _missed_tables(doc, main)):
         main = f"{main}\n\n{TABLES_HEADING}\n\n" + "\n\n".join(tables)
         method = "trafilatura+tables"
-    if main and (byline := _byline(html, main, rendered)):
+    if main and (byline := _byline(authors, main, rendered)):
         main = _with_byline(main, byline)
     text = main
     if not main:
@@ -525,6 +547,8 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
         method=method,
         content_hash=snapshot.content_hash,
         notes=notes,
+        authors=authors,
+        published=published,
     )
 
 

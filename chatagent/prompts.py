@@ -81,6 +81,7 @@ _TOOLS = (
 )
 _PAGES = "In a PDF's text every passage starts with its page number, [p. N]: cite a fact from a PDF with its page, as [Tab N, p. P]."
 _OMITTED = "Markers like [… N tokens … left out …] show where page text was cut to fit."
+_SELF = "A tab's author and published attributes are what its page's markup says of it."
 
 
 def _untrusted(fence: Fence) -> str:
@@ -100,6 +101,8 @@ def system_prompt(context: PageContext, fence: Fence, *, tools: bool) -> str:
         parts.append(_PAGES)
     if any(t.truncated or t.selected for t in readable):
         parts.append(_OMITTED)
+    if any(t.authors or t.published for t in readable):
+        parts.append(_SELF)
     parts.append(_TOOLS if tools else _ESCALATE)
     return "\n\n".join(parts)
 
@@ -120,6 +123,10 @@ def _attr(fence: Fence, value: str) -> str:
 
 def render_tab(tab: TabContext, fence: Fence) -> str:
     head = f'<tab id="{tab.tab_id}" url="{_attr(fence, tab.url)}" title="{_attr(fence, tab.title)}"'
+    if tab.authors:
+        head += f' author="{_attr(fence, "; ".join(tab.authors))}"'
+    if tab.published:
+        head += f' published="{_attr(fence, tab.published)}"'
     if not tab.ok:
         return f"{head} unavailable=\"true\">\n(This tab could not be read: {fence.clean(tab.error or '')})\n</tab>"
     notes = "".join(f"\n(Note: {fence.clean(n)})" for n in tab.notes)
@@ -188,10 +195,11 @@ _FENCED = re.compile(
     re.S,
 )
 _TAB_BLOCK = re.compile(
-    r'<tab id="(?P<id>[^"]*)" url="(?P<url>[^"]*)" title="(?P<title>[^"]*)"(?P<attrs>[^>]*)>\n?(?P<body>.*?)\n?</tab>',
+    r'<tab id="(?P<id>[^"]*)" url="(?P<url>[^"]*)" title="(?P<title>[^"]*)"(?P<attrs>(?: \w+="[^"]*")*)>\n?(?P<body>.*?)\n?</tab>',
     re.S,
 )
 _NOTE_LINE = re.compile(r"^\(Note: .*\)$")
+_ATTR = re.compile(r' (\w+)="([^"]*)"')
 
 
 @dataclass(frozen=True)
@@ -202,6 +210,8 @@ class ParsedTab:
     text: str
     notes: tuple[str, ...] = ()
     ok: bool = True
+    authors: tuple[str, ...] = ()
+    published: str = ""
 
 
 def fenced(text: str, kind: FenceKind | None = None) -> Iterator[tuple[FenceKind, str]]:
@@ -231,7 +241,10 @@ def parse_tabs(text: str) -> list[ParsedTab]:
             while lines and _NOTE_LINE.match(lines[0]):
                 notes.append(lines.pop(0)[len("(Note: "):-1])
             ok = 'unavailable="true"' not in m["attrs"]
-            out.append(ParsedTab(m["id"], m["url"], m["title"], "\n".join(lines), tuple(notes), ok))
+            said = dict(_ATTR.findall(m["attrs"]))
+            authors = tuple(a for a in said.get("author", "").split("; ") if a)
+            out.append(ParsedTab(m["id"], m["url"], m["title"], "\n".join(lines), tuple(notes), ok, authors,
+                                 said.get("published", "")))
     return out
 
 

@@ -112,6 +112,13 @@ def test_verbose_is_accepted_after_the_command_name_too(site: Site) -> None:
     assert run("config", "path", "-v").returncode == 0
 
 
+def test_who_wrote_a_page_and_when_it_was_published_offline(site: Site) -> None:
+    proc = run("ask", site.url("article"), "-q", "When was this article published?")
+    assert proc.returncode == 0 and proc.stdout.decode().startswith("Published 3 March 2025 (2025-03-03)"), clean(proc)
+    proc = run("ask", site.url("article"), "-q", "Who wrote this?")
+    assert proc.stdout.decode().startswith("By Maren Oyelaran, Transport Correspondent · 3 March 2025 [Tab 1]")
+
+
 DISCARDING = "trafilatura.core: discarding data"
 
 

@@ -81,6 +81,20 @@ async def test_byline_from_metadata_when_nothing_renders_it() -> None:
     assert "By Maren Oyelaran" in ex.text
 
 
+async def test_what_a_page_says_of_itself_its_authors_and_the_day_it_was_published() -> None:
+    article = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/article.html", html=Site.path("article").read_text()))
+    assert (article.authors, article.published) == (["Maren Oyelaran"], "2025-03-03")  # <meta name=author>, <time>
+    # JSON-LD, which the text does not show; a page that says nothing gets nothing.
+    ld = ('<html><head><title>Notes</title><script type="application/ld+json">{"@context": "https://schema.org", "@type": "NewsArticle", '
+          '"datePublished": "2019-11-04T08:00:00Z", "author": {"@type": "Person", "name": "Ada Quill"}}</script>'
+          '</head><body><article>' + "<p>A paragraph of the notes, long enough to be the page's main text.</p>" * 5
+          + "</article></body></html>")
+    noted = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/notes.html", html=ld))
+    assert (noted.authors, noted.published) == (["Ada Quill"], "2019-11-04")
+    bare = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/plain.html", html=ld.split("<script")[0] + ld.split("</script>")[1]))
+    assert (bare.authors, bare.published) == ([], "")
+
+
 async def test_no_byline_added_when_the_text_names_the_author() -> None:
     html = Site.path("article").read_text().replace(
         "<p>Until then,", "<p>Reporting by Maren Oyelaran. Until then,"

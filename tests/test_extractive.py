@@ -723,6 +723,27 @@ def test_who_wrote_this_article_is_answered_by_its_byline() -> None:
         assert answer.startswith("By Maren Oyelaran, Transport Correspondent"), (question, answer)
 
 
+def test_who_wrote_it_and_when_it_was_published_are_answered_from_what_the_page_says_of_itself() -> None:
+    def ask(question: str, text: str = "# Cheap laptops\n\nKimber Streams has tested laptops for a decade.\n",
+            authors: tuple[str, ...] = ("Kimber Streams",), published: str = "2026-01-16") -> str:
+        tab = TabContext(tab_id="1", url="http://127.0.0.1/laptops.html", title="Cheap laptops", text=text,
+                         authors=list(authors), published=published)
+        return str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=[tab], budget_per_tab=2000), question)).content)
+
+    said = "as the page's markup says [Tab 1]"
+    assert ask("Who wrote this?") == f"By Kimber Streams, {said}"
+    assert ask("When was this article published?") == f"Published 16 January 2026 (2026-01-16), {said}"
+    assert ask("Who wrote it and when was it published?") == f"By Kimber Streams · Published 16 January 2026 (2026-01-16), {said}"
+    # A byline the text shows is quoted as it is, its day with it.
+    byline = "# Trams\n\nBy Maren Oyelaran, Transport Correspondent · 3 March 2025\n\nThe line opened.\n"
+    assert ask("Who wrote this and when?", byline, ("Maren Oyelaran",), "2025-03-03").startswith("By Maren Oyelaran, Transport")
+    assert ask("Who is the author?", byline, ("Maren Oyelaran",)) == "By Maren Oyelaran, Transport Correspondent · 3 March 2025 [Tab 1]"
+    # What the page is about is not the page: "Who wrote Harry Potter?" on a review of it.
+    assert "Kimber" not in ask("Who wrote Harry Potter?", "# Harry Potter, reviewed\n\nA book about a wizard.\n")
+    # A page that does not say is not answered by half: the text may hold the rest.
+    assert "Published" not in ask("When was it published?", published="")
+
+
 def test_a_heading_that_matches_is_quoted_with_what_it_heads() -> None:
     # Extracted without markup, as trafilatura often gives a recipe: the headings are plain lines.
     text = (

@@ -36,7 +36,8 @@ def _our_markers(text: str, fence: Fence) -> list[str]:
 @given(text=page_text, title=page_text, url=page_text, note=page_text)
 def test_page_text_cannot_leave_the_page_context(text: str, title: str, url: str, note: str) -> None:
     fence = Fence()
-    tab = TabContext(tab_id="1", url=url, title=title, text=text, notes=[note])
+    # What the page's markup says of itself (author, published) is the page's word too.
+    tab = TabContext(tab_id="1", url=url, title=title, text=text, notes=[note], authors=[note, title], published=url)
     rendered = str(build_messages(PageContext(tabs=[tab], budget_per_tab=2000), "q?", fence=fence)[1].content)
     # Exactly our two markers, first and last; one tab element inside.
     assert _our_markers(rendered, fence) == [fence.open("page_context"), fence.close("page_context")]
@@ -71,7 +72,8 @@ def test_a_page_that_learned_the_code_cannot_use_it(text: str, code: str) -> Non
 def test_the_context_reads_back_as_rendered(text: str, title: str, url: str, note: str) -> None:
     assume(not text.lstrip("\n").startswith("(Note:"))  # a line that reads as a note would be one
     fence = Fence()
-    tabs = [TabContext(tab_id="1", url=url, title=title, text=text, notes=[note.replace("\n", " ")]),
+    tabs = [TabContext(tab_id="1", url=url, title=title, text=text, notes=[note.replace("\n", " ")],
+                       authors=[title], published=note),
             TabContext(tab_id="2", url="https://b.example/", error="Tab 2 was closed.")]
     rendered = str(build_messages(PageContext(tabs=tabs, budget_per_tab=2000), "q?", fence=fence)[1].content)
     first, second = parse_tabs(rendered)
@@ -81,6 +83,7 @@ def test_the_context_reads_back_as_rendered(text: str, title: str, url: str, not
 
     assert (first.tab_id, first.url, first.title, first.ok) == ("1", attr(url), attr(title), True)
     assert first.text == fence.clean(text) and first.notes == (fence.clean(note.replace("\n", " ")),)
+    assert first.authors == tuple(a for a in attr(title).split("; ") if a) and first.published == attr(note)
     assert (second.tab_id, second.ok) == ("2", False)
 
 

@@ -21,7 +21,8 @@ import json
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from datetime import date
 from typing import Any, NamedTuple
 
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
@@ -621,6 +622,8 @@ class _Turn:
     question: str
     tool_calls: list[_ToolCall]  # after the question
     fresh_text: list[tuple[str, str]]  # (tab_id, text) from scrolls and refreshes
+    # id -> (authors, published): what each page's markup says of itself
+    selves: dict[str, tuple[tuple[str, ...], str]] = field(default_factory=dict)
 
     def titles(self) -> dict[str, str]:
         return {tab_id: title for tab_id, (_, title, _) in self.tabs.items()}
@@ -628,12 +631,14 @@ class _Turn:
 
 def _read(messages: Sequence[BaseMessage]) -> _Turn:
     tabs: dict[str, tuple[str, str, str]] = {}
+    selves: dict[str, tuple[tuple[str, ...], str]] = {}
     q_index = -1
     for i, m in enumerate(messages):
         text = message_text(m)
         if isinstance(m, HumanMessage) and is_fenced(text, "page_context"):
             for t in parse_tabs(text):
                 tabs[t.tab_id] = (t.url, t.title, t.text)
+                selves[t.tab_id] = (t.authors, t.published)
         elif isinstance(m, HumanMessage) and not is_fenced(text, "browser_state") and text.strip():
             q_index = i
     question = message_text(messages[q_index]) if q_index >= 0 else ""
@@ -660,7 +665,7 @@ def _read(messages: Sequence[BaseMessage]) -> _Turn:
             for t in parse_tabs(message_text(m)):
                 fresh.append((t.tab_id, t.text))
                 tabs[t.tab_id] = (t.url, t.title, t.text)
-    return _Turn(tabs, question, tool_calls, fresh)
+    return _Turn(tabs, question, tool_calls, fresh, selves)
 
 
 def _only(tabs: dict[str, Any]) -> str:
@@ -861,6 +866,61 @@ def _priced_item(question: str, passages: list[_Passage], title: str) -> str | N
     return f"{_ITEM.sub('', item.quote())} {item.cite()}"
 
 
+# "Who wrote this?", "When was the article published?": the page itself, which its markup
+# names the authors and first day of (the tab's author and published attributes).
+_ASKS_AUTHOR = _asks(r"who wrote|who write|who writes|who is the author|who are the authors|author|authors|writer|"
+                     r"writers|written by|byline")
+_ASKS_PUBLISHED = re.compile(
+    r"\bwhen\b.*\b(?:published|posted|written)\b|\bpublication date\b|\bdate of publication\b|"
+    r"\b(?:what|which) (?:day|date|year) was\b.*\b(?:published|posted|written)\b", re.I)
+_BYLINE = next(says for term, _, says in _INTENTS if term == "xxauthorxx")
+# What such a question may say beyond asking: the page ("this article", "the post") and how it asks.
+_OF_ITSELF = frozenset(_terms(
+    "who wrote write writes written author authors writer writers byline by when published publish publication "
+    "date day year posted article page post story piece blog report review guide site website "
+    "document essay entry news item tab text paper"))
+
+
+def _of_itself(question: str, turn: _Turn) -> str | None:
+    """The answer to a question about who wrote the page or when it was published, from
+    what its markup says of it; None when the question is about something else, or the
+    page does not say. Each tab that says, in order."""
+    author, published = bool(_ASKS_AUTHOR.search(question)), bool(_ASKS_PUBLISHED.search(question))
+    if not (author or published):
+        return None
+    if set(_terms(question)) - _OF_ITSELF:
+        # "Who wrote Harry Potter?", "When was Thriller released?", even on that book's or that
+        # album's page: what the page is about, not the page.
+        return None
+    lines = []
+    for tab_id, (authors, day) in turn.selves.items():
+        if (author and not authors) or (published and not day):
+            continue  # half an answer is no answer: the page text may hold the rest
+        said, quoted = [], False
+        if author:
+            body = turn.tabs[tab_id][2]
+            # Its byline as the page shows it ("By Maren Oyelaran, Transport Correspondent · 3 March"), if quoted.
+            byline = next((ln.strip() for ln in body.splitlines()[:40] if len(ln) <= 200
+                           and _BYLINE.search(ln.strip()) and any(a in ln for a in authors)), "")
+            quoted = bool(byline)
+            said.append(byline or f"By {', '.join(authors)}")
+        if published and not (quoted and _HAS_DATE.search(said[0])):  # a byline often gives the day too
+            said.append(f"Published {_day(day)}")
+        # Only a byline quoted whole is the page's text; the rest is its markup, which may be the site's word.
+        whence = "" if quoted and len(said) == 1 else ", as the page's markup says"
+        lines.append(f"{' · '.join(said)}{whence} [Tab {tab_id}]")
+    return "\n".join(lines) or None
+
+
+def _day(iso: str) -> str:
+    """"2018-07-10" as "10 July 2018 (2018-07-10)"; as given when it is not a day."""
+    try:
+        d = date.fromisoformat(iso)
+    except ValueError:
+        return iso
+    return f"{d.day} {d:%B %Y} ({iso})"
+
+
 def _evidence(
     question: str, texts: Sequence[tuple[str, str]], turn: _Turn, ranker: RankerFactory = BM25Ranker
 ) -> str | None:
@@ -869,6 +929,8 @@ def _evidence(
     Per tab, the rows of its tables that the question names
     (`table_quote`), unless a passage of its text covers more of the question.
     """
+    if itself := _of_itself(question, turn):
+        return itself
     merged: dict[str, list[str]] = {}
     for tab_id, text in texts:  # pass 2 reads a tab in pieces: each scroll's text
         merged.setdefault(tab_id, []).append(text)
