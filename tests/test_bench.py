@@ -136,6 +136,7 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
                for r in off["rows"]["wtq"])
     assert off["hotpot"]["gold tabs"]["questions"] == off["hotpot"]["gold tabs"]["both_gold"] == 2
     assert len(off["laptops"]["rows"]) == 4
+    assert set(off["page_itself"]) == {"author", "published"} and all(r["error"] is None for r in off["rows"]["page_itself"])
     o = s["offline"]
     assert 0 <= o["wtq_answer_has"] <= o["wtq_answer_has_lenient"] <= 1 and 0 <= o["wtq_context_has"] <= 1
 
@@ -213,6 +214,20 @@ def test_offline_matching_normalises_numbers_and_wants_every_listed_answer() -> 
     stopped = Asked(answer="I stopped looking: … past its input-token budget of 14,576 tokens.", pass_=2,
                     stop_reason="input_budget")
     assert stopped.scored == "" and Asked(answer="| 7 |", pass_=1, stop_reason="answered").scored == "| 7 |"
+
+
+def test_offline_page_itself_is_scored_by_its_first_author_or_its_day() -> None:
+    from chatagent.bench.offline import Asked, score_self
+
+    def said(answer: str) -> Asked:
+        return Asked(answer=answer, stop_reason="answered")
+
+    assert score_self("author", "Aditya Mahindru, Pradeep Patil", said("By Aditya Mahindru [Tab 1]"))
+    assert not score_self("author", "Ada Quill", said("By Stef Keegan [Tab 1]"))
+    assert score_self("published", "2025-03-03T10:00:00", said("Published 3 March 2025 (2025-03-03) [Tab 1]"))
+    assert score_self("published", "2025-03-03", said("By Maren Oyelaran · 3 March 2025 [Tab 1]"))
+    assert not score_self("published", "2025-03-03", said("Published 4 March 2025 (2025-03-04) [Tab 1]"))
+    assert not score_self("published", "2025-03-03", Asked(answer="2025-03-03", stop_reason="max_turns"))
 
 
 def test_offline_deciding_evidence_and_verdicts() -> None:

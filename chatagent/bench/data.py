@@ -122,6 +122,8 @@ class WcxbPage(Page):
     without_snippets: tuple[str, ...] = ()
     page_type: str = "unknown"
     url: str = ""
+    author: str = ""  # as the ground truth names the page's authors, "" when it names none
+    published: str = ""  # the day the ground truth says the page was published (ISO), "" when none
 
 
 def load_wcxb(data_dir: Path = DEFAULT_DATA_DIR, limit: int | None = None) -> list[WcxbPage]:
@@ -142,6 +144,8 @@ def load_wcxb(data_dir: Path = DEFAULT_DATA_DIR, limit: int | None = None) -> li
                 without_snippets=tuple(s for s in gt.get("without") or [] if s and s.strip()),
                 page_type=ptype,
                 url=d.get("url") or "",
+                author=(gt.get("author") or "").strip(),
+                published=(gt.get("publish_date") or "").strip(),
             )
         )
     return sample(pages, limit)

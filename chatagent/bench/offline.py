@@ -12,7 +12,7 @@ history); a page's tab stays open for all of its questions (scrolled back to
 the top after a question that used the browser tools), as a user asking
 several questions about one page would.
 
-Three parts:
+Four parts:
 
 1. **WikiTableQuestions** (`../shared/data/wtq`): the share of questions whose
    answer contains a gold answer, the median answer length in words, and for
@@ -31,6 +31,10 @@ Three parts:
    20 minutes" against "the Orion 14 lasted 11 hours 5 minutes before shutting
    down"); whether each question is answered in pass 1 from both tabs, citing
    both.
+4. **The page itself** (`../shared/data/wcxb-test`): "Who wrote this?" on
+   every page whose ground truth names an author, "When was this published?"
+   on every page whose ground truth gives a day; whether the answer names the
+   (first) author, or gives that day (any form `scoring.normalize` reads).
 
 How answers are scored (the yardstick; tested in `tests/test_bench.py`):
 
@@ -70,6 +74,7 @@ from collections import defaultdict
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextlib import suppress
 from dataclasses import asdict, dataclass, field
+from datetime import date
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -83,7 +88,7 @@ from ..context import PageContext
 from ..events import Done, ErrorEvent, ToolCall
 from ..hooks import RunHooks
 from ..runtime import Runtime
-from .data import DEFAULT_DATA_DIR, HotpotQuestion, WtqQuestion, load_hotpot, load_wtq, sample
+from .data import DEFAULT_DATA_DIR, HotpotQuestion, WcxbPage, WtqQuestion, load_hotpot, load_wcxb, load_wtq, sample
 from .report import machine, progress_bar
 from .scoring import NormalizedText, normalize, strip_markdown, words
 from .server import PageServer, bench_settings, browser_version, launch_browser
@@ -98,6 +103,7 @@ MODEL = "extractive"
 # paragraphs (so the headline rate has something to measure), and the laptops.
 QUICK_WTQ_PAGES = 8
 QUICK_HOTPOT = 6
+QUICK_WCXB = 20
 # Pages (HotpotQA questions) asked about at once, each in its own tab. The answers do not
 # depend on it (the model is deterministic and each page has its own tab); the wall time does.
 JOBS = 4
@@ -651,6 +657,65 @@ async def run_laptops(
     return rows
 
 
+# ---------------------------------------------------------------- the page itself (WCXB)
+
+
+SELF_QUESTIONS = {"author": "Who wrote this?", "published": "When was this published?"}
+
+
+def score_self(kind: str, gold: str, asked: Asked) -> bool:
+    """The answer names the first author the ground truth lists, or gives its day
+    (as "2025-03-03", "3 March 2025" or "March 3, 2025")."""
+    body = answer_body(asked.scored)
+    if kind == "author":
+        return contains_gold([re.split(r",|;|\band\b", gold)[0].strip()], body, lenient=True)
+    try:
+        day = date.fromisoformat(gold[:10])
+    except ValueError:  # a month ("2015-11"), or a form of its own
+        return contains_gold([gold], body, lenient=True)
+    return any(contains_gold([form], body, lenient=True)
+               for form in (day.isoformat(), f"{day.day} {day:%B %Y}", f"{day:%B} {day.day}, {day.year}"))
+
+
+async def run_self(
+    runtime: Runtime, browser: PlaywrightBrowser, site: PageServer, data_dir: Path, pages: Sequence[WcxbPage],
+    progress: Progress, jobs: int = 1,
+) -> list[dict[str, Any]]:
+    """Each page, asked who wrote it and when it was published where its ground truth says."""
+    asked_of = [(p, kind) for p in pages for kind, gold in (("author", p.author), ("published", p.published)) if gold]
+    task = progress.add_task("offline answers, the page itself", total=len(asked_of))
+    scored: dict[tuple[str, str], dict[str, Any]] = {}
+
+    async def one_page(page: WcxbPage) -> None:
+        tabs = await browser.open_tabs([site.file_url(data_dir / page.path)])
+        try:
+            for kind, gold in (("author", page.author), ("published", page.published)):
+                if not gold:
+                    continue
+                asked = await ask(runtime, tabs, SELF_QUESTIONS[kind])
+                scored[page.id, kind] = {
+                    "id": page.id, "kind": kind, "page_type": page.page_type, "gold": gold,
+                    "pass": asked.pass_, "stop_reason": asked.stop_reason, "error": asked.error,
+                    "answer_has": score_self(kind, gold, asked), "words": answer_words(asked.answer),
+                    "answer": asked.answer,
+                }
+                progress.advance(task)
+        finally:
+            await _close(tabs)
+
+    await _each([p for p in pages if p.author or p.published], one_page, jobs)
+    return [scored[p.id, kind] for p, kind in asked_of]
+
+
+def summarise_self(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def group(rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return {"questions": len(rs), "answer_has": _rate(r["answer_has"] for r in rs),
+                "pass1": _rate(r["pass"] == 1 for r in rs),
+                "words_median": median((r["words"] for r in rs), default=math.nan)}
+
+    return {kind: group([r for r in rows if r["kind"] == kind]) for kind in SELF_QUESTIONS}
+
+
 # ---------------------------------------------------------------- plan and run
 
 
@@ -665,20 +730,22 @@ class OfflinePlan:
     wtq_pages: int | None
     hotpot: int | None
     hotpot_both_gold: bool = False
+    wcxb_pages: int | None = None  # the page itself: WCXB pages (None: all 511), evenly spread
 
     @classmethod
     def make(cls, quick: bool = False, limit: int | None = None) -> "OfflinePlan":
         if limit is not None:
-            return cls(f"limit {limit}", limit, limit, hotpot_both_gold=quick)
+            return cls(f"limit {limit}", limit, limit, hotpot_both_gold=quick, wcxb_pages=limit)
         if quick:
-            return cls("quick", QUICK_WTQ_PAGES, QUICK_HOTPOT, hotpot_both_gold=True)
+            return cls("quick", QUICK_WTQ_PAGES, QUICK_HOTPOT, hotpot_both_gold=True, wcxb_pages=QUICK_WCXB)
         return cls("full", None, None)
 
     def describe(self) -> str:
         wtq = "all WTQ pages" if self.wtq_pages is None else f"{self.wtq_pages} WTQ pages (evenly spread)"
         hp = "all HotpotQA questions" if self.hotpot is None else (
             f"{self.hotpot} HotpotQA questions" + (" with both gold paragraphs" if self.hotpot_both_gold else ""))
-        return f"{wtq}, {hp}, 4 laptop questions"
+        wcxb = "all WCXB pages" if self.wcxb_pages is None else f"{self.wcxb_pages} WCXB pages (evenly spread)"
+        return f"{wtq}, {hp}, 4 laptop questions, {wcxb} asked who wrote them and when"
 
 
 def hotpot_sample(data_dir: Path, plan: OfflinePlan) -> list[HotpotQuestion]:
@@ -718,6 +785,9 @@ async def run_offline(
         t0 = time.perf_counter()
         laptop_rows = await run_laptops(runtime, browser, site, progress)
         times["laptops"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        self_rows = await run_self(runtime, browser, site, data_dir, load_wcxb(data_dir, plan.wcxb_pages), progress, jobs)
+        times["page itself"] = time.perf_counter() - t0
     wtq = summarise_wtq(wtq_rows)
     wtq["pages"] = len({q.page for q in questions})
     return {
@@ -727,7 +797,8 @@ async def run_offline(
         "hotpot": summarise_hotpot(hotpot_rows),
         "laptops": {"questions": len(laptop_rows), "both_tabs_pass1": _rate(r["both_tabs_pass1"] for r in laptop_rows),
                     "rows": laptop_rows},
-        "rows": {"wtq": wtq_rows, "hotpot": hotpot_rows},
+        "page_itself": summarise_self(self_rows),
+        "rows": {"wtq": wtq_rows, "hotpot": hotpot_rows, "page_itself": self_rows},
         "wall_s": time.perf_counter() - started,
         "wall_s_by_part": times,
     }
@@ -749,6 +820,7 @@ def headline(offline: dict[str, Any]) -> dict[str, Any]:
         "hotpot_states_answer": {k: v["states_answer"] for k, v in h.items()},
         "laptops_both_tabs_pass1": sum(r["both_tabs_pass1"] for r in lap["rows"]),
         "laptops_questions": lap["questions"],
+        "page_itself_answer_has": {k: v["answer_has"] for k, v in offline["page_itself"].items()},
     }
 
 
@@ -771,6 +843,7 @@ WTQ_HEAD = ["questions", "n", "answer", "lenient", "context", "page", "answer gi
 HOTPOT_HEAD = ["tabs", "n", "both gold", "deciding evidence", "cites both", "context evidence",
                "states answer", "exact", "entity in answer", "pass 1", "tabs cited p50", "words p50"]
 LAPTOP_HEAD = ["question", "pass", "cites Aurora / Orion", "fact Aurora / Orion", "both tabs, pass 1", "verdict first", "words"]
+SELF_HEAD = ["question", "n", "answer", "pass 1", "words p50"]
 
 
 def wtq_table_rows(w: dict[str, Any]) -> list[list[str]]:
@@ -803,6 +876,11 @@ def laptop_table_rows(rows: Sequence[dict[str, Any]]) -> list[list[str]]:
     ]
 
 
+def self_table_rows(summary: dict[str, Any]) -> list[list[str]]:
+    return [[SELF_QUESTIONS[k], str(g["questions"]), _f(g["answer_has"]), _f(g["pass1"]), _f(g["words_median"], 0)]
+            for k, g in summary.items() if g["questions"]]
+
+
 def _table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
     t = Table(title=title)
     for i, col in enumerate(head):
@@ -819,6 +897,7 @@ def print_offline(offline: dict[str, Any], console: Console) -> None:
         wtq_table_rows(w)))
     console.print(_table("Offline answers on HotpotQA comparisons", HOTPOT_HEAD, hotpot_table_rows(offline["hotpot"])))
     console.print(_table("Two laptops, two tabs", LAPTOP_HEAD, laptop_table_rows(offline["laptops"]["rows"])))
+    console.print(_table("The page itself (WCXB)", SELF_HEAD, self_table_rows(offline["page_itself"])))
 
 
 def markdown_section(offline: dict[str, Any]) -> str:
@@ -838,7 +917,10 @@ def markdown_section(offline: dict[str, Any]) -> str:
         "paragraphs).", "",
         md(HOTPOT_HEAD, hotpot_table_rows(offline["hotpot"])), "",
         "Two laptops (`fixtures/pages/laptop_aurora.html`, `laptop_orion.html`).", "",
-        md(LAPTOP_HEAD, laptop_table_rows(offline["laptops"]["rows"])),
+        md(LAPTOP_HEAD, laptop_table_rows(offline["laptops"]["rows"])), "",
+        "The page itself (WCXB pages whose ground truth names an author or gives a day; `answer`: it names the "
+        "first author, or gives that day).", "",
+        md(SELF_HEAD, self_table_rows(offline["page_itself"])),
     ]) + "\n"
 
 
@@ -859,9 +941,10 @@ async def run(plan: OfflinePlan, data_dir: Path, console: Console, jobs: int = J
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m chatagent.bench.offline", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
-                    help=f"{QUICK_WTQ_PAGES} WTQ pages and {QUICK_HOTPOT} HotpotQA questions (with both gold paragraphs)")
+                    help=f"{QUICK_WTQ_PAGES} WTQ pages, {QUICK_HOTPOT} HotpotQA questions (with both gold paragraphs) and "
+                    f"{QUICK_WCXB} WCXB pages")
     ap.add_argument("--limit", type=int, default=None, metavar="N",
-                    help="N WTQ pages (all their questions) and N HotpotQA questions, evenly spread (default: all)")
+                    help="N WTQ pages (all their questions), N HotpotQA questions and N WCXB pages, evenly spread (default: all)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="evaluation data dir (default: ../shared/data)")
     ap.add_argument("--out", type=Path, default=Path("bench-results/offline.json"),
                     help="write every figure and answer as JSON here (default: bench-results/offline.json)")
