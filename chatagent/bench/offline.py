@@ -965,7 +965,8 @@ def main(argv: list[str] | None = None) -> int:
     print_offline(result, out)
     out.print(f"{plan.name} run: {plan.describe()}; {result['wall_s']:.0f} s "
               f"(WTQ {result['wall_s_by_part']['wtq']:.0f} s, HotpotQA {result['wall_s_by_part']['hotpot']:.0f} s, "
-              f"laptops {result['wall_s_by_part']['laptops']:.0f} s)")
+              f"laptops {result['wall_s_by_part']['laptops']:.0f} s, the page itself "
+              f"{result['wall_s_by_part']['page itself']:.0f} s)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(finite(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     Console(stderr=True).print(f"wrote {args.out}", style="dim")
