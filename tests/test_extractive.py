@@ -742,6 +742,12 @@ def test_who_wrote_it_and_when_it_was_published_are_answered_from_what_the_page_
     assert "Kimber" not in ask("Who wrote Harry Potter?", "# Harry Potter, reviewed\n\nA book about a wizard.\n")
     # A page that does not say is not answered by half: the text may hold the rest.
     assert "Published" not in ask("When was it published?", published="")
+    # Of several tabs, one that does not say is named, not left out.
+    tabs = [TabContext(tab_id="1", url="http://127.0.0.1/a.html", title="A", text="# A\n\nText.\n", published="2024-05-01"),
+            TabContext(tab_id="2", url="http://127.0.0.1/b.html", title="B", text="# B\n\nText.\n")]
+    both = str(ExtractiveChatModel().invoke(build_messages(PageContext(tabs=tabs, budget_per_tab=2000),
+                                                             "When were these published?")).content)
+    assert both == f"Published 1 May 2024 (2024-05-01), {said}\nTab 2: its page's markup does not say.", both
 
 
 def test_a_heading_that_matches_is_quoted_with_what_it_heads() -> None:

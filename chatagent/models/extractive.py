@@ -892,10 +892,11 @@ def _of_itself(question: str, turn: _Turn) -> str | None:
         # "Who wrote Harry Potter?", "When was Thriller released?", even on that book's or that
         # album's page: what the page is about, not the page.
         return None
-    lines = []
+    lines, silent = [], []
     for tab_id, (authors, day) in turn.selves.items():
         if (author and not authors) or (published and not day):
-            continue  # half an answer is no answer: the page text may hold the rest
+            silent.append(tab_id)  # half an answer is no answer: the page text may hold the rest
+            continue
         said, quoted = [], False
         if author:
             body = turn.tabs[tab_id][2]
@@ -909,6 +910,8 @@ def _of_itself(question: str, turn: _Turn) -> str | None:
         # Only a byline quoted whole is the page's text; the rest is its markup, which may be the site's word.
         whence = "" if quoted and len(said) == 1 else ", as the page's markup says"
         lines.append(f"{' · '.join(said)}{whence} [Tab {tab_id}]")
+    if lines:  # of several tabs, those whose markup does not say are named, not left out
+        lines += [f"Tab {tab_id}: its page's markup does not say." for tab_id in silent]
     return "\n".join(lines) or None
 
 
