@@ -721,6 +721,9 @@ def test_who_wrote_this_article_is_answered_by_its_byline() -> None:
     for question in ("Who wrote this article?", "Who is the author?", "Who wrote the story?"):
         answer = pass1("Northport opens its first tram line", text, question)
         assert answer.startswith("By Maren Oyelaran, Transport Correspondent"), (question, answer)
+    # A listing's filter label is no byline: a name has two words at least.
+    jobs = "# Open positions\n\nBy Role\n\n- Engineering\n- Sales\n\nWe are hiring across the company.\n"
+    assert not pass1("Open positions", jobs, "Who wrote this?").startswith("By Role")
 
 
 def test_who_wrote_it_and_when_it_was_published_are_answered_from_what_the_page_says_of_itself() -> None:

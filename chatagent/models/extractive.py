@@ -313,8 +313,9 @@ _INTENTS: tuple[_Kind, ...] = (
         # "Who wrote this?" is answered by a byline: "By Maren Oyelaran, Transport Correspondent".
         "xxauthorxx",
         _asks(r"who wrote|who write|who is the author|author|authors|writer|written by|byline"),
-        # A name after "By": capitalised words ("By Maren Oyelaran, …"), not "By using generics, …".
-        re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,3}"
+        # A name after "By": two or more capitalised words ("By Maren Oyelaran, …"), not "By using
+        # generics, …" nor a filter's label ("By Role").
+        re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){1,3}"
                    r"(?:\s*[,·|–—-]|\s*$)"),
     ),
     (
