@@ -189,12 +189,12 @@ def _plural(n: int, word: str) -> str:
 
 
 def _tab_header(t: TabContext) -> Text:
-    head = safe_text(("url     ", "dim"), t.url or "(none)", "\n")
+    head = safe_text(("url       ", "dim"), t.url or "(none)", "\n")
     if t.ok:
         size = f"{t.tokens:,} tokens"
         if t.original_tokens != t.tokens:
             size += f" (of {t.original_tokens:,})"
-        head.append("size    ", style="dim").append(size)
+        head.append("size      ", style="dim").append(size)
         if t.selected:
             head.append("  selected: the parts most related to the question", style="cyan")
         elif t.truncated:
@@ -202,11 +202,16 @@ def _tab_header(t: TabContext) -> Text:
         if t.method:
             head.append(sanitize(f"  [{t.method}]"), style="dim")
         head.append("\n")
+    # What the page's markup says of itself, which the model is given too.
+    if t.authors:
+        head.append_text(safe_text(("author    ", "dim"), "; ".join(t.authors), "\n"))
+    if t.published:
+        head.append_text(safe_text(("published ", "dim"), t.published, "\n"))
     for note in t.notes:
         if note != t.error:
-            head.append_text(safe_text(("note    ", "dim"), (note, "yellow"), "\n"))
+            head.append_text(safe_text(("note      ", "dim"), (note, "yellow"), "\n"))
     if t.error:
-        head.append_text(safe_text(("error   ", "dim"), (t.error, "bold red"), "\n"))
+        head.append_text(safe_text(("error     ", "dim"), (t.error, "bold red"), "\n"))
     head.rstrip()
     return head
 

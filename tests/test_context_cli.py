@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -57,6 +58,9 @@ def test_human_output_shows_each_tab(site: Site) -> None:
     assert "selected" in out and "(of " in out  # "N tokens (of M)" for the cut tab
     assert "shed 41-C" in out and "Henrik Solvang" in out
     assert "2 tabs" in proc.stderr
+    # What the page's markup says of itself is shown, as the model is given it.
+    article = run_cli("context", site.url("article")).stdout
+    assert re.search(r"author +Maren Oyelaran", article) and re.search(r"published +2025-03-03", article)
 
 
 def test_local_path_and_timeout_note(site: Site) -> None:
