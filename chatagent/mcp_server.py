@@ -58,6 +58,9 @@ class PageText(BaseModel):
     reused: bool = Field(False, description="unchanged since an earlier call: not extracted again")
     notes: list[str] = Field(default_factory=list)
     error: str | None = None
+    # What the page's markup says of itself: its authors, the day it was first published (ISO).
+    authors: list[str] = Field(default_factory=list)
+    published: str = ""
 
 
 class ReadResult(BaseModel):
@@ -186,7 +189,7 @@ class PageTools:
             PageText(
                 url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",
                 tokens=t.tokens, cut=t.truncated, selected=t.selected, reused=t.reused, notes=t.notes,
-                error=t.error,
+                error=t.error, authors=t.authors, published=t.published,
             )
             for t in ctx.tabs
         ]

@@ -81,6 +81,14 @@ async def test_read_pages_fits_the_budget_and_marks_page_text_untrusted(site: Si
     assert "$1,349.00" in asked.structured_content["pages"][1]["text"]
 
 
+async def test_read_pages_says_who_wrote_a_page_and_when_it_was_published() -> None:
+    async with server() as s:
+        result = await call(s, "read_pages", {"urls": [str(PAGES / "article.html"), str(PAGES / "table.html")]})
+    article, table = result.structured_content["pages"]
+    assert (article["authors"], article["published"]) == (["Maren Oyelaran"], "2025-03-03")
+    assert (table["authors"], table["published"]) == ([], "")
+
+
 async def test_ask_pages_answers_offline_with_progress() -> None:
     progress: list[tuple[float, float | None, str | None]] = []
 
