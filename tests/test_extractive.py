@@ -1002,7 +1002,10 @@ def test_not_sets_rows_aside_unless_the_cells_say_it() -> None:
         "|3|Andrei Khomutov|Soviet Union|Quebec|\n|4|Gus Morschauser|Canada|Vancouver|\n|5|Peter Ekroth|Sweden|Detroit|\n"
     )
     answer = pass1("1989 draft", text, "How many players were not from Canada?")
-    assert "2 rows with “not Canada”" in answer and "Astley" not in answer, answer
+    assert "2 rows, leaving out 3 with “Canada”" in answer and "Astley" not in answer, answer
+    # A "not" that sets no row aside is said to, not passed off as what the rows have in common.
+    answer = pass1("1989 draft", text, "How many players did not play?")
+    assert "(none with “play” to leave out)" in answer and "with “not" not in answer, answer
     answer = pass1("1989 draft", text, "Who is the only player not from Canada or the Soviet Union?")
     assert "Peter Ekroth" in answer and "Astley" not in answer and "Khomutov" not in answer, answer
     placed = text.replace("|Pick|", "|Place|")

@@ -140,6 +140,8 @@ class TableQuote:
     rows: list[int]  # rows to show, in the order shown
     count: int | None = None  # rows that match a "how many" question, when they were all seen
     matched: list[str] = field(default_factory=list)  # the question's words the counted rows share
+    # The question's words that set rows aside ("not from Canada"), and how many rows they set aside.
+    left_out: tuple[list[str], int] | None = None
     limit: str = ""  # a line on what needs a language model
     often: tuple[str, str, int, int, bool] | None = None  # (column, value, rows with it, rows, fewest?)
     distinct: tuple[str, list[str]] | None = None  # (column, its different values), for "how many different …"
@@ -567,7 +569,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     # "not from Canada or the Soviet Union": a row is set aside by either.
     excluded = [e for part in re.split(r",|\bor\b|\bnor\b", setting["what"]) if (e := set(ANALYSER.terms(part)) & q)] if setting else []
     set_aside = frozenset().union(*excluded)
-    said_not = [f"not {w}" for w in _words_for(question, set_aside)] if excluded else []  # "not Kenya"
+    not_words = _words_for(question, set_aside) if excluded else []  # "Kenya" of "not from Kenya"
     numbered = _numbered(question)
     quoted = [m.strip().casefold() for m in _QUOTED.findall(question) if m.strip()]
     negative = bool(_NEGATIVE.search(question))
@@ -588,6 +590,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     table = best.table
     # The rows the question sets aside: "other than Cumberland County", "not from Canada".
     aside = {i for i, c in enumerate(best.cells) if _set_aside(c, excluded)}
+    left_out = (not_words, len(aside)) if not_words else None
     if len(best.denying) < len(best.table.rows):
         aside |= best.denying
     top = max(range(len(table.rows)), key=lambda i: (best.row_scores[i], -i))
@@ -610,11 +613,12 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     if named_rows and (verdict := _verdict(best, top, question, tests)):
         return TableQuote(table, [top], verdict=verdict, limit=limit)
     filtered = _filter(best, question, tests)
+    dropped: set[int] = set()
     if filtered is not None:
         rows, words = filtered
-        if aside & set(rows):  # "the top 3 not from Kenya"
+        dropped = aside & set(rows)
+        if dropped:  # "the top 3 not from Kenya"
             rows = [i for i in rows if i not in aside]
-            words = [" and ".join([*words, *said_not])]
         filtered = rows, words
         # The filter applies to the rows the question names; but "Croatia and what other
         # country had no gold?" names the row it does not ask for.
@@ -648,6 +652,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             rows[:shown],
             count=len(rows) if table.complete else None,
             matched=words,
+            left_out=(not_words, len(dropped)) if not_words and dropped else None,
             limit=limit or (f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}." if counting else ""),
             more=None if counting else _more(best, question, rows[shown:]),
         )
@@ -701,7 +706,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         else:
             # Rows left as the question asks: "made the playoffs", the rows saying "did not make" set aside.
             kept = _words_for(question, best.refused) if best.denying and best.denying <= aside else []
-            rows, matched = pool, [*kept, *said_not]
+            rows, matched = pool, kept
         # A question naming a row and a column of figures may ask for the figure: that row first.
         shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
         return TableQuote(
@@ -709,6 +714,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             shown[:MAX_ROWS],
             count=len(rows) if table.complete else None,
             matched=matched,
+            left_out=None if named_rows else left_out,
             limit=limit or f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}.",
         )
 
@@ -1151,6 +1157,9 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
         lines.append(f"{head}{where}: the {column} {'least' if fewest else 'most'} often listed is “{value}” ({n} of {of} rows)")
     elif tq.count is not None:
         what = f" with “{' '.join(tq.matched)}”" if tq.matched else ""
+        if tq.left_out is not None:  # "not in West Yorkshire": the rows left out, or that none was
+            words, n = tq.left_out
+            what += f", leaving out {n} with “{' '.join(words)}”" if n else f" (none with “{' '.join(words)}” to leave out)"
         lines.append(f"{head}: {tq.count} row{'s' if tq.count != 1 else ''}{what}{where}")
     elif t.caption or cite:  # under a tab's heading, a table without a caption needs no line of its own
         lines.append(f"{head}{where}")
