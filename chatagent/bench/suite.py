@@ -67,7 +67,7 @@ class Plan:
     """How much of everything to run. Sample sizes are items per dataset (None: all):
     WTQ pages (with all their questions), AEB and WCXB pages, HotpotQA questions,
     and pass-1 questions per kind (text / needs the browser); `e2e_pairs`: the
-    end-to-end pairs per tab count."""
+    end-to-end pairs per tab count, `e2e_tabs` the tab counts."""
 
     quick: bool
     reps: int
@@ -81,6 +81,7 @@ class Plan:
     model: str | None
     offline: OfflinePlan
     e2e_pairs: int
+    e2e_tabs: tuple[int, ...] = (1, 10)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "Plan":
@@ -98,7 +99,9 @@ class Plan:
                    data_dir=Path(getattr(args, "data", None) or DEFAULT_DATA_DIR), model=args.model,
                    offline=OfflinePlan.make(quick, limit),
                    # Two fresh processes per pair and tab count: seconds each, so few when quick.
-                   e2e_pairs=1 if limit is not None else 2 if quick else 12)
+                   e2e_pairs=1 if limit is not None else 2 if quick else 12,
+                   # A sample (--limit) is a look at every section: one tab is enough for this one.
+                   e2e_tabs=(1,) if limit is not None else (1, 10))
 
 
 def _check_data(data_dir: Path) -> None:
@@ -138,7 +141,8 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
                 )
                 progress.advance(overall)
             # Its own page and model servers and processes; the bench's browser stays idle meanwhile.
-            result["e2e"] = await run_e2e(plan.e2e_pairs, SERVER_TTFT_MS, data_dir=plan.data_dir, progress=progress)
+            result["e2e"] = await run_e2e(plan.e2e_pairs, SERVER_TTFT_MS, plan.e2e_tabs, data_dir=plan.data_dir,
+                                          progress=progress)
             progress.advance(overall)
             with process_pool() as pool:
                 result["wtq"] = await bench_wtq(plan.data_dir, questions, plan.budget, browser, site, pool, progress)
@@ -303,5 +307,5 @@ def _describe_samples(plan: Plan) -> str:
         n(plan.hotpot_questions, "HotpotQA questions"),
         f"{'all' if plan.pass1_questions is None else f'up to {plan.pass1_questions}'} pass-1 questions per kind",
         f"offline answers: {plan.offline.describe()}",
-        f"end to end {plan.e2e_pairs} pairs per tab count",
+        f"end to end {plan.e2e_pairs} pairs per tab count ({', '.join(map(str, plan.e2e_tabs))} tabs)",
     ])
