@@ -589,10 +589,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         return None
     table = best.table
     # The rows the question sets aside: "other than Cumberland County", "not from Canada".
-    aside = {i for i, c in enumerate(best.cells) if _set_aside(c, excluded)}
-    left_out = (not_words, len(aside)) if not_words else None
-    if len(best.denying) < len(best.table.rows):
-        aside |= best.denying
+    set_apart = {i for i, c in enumerate(best.cells) if _set_aside(c, excluded)}  # by the question's words
+    aside = set_apart | best.denying if len(best.denying) < len(best.table.rows) else set(set_apart)
     top = max(range(len(table.rows)), key=lambda i: (best.row_scores[i], -i))
     named_rows = best.row_scores[top] > 0
     if named_rows:
@@ -613,11 +611,12 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     if named_rows and (verdict := _verdict(best, top, question, tests)):
         return TableQuote(table, [top], verdict=verdict, limit=limit)
     filtered = _filter(best, question, tests)
-    dropped: set[int] = set()
+    left_out: tuple[list[str], int] | None = None  # "not from Kenya": its words, and the rows they set aside
     if filtered is not None:
         rows, words = filtered
-        dropped = aside & set(rows)
-        if dropped:  # "the top 3 not from Kenya"
+        if aside & set(rows):  # "the top 3 not from Kenya"
+            if not_words and (apart := set_apart & set(rows)):
+                left_out = not_words, len(apart)
             rows = [i for i in rows if i not in aside]
         filtered = rows, words
         # The filter applies to the rows the question names; but "Croatia and what other
@@ -652,7 +651,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             rows[:shown],
             count=len(rows) if table.complete else None,
             matched=words,
-            left_out=(not_words, len(dropped)) if not_words and dropped else None,
+            left_out=left_out,
             limit=limit or (f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}." if counting else ""),
             more=None if counting else _more(best, question, rows[shown:]),
         )
@@ -714,7 +713,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             shown[:MAX_ROWS],
             count=len(rows) if table.complete else None,
             matched=matched,
-            left_out=None if named_rows else left_out,
+            left_out=None if named_rows or not not_words else (not_words, len(set_apart)),
             limit=limit or f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}.",
         )
 
