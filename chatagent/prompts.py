@@ -240,8 +240,8 @@ def parse_tabs(text: str) -> list[ParsedTab]:
             notes = []
             while lines and _NOTE_LINE.match(lines[0]):
                 notes.append(lines.pop(0)[len("(Note: "):-1])
-            ok = 'unavailable="true"' not in m["attrs"]
             said = dict(_ATTR.findall(m["attrs"]))
+            ok = said.get("unavailable") != "true"
             authors = tuple(a for a in said.get("author", "").split("; ") if a)
             out.append(ParsedTab(m["id"], m["url"], m["title"], "\n".join(lines), tuple(notes), ok, authors,
                                  said.get("published", "")))
