@@ -312,7 +312,7 @@ _INTENTS: tuple[_Kind, ...] = (
     (
         # "Who wrote this?" is answered by a byline: "By Maren Oyelaran, Transport Correspondent".
         "xxauthorxx",
-        _asks(r"who wrote|who write|who is the author|author|authors|writer|written by|byline"),
+        _asks(r"who wrote|who write|who writes|who is the author|author|authors|writer|writers|written by|byline"),
         # A name after "By": two or more capitalised words ("By Maren Oyelaran, …"), not "By using
         # generics, …" nor a filter's label ("By Role").
         re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){1,3}"
@@ -869,12 +869,10 @@ def _priced_item(question: str, passages: list[_Passage], title: str) -> str | N
 
 # "Who wrote this?", "When was the article published?": the page itself, which its markup
 # names the authors and first day of (the tab's author and published attributes).
-_ASKS_AUTHOR = _asks(r"who wrote|who write|who writes|who is the author|who are the authors|author|authors|writer|"
-                     r"writers|written by|byline")
 _ASKS_PUBLISHED = re.compile(
     r"\bwhen\b.*\b(?:published|posted|written)\b|\bpublication date\b|\bdate of publication\b|"
     r"\b(?:what|which) (?:day|date|year) was\b.*\b(?:published|posted|written)\b", re.I)
-_BYLINE = next(says for term, _, says in _INTENTS if term == "xxauthorxx")
+_ASKS_AUTHOR, _BYLINE = next((asks, says) for term, asks, says in _INTENTS if term == "xxauthorxx")
 # What such a question may say beyond asking: the page ("this article", "the post") and how it asks.
 _OF_ITSELF = frozenset(_terms(
     "who wrote write writes written author authors writer writers byline by when published publish publication "
