@@ -34,7 +34,8 @@ Four parts:
 4. **The page itself** (`../shared/data/wcxb-test`): "Who wrote this?" on
    every page whose ground truth names an author, "When was this published?"
    on every page whose ground truth gives a day; whether the answer names the
-   (first) author, or gives that day (any form `scoring.normalize` reads).
+   (first) author, or gives that day ("2025-03-03", "3 March 2025" or
+   "March 3, 2025").
 
 How answers are scored (the yardstick; tested in `tests/test_bench.py`):
 
@@ -663,6 +664,11 @@ async def run_laptops(
 SELF_QUESTIONS = {"author": "Who wrote this?", "published": "When was this published?"}
 
 
+def _self_golds(page: WcxbPage) -> list[tuple[str, str]]:
+    """(kind, gold) for each question of `SELF_QUESTIONS` the page's ground truth answers."""
+    return [(kind, gold) for kind, gold in (("author", page.author), ("published", page.published)) if gold]
+
+
 def score_self(kind: str, gold: str, asked: Asked) -> bool:
     """The answer names the first author the ground truth lists, or gives its day
     (as "2025-03-03", "3 March 2025" or "March 3, 2025")."""
@@ -682,16 +688,14 @@ async def run_self(
     progress: Progress, jobs: int = 1,
 ) -> list[dict[str, Any]]:
     """Each page, asked who wrote it and when it was published where its ground truth says."""
-    asked_of = [(p, kind) for p in pages for kind, gold in (("author", p.author), ("published", p.published)) if gold]
+    asked_of = [(p, kind) for p in pages for kind, _ in _self_golds(p)]
     task = progress.add_task("offline answers, the page itself", total=len(asked_of))
     scored: dict[tuple[str, str], dict[str, Any]] = {}
 
     async def one_page(page: WcxbPage) -> None:
         tabs = await browser.open_tabs([site.file_url(data_dir / page.path)])
         try:
-            for kind, gold in (("author", page.author), ("published", page.published)):
-                if not gold:
-                    continue
+            for kind, gold in _self_golds(page):
                 asked = await ask(runtime, tabs, SELF_QUESTIONS[kind])
                 scored[page.id, kind] = {
                     "id": page.id, "kind": kind, "page_type": page.page_type, "gold": gold,
@@ -703,7 +707,7 @@ async def run_self(
         finally:
             await _close(tabs)
 
-    await _each([p for p in pages if p.author or p.published], one_page, jobs)
+    await _each([p for p in pages if _self_golds(p)], one_page, jobs)
     return [scored[p.id, kind] for p, kind in asked_of]
 
 
