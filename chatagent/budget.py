@@ -23,7 +23,9 @@ Two ways to fit a text that is too long:
   near the question's words, and the last quarter would go to rows that only
   share a word with it.
 Every marker says how much was left out, so neither the model nor the user
-mistakes a partial page for a whole one.
+mistakes a partial page for a whole one; a part kept after a gap is shown
+under its heading path ("###### Specifications › Battery") when its own
+heading was left out, so the model knows where on the page it sits.
 
 A page's analysis (units, chunks, BM25 indexes) does not depend on the
 question: a `TextFitter` (one per `ContextBuilder`) keeps it for the last few
@@ -85,6 +87,7 @@ LONG_TEXT_CHARS = 500_000
 ANALYSER = ENGLISH
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
+PATH_SEPARATOR = " › "  # as extraction writes a heading path (`page_lines`)
 
 
 class Fitted(BaseModel):
@@ -139,6 +142,7 @@ class _Unit:
     joiner: str = "\n\n"  # what goes before it when it follows its predecessor
     block: int = 0  # the table or section it belongs to
     in_table: bool = False
+    path: str = ""  # the headings it sits under, below the page's title ("Reviews › Most helpful")
 
 
 @dataclass
@@ -189,7 +193,8 @@ class _LineTokens:
 
 def _split_units(text: str, count: Callable[[str], int] = count_tokens) -> list[_Unit]:
     units: list[_Unit] = []
-    section = ""
+    section = path = ""
+    headings: list[tuple[int, str]] = []  # the headings above, with their levels
     block = 0
     table: tuple[str, int] | None = None  # header and block of the table just read
     for para in re.split(r"\n\s*\n", text):
@@ -199,6 +204,9 @@ def _split_units(text: str, count: Callable[[str], int] = count_tokens) -> list[
         lines = para.splitlines()
         if _HEADING.match(lines[0]):
             section = lines[0].lstrip("#").strip()
+            level = len(lines[0]) - len(lines[0].lstrip("#"))
+            headings = [h for h in headings if h[0] < level] + [(level, section)]
+            path = PATH_SEPARATOR.join(name for lvl, name in headings if lvl > 1)
             block += 1
         if all(is_row(line) for line in lines[1:]) and (is_row(lines[0]) or len(lines) > 1):
             if table is not None and is_row(lines[0]):
@@ -209,17 +217,17 @@ def _split_units(text: str, count: Callable[[str], int] = count_tokens) -> list[
                 header = "\n".join(lines[:n])
                 block += 1
                 tblock = block
-                units.append(_Unit(header, count(header), section, block=tblock, in_table=True))
+                units.append(_Unit(header, count(header), section, block=tblock, in_table=True, path=path))
                 body = lines[n:]
             for row in body:
-                units.append(_Unit(row, count(row) + 1, section, header, "\n", tblock, True))
+                units.append(_Unit(row, count(row) + 1, section, header, "\n", tblock, True, path))
             table = (header, tblock)
             block += 1  # prose after a table is not part of it
             continue
         table = None
         tokens = count(para)
         if tokens <= CHUNK_TOKENS * 2:
-            units.append(_Unit(para, tokens + 1, section, block=block))  # + the "\n\n" before it
+            units.append(_Unit(para, tokens + 1, section, block=block, path=path))  # + the "\n\n" before it
             continue
         # Long paragraph (or a list): split into lines, then sentences.
         first = True
@@ -227,7 +235,7 @@ def _split_units(text: str, count: Callable[[str], int] = count_tokens) -> list[
             pieces = _SENTENCE.split(line) if count(line) > CHUNK_TOKENS else [line]
             for j, piece in enumerate(pieces):
                 joiner = "\n\n" if first else (" " if j else "\n")
-                units.append(_Unit(piece, count(piece) + 1, section, "", joiner, block))
+                units.append(_Unit(piece, count(piece) + 1, section, "", joiner, block, path=path))
                 first = False
     return units
 
@@ -526,6 +534,8 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
         header = c.units[0].table_header
         if header and not (i - 1 in keep and _shows_header(chunks[i - 1], header)):
             extra += count_tokens(header) + 1
+        if i - 1 not in keep and (line := _path_line(c)):
+            extra += count_tokens(line) + 2
         return c.tokens + extra
 
     def add(i: int) -> None:
@@ -692,9 +702,9 @@ def _projected(page: _Page, block: int, cols: _Columns, shown: list[int]) -> lis
     original = sum(u.tokens for u in units)
     marker = columns_marker([cols.names[j] for j in shown], len(cols.names), max(original - kept, 0))
     header = "\n".join([marker, *head_lines])
-    new = [_Unit(header, count_tokens(header), units[0].section, block=block, in_table=True)]
+    new = [_Unit(header, count_tokens(header), units[0].section, block=block, in_table=True, path=units[0].path)]
     new += [
-        _Unit(r, t, u.section, header, u.joiner, block, True) for u, r, t in zip(units[1:], rows, row_tokens)
+        _Unit(r, t, u.section, header, u.joiner, block, True, u.path) for u, r, t in zip(units[1:], rows, row_tokens)
     ]
     out: list[_Chunk] = []
     for i in page.blocks[block]:
@@ -786,6 +796,15 @@ def _shows_header(chunk: _Chunk, header: str) -> bool:
     return last.table_header == header or (last.in_table and last.text == header)
 
 
+def _path_line(chunk: _Chunk) -> str:
+    """The line that says where `chunk` sits on the page, for a chunk shown without
+    what comes before it; "" for one that starts with its own heading or sits under none."""
+    first = chunk.units[0]
+    if not first.path or _HEADING.match(first.text):
+        return ""
+    return f"{'#' * 6} {first.path}"
+
+
 def _assemble(chunks: list[_Chunk], keep: set[int]) -> str:
     parts: list[str] = []
     prev = -1
@@ -794,6 +813,8 @@ def _assemble(chunks: list[_Chunk], keep: set[int]) -> str:
         if i != prev + 1:
             skipped = sum(chunks[j].tokens for j in range(prev + 1, i))
             parts.append(omitted_marker(skipped, selected=True))
+            if (line := _path_line(c)) and (prev < 0 or chunks[prev].units[-1].path != c.units[0].path):
+                parts.append(line)
         header = c.units[0].table_header
         continues = prev == i - 1 and prev >= 0 and _shows_header(chunks[prev], header)
         if header and not continues:

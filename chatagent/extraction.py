@@ -1,18 +1,21 @@
-"""Main-text extraction: trafilatura first, then what it dropped that matters.
+"""A page's text for questions: its main text first, then everything else it shows.
 
-trafilatura is excellent on articles but drops many data tables (infoboxes,
-results, specifications) and much of listings, product pages, SPAs and forms.
-Two supplements, each under its own heading so the budgeter can rank them:
+trafilatura finds the main text (an article's body, a thread's first post),
+which ranks first: a page cut with no question keeps it. But questions are as
+often about what it drops: data tables (infoboxes, results, specifications),
+a forum's replies, a product's specs, prices, shipping and returns, a
+service's plans, hours and contact details, a listing's items. So, each under
+its own heading for the budgeter to rank:
 - data tables trafilatura missed, rebuilt from the HTML as markdown tables
-  (navigation/layout tables are skipped), since questions are so often about them;
-- when the output is still small next to what the browser rendered, the
-  rendered lines it missed, so nothing the user can see is lost.
-Articles are left alone: their text is most of what renders, and they rarely
-hold tables, so neither supplement kicks in and no boilerplate gets in; only
-their byline, which trafilatura drops, is put back when the page names an author.
-What a page says of itself in its markup, its authors and the day it was first
-published (htmldate, without its guesses from the text), travels beside the
-text (`Extracted.authors`, `published`) rather than in it.
+  (navigation/layout tables are skipped);
+- every other rendered line that is content, in page order under its heading
+  path, with page furniture (menus, the site's header and footer links,
+  consent banners) told apart by structure (`page_lines`).
+Nothing is dropped for its length: the budgeter chooses what a question needs.
+An article's byline, which trafilatura drops, is put back when the page names
+an author. What a page says of itself in its markup, its authors and the day
+it was first published (htmldate, without its guesses from the text), travels
+beside the text (`Extracted.authors`, `published`) rather than in it.
 
 Tables are written tersely ("|a|b|c|"): on table-heavy pages they are most of
 the text, and the spaces markdown pads pipes with cost 8% of a table's tokens
@@ -48,17 +51,12 @@ from trafilatura.utils import load_html
 
 from . import pdf
 from .browser.base import PageSnapshot
+from .page_lines import OTHER_TEXT_HEADING, other_text, rendered_lines
 from .rows import join_row, row_cells
 from .table_spans import ROWS, fill_spans
 
 log = logging.getLogger(__name__)
 
-# Below this share of the rendered text's words, and below MIN_MAIN_WORDS, trafilatura
-# missed too much (an app, a listing). A short article on a busy page is neither:
-# measured on AEB, supplementing those swapped F1 0.92 for 0.88.
-MIN_MAIN_SHARE = 0.15
-MIN_MAIN_WORDS = 50
-SUPPLEMENT_HEADING = "## Other text on the page"
 TABLES_HEADING = "## Tables not in the main text"
 # A table counts as missed when fewer than this share of its rows are in the main text
 # (a row is there when all of its cells are: single cells like "1648" match anywhere).
@@ -94,7 +92,6 @@ _DROP_IN_CELLS = "|".join(
 # "Theil, AndersAnders Theil". Not rendered where the stylesheet loads: dropped.
 _SORT_KEYS = etree.XPath("//*[contains(concat(' ', normalize-space(@class), ' '), ' sortkey ')]")
 _WS = re.compile(r"\s+")
-_WORD = re.compile(r"\w+", re.UNICODE)
 
 
 class Extracted(BaseModel):
@@ -116,10 +113,6 @@ class Extracted(BaseModel):
 
 def _norm(line: str) -> str:
     return _WS.sub(" ", line).strip().lower()
-
-
-def _words(text: str) -> int:
-    return len(_WORD.findall(text))
 
 
 def _parse(html: str) -> lxml.html.HtmlElement | None:
@@ -323,21 +316,6 @@ def _missed_tables(doc: lxml.html.HtmlElement, main: str) -> list[str]:
     return out
 
 
-def _missing_lines(main: str, rendered: str) -> list[str]:
-    """Rendered lines whose text is absent from the main text, in page order."""
-    haystack = _norm(main)
-    out: list[str] = []
-    seen: set[str] = set()
-    for line in rendered.splitlines():
-        key = _norm(line)
-        if not key or key in seen:
-            continue
-        seen.add(key)
-        if key not in haystack:
-            out.append(_WS.sub(" ", line).strip())
-    return out
-
-
 def _author(html: str) -> list[str]:
     """The author names a page declares in its <head> (meta tags, JSON-LD), as
     trafilatura reads them; [] when none. Only the head is parsed: it is cheap."""
@@ -388,33 +366,6 @@ def _with_byline(main: str, byline: str) -> str:
     if first.startswith("# ") and sep:
         return f"{first}\n\n{byline}\n\n{rest.lstrip()}"
     return f"{byline}\n\n{main}"
-
-
-def _rendered_text(rendered: str) -> str:
-    """The rendered text, one line per line; runs of tab-separated lines (how the
-    browser renders table rows) become table rows, set apart so the budgeter
-    keeps each row whole and its header with it."""
-    out: list[str] = []
-    run: list[str] = []
-
-    def flush() -> None:
-        if len(run) > 1:
-            out.extend(["", *(join_row([c.strip().replace("|", "/") for c in r.split("\t") if c.strip()]) for r in run), ""])
-        else:
-            out.extend(_WS.sub(" ", r) for r in run)
-        run.clear()
-
-    for raw in rendered.splitlines():
-        line = raw.strip()
-        if not line:
-            continue
-        if "\t" in line:
-            run.append(line)
-            continue
-        flush()
-        out.append(line)
-    flush()
-    return re.sub(r"\n{3,}", "\n\n", "\n".join(out)).strip()
 
 
 def _elements(html: str) -> int:
@@ -511,7 +462,6 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
     published = _published(doc, snapshot.url)  # before the missed-table pass changes the tree
     authors = _author(html)
     main = _unglued(doc, _main_text(doc, snapshot.url))
-    rendered_words = _words(rendered)
     method = "trafilatura"
     # After trafilatura, which copies the tree: reading the tables drops notes from their cells.
     if main and doc is not None and (tables := _missed_tables(doc, main)):
@@ -519,14 +469,15 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
         method = "trafilatura+tables"
     if main and (byline := _byline(authors, main, rendered)):
         main = _with_byline(main, byline)
+    # Everything else the page shows that is content, after the main text: what the
+    # question is about may be anywhere on the page, and the budgeter chooses.
+    other = other_text(doc, snapshot.url, main, rendered) if doc is not None else ""
     text = main
     if not main:
-        text, method = _rendered_text(rendered), "rendered"
-    elif rendered_words and _words(main) < min(MIN_MAIN_SHARE * rendered_words, MIN_MAIN_WORDS):
-        missing = _missing_lines(main, rendered)
-        if missing:
-            text = f"{main}\n\n{SUPPLEMENT_HEADING}\n\n" + "\n".join(missing)
-            method += "+rendered"
+        text, method = other or "\n".join(rendered_lines(rendered)).strip(), "rendered"
+    elif other:
+        text = f"{main}\n\n{OTHER_TEXT_HEADING}\n\n{other}"
+        method += "+rendered"
     text, text_cut = _capped(text)
     if oversized and rendered:
         notes.append(
