@@ -88,7 +88,7 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert rc == 0
 
     result = json.loads((out / "results.json").read_text(encoding="utf-8"))
-    assert {"machine", "config", "summary", "latency", "wtq", "extraction", "hotpot", "pass1", "mcp",
+    assert {"machine", "config", "summary", "latency", "wtq", "realistic", "extraction", "hotpot", "pass1", "mcp",
             "offline"} <= set(result)
     mcp = result["mcp"]
     assert mcp["questions"] > 0 and set(mcp["summary"]) == {"read_pages", "aria", "aria_cut"}
@@ -116,6 +116,12 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert 0 <= s["pass1_rate"] <= 1
 
     assert result["wtq"]["pages"] == 2 and result["wtq"]["questions"] > 0
+    # Pages of every kind: each question scored for chatagent's context, the whole rendered text and its head.
+    r = result["realistic"]
+    assert r["single"]["questions"] == r["comparisons"]["questions"] == 2
+    for row in (*r["rows"], *r["comparison_rows"]):
+        assert {"chatagent", "whole", "head"} <= set(row) and all(row[k][1] > 0 for k in ("chatagent", "whole", "head"))
+    assert all(row["chatagent"][1] <= 2000 for row in r["rows"])
     assert result["hotpot"]["questions"] == 2 and result["hotpot"]["tabs_median"] >= 2
     p = result["pass1"]
     assert {r["needs"] for r in p["questions_detail"]} == {"text", "scroll", "screenshot", "cost"}
@@ -126,7 +132,8 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert t["n"] >= 1 and 0 < t["median"] <= t["p90"] <= t["max"]
     goals = s["goals"]
     assert {"overhead_warm_1tab", "overhead_cold_1tab", "overhead_cold_10tab", "tokens_vs_full_text",
-            "recall_vs_full_text"} <= set(goals)
+            "recall_vs_full_text", "realistic_recall", "realistic_tokens", "realistic_kinds",
+            "realistic_comparisons"} <= set(goals)
     assert all(isinstance(g["met"], bool) for g in goals.values())
 
     # Offline answers: every WTQ question of the 2 pages and 2 HotpotQA questions (both gold tabs), scored.
@@ -141,7 +148,8 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert 0 <= o["wtq_answer_has"] <= o["wtq_answer_has_lenient"] <= 1 and 0 <= o["wtq_context_has"] <= 1
 
     report = (out / "report.md").read_text(encoding="utf-8")
-    for heading in ("## Goals", "## Latency", "## Token cost", "## Extraction quality", "## Multi-tab", "## Pass-1 rate",
+    for heading in ("## Goals", "## Latency", "## Token cost", "## Pages of every kind", "## Extraction quality",
+                    "## Multi-tab", "## Pass-1 rate",
                     "## Offline answers"):
         assert heading in report
     assert "Input tokens per pass-2 question" in report

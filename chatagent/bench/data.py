@@ -206,3 +206,50 @@ def load_hotpot(data_dir: Path = DEFAULT_DATA_DIR, limit: int | None = None) -> 
                 )
             )
     return sample(out, limit)
+
+
+# ---------------------------------------------------------------- realistic side-panel questions
+
+
+@dataclass(frozen=True)
+class RealisticQuestion:
+    """A question as people type it in a side panel, over one WCXB page; any answer counts."""
+
+    id: str
+    page: str  # path relative to the data dir, e.g. "wcxb-test/html/4211.html.gz"
+    page_type: str
+    question: str
+    answers: tuple[str, ...]
+    kind: str
+
+
+@dataclass(frozen=True)
+class RealisticComparison:
+    """A question about two tabs: one of each tab's answers must be found."""
+
+    id: str
+    pages: tuple[str, ...]
+    question: str
+    answers_per_page: tuple[tuple[str, ...], ...]
+
+
+def _realistic_lines(data_dir: Path, name: str) -> list[dict]:
+    with open(Path(data_dir) / "realistic" / name, encoding="utf-8") as f:
+        return [json.loads(line) for line in f if line.strip()]
+
+
+def load_realistic(
+    data_dir: Path = DEFAULT_DATA_DIR, limit: int | None = None
+) -> tuple[list[RealisticQuestion], list[RealisticComparison]]:
+    """The single-page questions and the two-tab comparisons; `limit` samples each."""
+    page = "wcxb-test/html/{}".format
+    questions = [
+        RealisticQuestion(d["id"], page(d["page"]), d["page_type"], d["question"], tuple(d["answers"]), d["kind"])
+        for d in _realistic_lines(data_dir, "questions.jsonl")
+    ]
+    comparisons = [
+        RealisticComparison(d["id"], tuple(map(page, d["pages"])), d["question"],
+                            tuple(tuple(a) for a in d["answers_per_page"]))
+        for d in _realistic_lines(data_dir, "comparisons.jsonl")
+    ]
+    return sample(questions, limit), sample(comparisons, limit)

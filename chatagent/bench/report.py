@@ -219,6 +219,13 @@ def figures_table(result: dict[str, Any]) -> Table:
     t.add_row("WTQ tokens/question (median)", *(_n(s["tokens_per_question_median"].get(k)) for k in BASELINES))
     t.add_row("TTFT p50 ms: warm / cold 1 / cold 10", " / ".join(_ms(s["ttft_ms_p50"].get(k)) for k in SCENARIOS), "", "")
     t.add_row("overhead p50 ms", " / ".join(_ms(s["overhead_ms_p50"].get(k)) for k in SCENARIOS), "", "")
+    if r := s.get("realistic"):
+        t.add_row("side-panel questions: answer in the context", _f3(r["chatagent"]["recall"]),
+                  _f3(r["whole"]["recall"]), _f3(r["head"]["recall"]))
+        t.add_row("side-panel questions: tokens per tab (median)", _n(r["chatagent"]["tokens_median"]),
+                  _n(r["whole"]["tokens_median"]), _n(r["head"]["tokens_median"]))
+        t.add_row("two tabs: both answers in the context", _f3(r["chatagent"]["comparisons_recall"]),
+                  _f3(r["whole"]["comparisons_recall"]), _f3(r["head"]["comparisons_recall"]))
     t.add_row("extraction F1: AEB / WCXB", f"{_f3(s['extraction_f1'].get('aeb'))} / {_f3(s['extraction_f1'].get('wcxb'))}", "", "")
     if h := s.get("hotpot"):
         t.add_row("HotpotQA tokens/question (median)", _n(h["tokens_per_question_median"]["chatagent"]),
@@ -323,9 +330,14 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
         ]
         if "tokens_recall" in plots:
             out += ["", f"![Tokens vs recall]({plots['tokens_recall']})"]
+    if r := result.get("realistic"):
+        from .realistic import markdown_section as realistic_section
+
+        out += ["", f"## Pages of every kind: side-panel questions ({plural(r['single']['questions'], 'question')}, "
+                f"{plural(r['comparisons']['questions'], 'comparison')})", "", realistic_section(r).rstrip()]
     if ex := result.get("extraction"):
         out += [
-            "", "## Extraction quality (word F1, through headless Chromium)", "",
+            "", "## Extraction quality (word F1, through headless Chromium, for information)", "",
             md_table(EXTRACTION_HEAD, extraction_rows(ex)),
         ]
     if h := result.get("hotpot"):

@@ -6,13 +6,16 @@
    `--model` (not `extractive`), also against that model's real service.
 2. Token cost and answer recall on WikiTableQuestions (`context_bench`):
    chatagent against the whole page text and head truncation to the same budget.
-3. Extraction word F1 on AEB and WCXB (per page type), and multi-tab cost on
-   HotpotQA (`context_bench`).
-4. Pass-1 rate and pass-2 cost on the fixture question set (`pass1`).
-5. Offline answers (`offline`): how often the `extractive` model's answer holds
+3. Whether the answer reaches the model on pages of every kind (`realistic`):
+   side-panel questions over forums, products, listings, service pages, docs
+   and articles, and two-tab comparisons, against the whole rendered text.
+4. Extraction word F1 on AEB and WCXB (per page type, for information), and
+   multi-tab cost on HotpotQA (`context_bench`).
+5. Pass-1 rate and pass-2 cost on the fixture question set (`pass1`).
+6. Offline answers (`offline`): how often the `extractive` model's answer holds
    the answer on WTQ, quotes both gold tabs' evidence on HotpotQA comparisons,
    and answers the two-laptop questions from both tabs.
-6. End to end (`e2e`): whole-process time to the first token of `chatagent ask`,
+7. End to end (`e2e`): whole-process time to the first token of `chatagent ask`,
    cold and with a warm daemon, against a minimal Playwright + LangChain script,
    interleaved, 1 and 10 tabs.
 
@@ -40,12 +43,13 @@ from ..models import load_model
 from ..prompts import build_messages
 from ..tokens import count_tokens
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
-from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_wcxb, load_wtq
+from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_wcxb, load_wtq
 from .e2e import run_e2e
 from .latency import GOALS_MS, run_latency
 from .mcp_bench import run_mcp_bench
 from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
+from .realistic import bench_realistic, goals as realistic_goals
 from .report import SCENARIOS, machine, markdown_report, plural, print_summary, progress_bar
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import finite
@@ -66,7 +70,8 @@ class BenchError(ChatAgentError):
 class Plan:
     """How much of everything to run. Sample sizes are items per dataset (None: all):
     WTQ pages (with all their questions), AEB and WCXB pages, HotpotQA questions,
-    and pass-1 questions per kind (text / needs the browser); `e2e_pairs`: the
+    pass-1 questions per kind (text / needs the browser), and realistic questions
+    (single-page ones, and as many comparisons at most); `e2e_pairs`: the
     end-to-end pairs per tab count, `e2e_tabs` the tab counts."""
 
     quick: bool
@@ -76,6 +81,7 @@ class Plan:
     wcxb_pages: int | None
     hotpot_questions: int | None
     pass1_questions: int | None
+    realistic_questions: int | None
     budget: int
     data_dir: Path
     model: str | None
@@ -88,9 +94,9 @@ class Plan:
         quick = bool(getattr(args, "quick", False))
         limit = getattr(args, "limit", None)
         # --quick: sized to finish in under 4 minutes on 2 busy cores, spread over each whole set.
-        sizes = (20, 15, 28, 10, None) if quick else (None, None, None, None, None)
+        sizes = (20, 15, 28, 10, None, 50) if quick else (None,) * 6
         if limit is not None:
-            sizes = (limit,) * 5
+            sizes = (limit,) * 6
         reps = getattr(args, "reps", None)
         reps = (5 if quick else 15) if reps is None else reps
         if reps < 1 or (limit is not None and limit < 1):
@@ -105,7 +111,8 @@ class Plan:
 
 
 def _check_data(data_dir: Path) -> None:
-    needed = ["wtq/questions.tsv", "aeb/ground-truth.json", "wcxb-test/ground-truth", "hotpot/comparison.jsonl"]
+    needed = ["wtq/questions.tsv", "aeb/ground-truth.json", "wcxb-test/ground-truth", "hotpot/comparison.jsonl",
+              "realistic/questions.jsonl", "realistic/check.py"]
     missing = [n for n in needed if not (data_dir / n).exists()]
     if missing:
         raise BenchError(f"No evaluation data at {data_dir} (missing {', '.join(missing)}); pass --data DIR.")
@@ -120,13 +127,14 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     aeb = load_aeb(plan.data_dir, plan.aeb_pages)
     wcxb = load_wcxb(plan.data_dir, plan.wcxb_pages)
     hotpot = load_hotpot(plan.data_dir, plan.hotpot_questions)
+    realistic, comparisons = load_realistic(plan.data_dir, plan.realistic_questions)
     real = plan.model not in (None, "extractive")
 
     started = time.perf_counter()
     at_start = machine()
     result: dict[str, Any] = {"machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
     with progress_bar(console) as progress, PageServer() as site:
-        overall = progress.add_task("chatagent bench", total=9 if real else 8)
+        overall = progress.add_task("chatagent bench", total=10 if real else 9)
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
@@ -146,6 +154,9 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
             progress.advance(overall)
             with process_pool() as pool:
                 result["wtq"] = await bench_wtq(plan.data_dir, questions, plan.budget, browser, site, pool, progress)
+                progress.advance(overall)
+                result["realistic"] = await bench_realistic(plan.data_dir, realistic, comparisons, plan.budget,
+                                                            browser, site, pool, progress)
                 progress.advance(overall)
                 result["extraction"] = await bench_extraction(plan.data_dir, aeb, wcxb, browser, site, pool, progress)
                 progress.advance(overall)
@@ -215,6 +226,13 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     }
     if offline := result.get("offline"):
         summary["offline"] = offline_headline(offline)
+    if r := result.get("realistic"):
+        summary["realistic"] = {
+            "questions": r["single"]["questions"], "comparisons": r["comparisons"]["questions"],
+            **{k: {"recall": r["single"][k]["recall"], "tokens_median": r["single"][k]["tokens_median"],
+                   "comparisons_recall": r["comparisons"][k]["recall"]} for k in ("chatagent", "whole", "head")},
+            "by_type": {t: v["chatagent"]["recall"] for t, v in r["by_type"].items()},
+        }
     if real := result.get("real_model"):
         summary["real_model"] = {
             "model": real["config"]["model"],
@@ -237,6 +255,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         "WTQ answer recall, below the whole page text's", f"≤ {RECALL_SLACK:.2f}",
         f"{gap:+.3f} ({recall['chatagent']:.3f} vs {recall['full_text']:.3f})", gap <= RECALL_SLACK, gap,
     )
+    if r := result.get("realistic"):
+        goals.update(realistic_goals(r))
     for n, row in result.get("e2e", {}).get("rows", {}).items():
         r = row["ratio"]["p50"]
         goals[f"e2e_cold_{n}tab"] = _goal(
@@ -304,7 +324,7 @@ def _describe_samples(plan: Plan) -> str:
     return ", ".join([
         f"latency {plan.reps} reps",
         n(plan.wtq_pages, "WTQ pages"), n(plan.aeb_pages, "AEB pages"), n(plan.wcxb_pages, "WCXB pages"),
-        n(plan.hotpot_questions, "HotpotQA questions"),
+        n(plan.hotpot_questions, "HotpotQA questions"), n(plan.realistic_questions, "realistic questions"),
         f"{'all' if plan.pass1_questions is None else f'up to {plan.pass1_questions}'} pass-1 questions per kind",
         f"offline answers: {plan.offline.describe()}",
         f"end to end {plan.e2e_pairs} pairs per tab count ({', '.join(map(str, plan.e2e_tabs))} tabs)",
