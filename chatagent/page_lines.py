@@ -58,15 +58,14 @@ _CONTENT_ANCESTORS = frozenset({"main", "article"})
 # words without a figure ("Shop by room"), are furniture; their other text (an address, a
 # phone number, opening hours in a footer; a drop-down's answer in a `<nav>`) is the page's.
 _LINK_ROLES = frozenset({"navigation", "banner", "contentinfo", "search", "menubar", "menu"})
-_LINK_NAME = re.compile(
-    r"(?<![a-z0-9])(?:nav(?:bar|igation)?|mega-?menu|main-?menu|site-?menu|menu-?bar|primary-?menu|"
-    r"share-?bar|sharing|social-?share|skip-?link)(?![a-z])",
+# Class or id words: of such a landmark ("links"), or of a container that is furniture
+# whole ("whole": consent banners, newsletter boxes, breadcrumbs, a table of contents, a
+# wiki's navigation boxes, whose items carry years and counts).
+_NAMES = re.compile(
+    r"(?<![a-z0-9])(?:(?P<whole>cookies?|consent|gdpr|onetrust|cmp-|newsletter|breadcrumbs?|toc|navbox)|"
+    r"(?P<links>nav(?:bar|igation)?|mega-?menu|main-?menu|site-?menu|menu-?bar|primary-?menu|"
+    r"share-?bar|sharing|social-?share|skip-?link))(?![a-z])",
     re.I,
-)
-# Containers that are furniture whole: consent banners, newsletter boxes, breadcrumbs, a
-# table of contents, a wiki's navigation boxes (their items carry years and counts).
-_WHOLE_NAME = re.compile(
-    r"(?<![a-z0-9])(?:cookies?|consent|gdpr|onetrust|cmp-|newsletter|breadcrumbs?|toc|navbox)(?![a-z])", re.I
 )
 LABEL_WORDS = 4  # a line of at most this many words and no digit is a menu's label
 LINK_BAR = 3  # a line of this many links within the site, and a label at most, is a menu anywhere
@@ -92,7 +91,8 @@ def key(text: str) -> str:
     """A line's words, lower-cased, for matching lines across the tree, the rendered
     text and the main text (which writes table rows and emphasis its own way)."""
     # Markdown's escapes are not words, nor are footnote marks, which the main text drops.
-    return " ".join(_KEY.findall(_FOOTNOTE.sub(" ", text.replace("\\", "").lower())))
+    text = text.replace("\\", "").lower()
+    return " ".join(_KEY.findall(_FOOTNOTE.sub(" ", text) if "[" in text else text))
 
 
 class _Words:
@@ -124,25 +124,35 @@ class PageLines:
     headings: set[str] = field(default_factory=set)
 
 
-def _furniture(el: etree._Element, in_content: bool, wraps_content: bool) -> int:
-    """What `el` is as furniture. `wraps_content`: it holds the page's main content (a
-    `<main>`, an `<article>`, the `<h1>`), which its class names then do not describe
-    (a page's `<body class="… newsletter-style-light …">` is not a newsletter box)."""
-    if wraps_content and el.tag in ("html", "body"):
-        return NONE
-    names = "" if wraps_content else f"{el.get('class') or ''} {el.get('id') or ''}"
-    if names.strip() and _WHOLE_NAME.search(names):
-        return WHOLE
-    tag = el.tag
-    if tag == "nav" or (el.get("role") or "").lower() in _LINK_ROLES:
-        return LINKS
-    if tag == "aside" or (tag in ("header", "footer") and not in_content):
-        return LINKS  # the site's header and footer, not an article's own; a sidebar
-    return LINKS if names.strip() and _LINK_NAME.search(names) else NONE
+_CANDIDATES = etree.XPath("//*[@class or @id or @role] | //nav | //header | //footer | //aside")
+_IN_CONTENT = etree.XPath("boolean(ancestor::main or ancestor::article)")
+
+
+def _furniture(doc: etree._Element) -> dict[etree._Element, int]:
+    """The page's furniture containers, and what each is (LINKS or WHOLE). A container
+    that holds the page's main content (a `<main>`, an `<article>`, the `<h1>`) is none,
+    whatever its class names say (`<body class="… newsletter-style-light …">`)."""
+    wrappers = {a for el in doc.iter("main", "article", "h1") for a in el.iterancestors()}
+    out: dict[etree._Element, int] = {}
+    for el in _CANDIDATES(doc):
+        if el in wrappers:
+            continue
+        tag = el.tag
+        named = {m.lastgroup for m in _NAMES.finditer(f"{el.get('class') or ''} {el.get('id') or ''}")}
+        if "whole" in named:
+            out[el] = WHOLE
+        elif (
+            named
+            or tag in ("nav", "aside")
+            or (el.get("role") or "").lower() in _LINK_ROLES
+            or (tag in ("header", "footer") and not _IN_CONTENT(el))  # the site's, not an article's own
+        ):
+            out[el] = LINKS
+    return out
 
 
 def _is_label(text: str) -> bool:
-    return (len(text.split()) <= LABEL_WORDS and not any(c.isdigit() for c in text)) or _LEGAL.match(text) is not None
+    return (len(text.split()) <= LABEL_WORDS and not any(c.isdigit() for c in text)) or _LEGAL.match(text.lstrip()) is not None
 
 
 def _site(host: str) -> str:
@@ -179,54 +189,41 @@ def _control(el: etree._Element, sites: set[str]) -> int:
     return LINK if not host or _site(host) in sites else AWAY
 
 
-@dataclass
-class _Open:
-    """What an open element passes on to what it holds."""
-
-    furniture: int = NONE
-    in_content: bool = False  # inside <main> or <article>
-    control: int = NO_CONTROL  # inside a navigation link or a button
-    heading: int = 0  # inside a heading of this level
-    path: tuple[tuple[int, str], ...] | None = None  # a sectioning element: the headings when it opened
-
-
 def read_lines(doc: etree._Element, url: str = "") -> PageLines:
     """One pass over the tree: every line of text with what it is."""
     lines = PageLines()
     sites = _sites(doc, url)
-    wrappers = {a for el in doc.iter("main", "article", "h1") for a in el.iterancestors()}
-    parts: list[tuple[str, int]] = []  # the line so far: texts, and whether each is a LINK's or a BUTTON's
+    furnished = _furniture(doc)
+    parts: list[tuple[str, int]] = []  # the line so far: texts, and whether each is a LINK's, a BUTTON's…
     links = 0  # links within the site on the line so far
     path: tuple[tuple[int, str], ...] = ()  # the headings above, with their levels
-    stack = [_Open()]
+    # Per open element: its furniture, the control it is in, the level of the heading it is
+    # in, and for a sectioning element the headings when it opened (else None).
+    stack: list[tuple[int, int, int, tuple[tuple[int, str], ...] | None]] = [(NONE, NO_CONTROL, 0, None)]
 
     def flush() -> None:
         nonlocal path, links
         bar, links = links >= LINK_BAR, 0
         if not parts:
             return
-        text = _WS.sub(" ", "".join(t for t, _ in parts)).strip()
-        # In a landmark, a link off the site is a menu's too (a saved page's links all leave
-        # its address), unless it names a figure: a map of the address, a phone number.
-        unlinked = _WS.sub(" ", "".join(
-            t for t, control in parts if not control or (control == AWAY and any(c.isdigit() for c in t))
-        )).strip()
-        controls = [t for t, control in parts if control == BUTTON and t.strip()]
-        pressed = len(controls) == sum(bool(t.strip()) for t, _ in parts)
+        said = parts.copy()
         parts.clear()
+        text = " ".join("".join(t for t, _ in said).split())
         if not (k := key(text)):
             return
-        top = stack[-1]
-        if (
-            top.furniture == WHOLE
-            or ((top.furniture == LINKS or bar) and _is_label(unlinked))  # links, and a label at most
-            or (pressed and all(map(_is_label, controls)))  # "Add to cart", "Add to wish list": controls, anywhere
-        ):
+        furniture, _, heading, _ = stack[-1]
+        if furniture == WHOLE or (
+            (furniture == LINKS or bar)
+            # Links, and a label at most. In a landmark, a link off the site is a menu's too (a
+            # saved page's links all leave its address), unless it names a figure: a map of
+            # the address, a phone number.
+            and _is_label("".join(t for t, c in said if not c or (c == AWAY and any(map(str.isdigit, t)))))
+        ) or all(c == BUTTON and _is_label(t) for t, c in said if not t.isspace()):  # "Add to cart": anywhere
             lines.furniture.append(k)
             return
         lines.content.append(k)
-        if top.heading and len(text) <= MAX_HEADING_CHARS:
-            path = (*(h for h in path if h[0] < top.heading), (top.heading, text))
+        if heading and len(text) <= MAX_HEADING_CHARS:
+            path = (*(h for h in path if h[0] < heading), (heading, text))
             lines.headings.add(k)
         lines.paths.setdefault(k, []).append(tuple(name for _, name in path))
 
@@ -243,27 +240,26 @@ def read_lines(doc: etree._Element, url: str = "") -> PageLines:
                 continue
             if tag in _BLOCK:
                 flush()
-            top = stack[-1]
-            stack.append(_Open(
-                max(top.furniture, _furniture(el, top.in_content, el in wrappers)),
-                top.in_content or tag in _CONTENT_ANCESTORS,
-                top.control or _control(el, sites),
-                _HEADING.get(tag, top.heading),
+            furniture, control, heading, _ = stack[-1]
+            if not control and (tag in ("a", "button") or el.get("role") == "button"):
+                control = _control(el, sites)
+                links += control == LINK
+            stack.append((
+                max(furniture, furnished.get(el, NONE)),
+                control,
+                _HEADING.get(tag, heading),
                 path if tag in _SECTIONING else None,
             ))
-            if stack[-1].control == LINK and top.control != LINK:
-                links += 1
             if el.text:
-                parts.append((el.text, stack[-1].control))
+                parts.append((el.text, control))
         else:
             if tag:
                 if tag in _BLOCK or tag in _NO_TEXT:
                     flush()
-                closed = stack.pop()
-                if closed.path is not None:
-                    path = closed.path
+                if (saved := stack.pop()[3]) is not None:
+                    path = saved
             if el.tail:
-                parts.append((el.tail, stack[-1].control))
+                parts.append((el.tail, stack[-1][1]))
     flush()
     return lines
 
