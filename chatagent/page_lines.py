@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import cached_property
 from urllib.parse import urlsplit
 
 from lxml import etree
@@ -101,9 +102,13 @@ class _Words:
     in the lines, where a substring search per line would be quadratic."""
 
     def __init__(self, keys: list[str]) -> None:
+        self.keys = keys
         self.lines = set(keys)
-        words = " ".join(keys).split()
-        self.trigrams = set(zip(words, words[1:], words[2:]))
+
+    @cached_property
+    def trigrams(self) -> set[tuple[str, str, str]]:  # only if a longer line is looked up
+        words = " ".join(self.keys).split()
+        return set(zip(words, words[1:], words[2:]))
 
     def __call__(self, k: str) -> bool:
         words = k.split()
@@ -124,7 +129,11 @@ class PageLines:
     headings: set[str] = field(default_factory=set)
 
 
-_CANDIDATES = etree.XPath("//*[@class or @id or @role] | //nav | //header | //footer | //aside")
+# Furniture is a container: elements of other kinds (a link, an item, a span) are not looked at.
+_CANDIDATES = etree.XPath(
+    "//*[self::div or self::section or self::ul or self::ol or self::table or self::form or self::dialog]"
+    "[@class or @id or @role] | //nav | //header | //footer | //aside"
+)
 _IN_CONTENT = etree.XPath("boolean(ancestor::main or ancestor::article)")
 
 
@@ -163,16 +172,24 @@ def _sites(doc: etree._Element, url: str) -> set[str]:
     """The site a page's links stay within: its own host, and the host most of its links
     go to when that is another (a page saved or served away from its site)."""
     hosts: Counter[str] = Counter()
-    for a in doc.iter("a"):
-        href = (a.get("href") or "").strip().lower()
+    for href in _HREFS(doc):
+        href = href.strip().lower()
         if href and not href.startswith(_NOT_NAVIGATION):
-            hosts[_site(urlsplit(href).netloc) if "//" in href else ""] += 1
+            hosts[_host(href)] += 1
     sites = {_site(urlsplit(url).netloc)}
     if hosts:
         top, n = hosts.most_common(1)[0]
         if top and n * 2 > sum(hosts.values()):
             sites.add(top)
     return sites
+
+
+_HREFS = etree.XPath("//a/@href")
+
+
+def _host(href: str) -> str:
+    """The site of a link's address, "" for one within the page's own (a relative address)."""
+    return _site(urlsplit(href).netloc) if "//" in href else ""
 
 
 def _control(el: etree._Element, sites: set[str]) -> int:
@@ -185,8 +202,8 @@ def _control(el: etree._Element, sites: set[str]) -> int:
     href = (el.get("href") or "").strip().lower()
     if href.startswith(_NOT_NAVIGATION):
         return NO_CONTROL
-    host = urlsplit(href).netloc if "//" in href else ""
-    return LINK if not host or _site(host) in sites else AWAY
+    host = _host(href)
+    return LINK if not host or host in sites else AWAY
 
 
 def read_lines(doc: etree._Element, url: str = "") -> PageLines:
@@ -197,17 +214,17 @@ def read_lines(doc: etree._Element, url: str = "") -> PageLines:
     parts: list[tuple[str, int]] = []  # the line so far: texts, and whether each is a LINK's, a BUTTON's…
     links = 0  # links within the site on the line so far
     path: tuple[tuple[int, str], ...] = ()  # the headings above, with their levels
+    names: tuple[str, ...] = ()  # and their names
     # Per open element: its furniture, the control it is in, the level of the heading it is
     # in, and for a sectioning element the headings when it opened (else None).
     stack: list[tuple[int, int, int, tuple[tuple[int, str], ...] | None]] = [(NONE, NO_CONTROL, 0, None)]
 
     def flush() -> None:
-        nonlocal path, links
+        nonlocal parts, path, names, links
         bar, links = links >= LINK_BAR, 0
         if not parts:
             return
-        said = parts.copy()
-        parts.clear()
+        said, parts = parts, []
         text = " ".join("".join(t for t, _ in said).split())
         if not (k := key(text)):
             return
@@ -224,8 +241,9 @@ def read_lines(doc: etree._Element, url: str = "") -> PageLines:
         lines.content.append(k)
         if heading and len(text) <= MAX_HEADING_CHARS:
             path = (*(h for h in path if h[0] < heading), (heading, text))
+            names = tuple(name for _, name in path)
             lines.headings.add(k)
-        lines.paths.setdefault(k, []).append(tuple(name for _, name in path))
+        lines.paths.setdefault(k, []).append(names)
 
     walker = etree.iterwalk(doc, events=("start", "end"))
     for event, el in walker:
@@ -256,8 +274,8 @@ def read_lines(doc: etree._Element, url: str = "") -> PageLines:
             if tag:
                 if tag in _BLOCK or tag in _NO_TEXT:
                     flush()
-                if (saved := stack.pop()[3]) is not None:
-                    path = saved
+                if (saved := stack.pop()[3]) is not None and saved is not path:
+                    path, names = saved, tuple(name for _, name in saved)
             if el.tail:
                 parts.append((el.tail, stack[-1][1]))
     flush()
