@@ -123,8 +123,8 @@ class PageLines:
 
     furniture: list[str] = field(default_factory=list)
     content: list[str] = field(default_factory=list)
-    # Where each content line sits, at each of its places: the headings above it (a
-    # heading's own path ends with itself).
+    # Where each content line sits, at each of its places: the headings above it, below
+    # the page's title (a heading's own path ends with itself).
     paths: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
     headings: set[str] = field(default_factory=set)
 
@@ -206,6 +206,11 @@ def _control(el: etree._Element, sites: set[str]) -> int:
     return LINK if not host or host in sites else AWAY
 
 
+def _names(path: tuple[tuple[int, str], ...]) -> tuple[str, ...]:
+    """A heading path as shown: below the page's title (its `<h1>`), which every line shares."""
+    return tuple(name for level, name in path if level > 1)
+
+
 def read_lines(doc: etree._Element, url: str = "") -> PageLines:
     """One pass over the tree: every line of text with what it is."""
     lines = PageLines()
@@ -241,7 +246,7 @@ def read_lines(doc: etree._Element, url: str = "") -> PageLines:
         lines.content.append(k)
         if heading and len(text) <= MAX_HEADING_CHARS:
             path = (*(h for h in path if h[0] < heading), (heading, text))
-            names = tuple(name for _, name in path)
+            names = _names(path)
             lines.headings.add(k)
         lines.paths.setdefault(k, []).append(names)
 
@@ -275,7 +280,7 @@ def read_lines(doc: etree._Element, url: str = "") -> PageLines:
                 if tag in _BLOCK or tag in _NO_TEXT:
                     flush()
                 if (saved := stack.pop()[3]) is not None and saved is not path:
-                    path, names = saved, tuple(name for _, name in saved)
+                    path, names = saved, _names(saved)
             if el.tail:
                 parts.append((el.tail, stack[-1][1]))
     flush()

@@ -395,3 +395,23 @@ async def test_context_builder_cuts_a_tab_within_its_budget_when_the_question_s_
     tight = ContextBuilder(Extractor(), budget_per_tab=whole.original_tokens - 100)
     both = (await tight.build([tab, short], "Which club scored the most goals?")).tabs
     assert not both[0].selected and both[0].text == whole.text
+
+
+def test_a_part_kept_after_a_gap_is_shown_under_its_heading_path() -> None:
+    def filler(topic: str, n: int) -> str:
+        return "\n\n".join(f"Note {i} on {topic}: the usual remarks about its finish and its colour." for i in range(n))
+
+    text = (
+        f"# Aurora laptop\n\n## Overview\n\n{filler('the lid', 60)}\n\n## Specifications\n\n### Power\n\n"
+        f"{filler('the case', 60)}\n\nA full charge of the cell takes 90 minutes with the supplied brick.\n\n"
+        f"{filler('the hinge', 60)}\n\n## Reviews\n\n{filler('the keys', 60)}"
+    )
+    fitted = fit_text(text, 300, "how many minutes to charge it fully?")
+    assert fitted.selected and fitted.tokens <= 300
+    lines = fitted.text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "takes 90 minutes" in line)
+    # The page's title stays first; the fact sits under the path of the headings above it, not under "Overview".
+    assert lines[0] == "# Aurora laptop"
+    assert "###### Specifications › Power" in lines[:at] and not any(line.startswith("## Reviews") for line in lines[:at])
+    above = [line for line in lines[:at] if line.startswith("#")]
+    assert above[-1] == "###### Specifications › Power"
