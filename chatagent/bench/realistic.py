@@ -200,17 +200,17 @@ def goals(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 # Recall of chatagent's context, the whole rendered text and its head; then their median tokens.
-HEAD = ["questions", "n", *(label for _, label in CONTEXTS), *(f"{label} tokens" for _, label in CONTEXTS)]
+HEAD = ["", "n", *(label for _, label in CONTEXTS), "tokens p50, same order"]
 
 
 def table_rows(r: dict[str, Any]) -> list[list[str]]:
     def row(name: str, v: dict[str, Any]) -> list[str]:
         return [name, str(v["questions"]), *(f"{v[k]['recall']:.3f}" for k, _ in CONTEXTS),
-                *(f"{v[k]['tokens_median']:,.0f}" for k, _ in CONTEXTS)]
+                " / ".join(f"{v[k]['tokens_median']:,.0f}" for k, _ in CONTEXTS)]
 
-    out = [row("single page, all", r["single"])]
+    out = [row("single pages", r["single"])]
     out += [row(f"  {t}", v) for t, v in r["by_type"].items()]
-    out.append(row("two tabs, both answers", r["comparisons"]))
+    out.append(row("two tabs: both", r["comparisons"]))
     return out
 
 
@@ -218,7 +218,7 @@ def print_report(r: dict[str, Any], console: Console) -> None:
     t = Table(title=f"Side-panel questions over pages of every kind: answer in the context at {r['budget']:,} "
               "tokens/tab, and median tokens (of both tabs for a comparison)")
     for i, col in enumerate(HEAD):
-        t.add_column(col, justify="left" if i == 0 else "right")
+        t.add_column(col, justify="left" if i == 0 else "right", no_wrap=i > 0)
     for row in table_rows(r):
         t.add_row(*row)
     console.print(t)
