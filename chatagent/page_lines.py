@@ -355,10 +355,10 @@ def other_text(doc: etree._Element, url: str, main: str, rendered: str) -> str:
         out.extend(["", f"### {PATH_SEPARATOR.join(new)}" if new else ELSEWHERE_HEADING, ""])
         shown = new
 
-    rendered_ = rendered_lines(rendered)
-    keys = [key(line) for line in rendered_]
+    shown_lines = rendered_lines(rendered)
+    keys = [key(line) for line in shown_lines]
     flags = zip(_in_main(keys, in_main), _furniture_lines(keys, furniture, content))
-    for line, k, (is_main, is_furniture) in zip(rendered_, keys, flags):
+    for line, k, (is_main, is_furniture) in zip(shown_lines, keys, flags):
         if not line:
             if out and out[-1]:
                 out.append("")
