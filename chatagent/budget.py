@@ -233,11 +233,30 @@ def _split_units(text: str, count: Callable[[str], int] = count_tokens) -> list[
         first = True
         for line in lines:
             pieces = _SENTENCE.split(line) if count(line) > CHUNK_TOKENS else [line]
-            for j, piece in enumerate(pieces):
+            for j, (piece, tokens) in enumerate(w for p in pieces for w in _windows(p, count(p), count)):
                 joiner = "\n\n" if first else (" " if j else "\n")
-                units.append(_Unit(piece, count(piece) + 1, section, "", joiner, block, path=path))
+                units.append(_Unit(piece, tokens + 1, section, "", joiner, block, path=path))
                 first = False
     return units
+
+
+def _windows(piece: str, tokens: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
+    """`piece` (`tokens` long) with its tokens, or, longer than two chunks (a page on one
+    line, a sentence without an end), cut at spaces into windows of about a chunk each:
+    kept whole it could only be dropped whole, and what the question matches in it with it."""
+    if tokens <= CHUNK_TOKENS * 2:
+        return [(piece, tokens)]
+    size = max(1, len(piece) * CHUNK_TOKENS // tokens)  # characters in a window
+    out: list[tuple[str, int]] = []
+    start = 0
+    while start < len(piece):
+        end = min(len(piece), start + size)
+        if end < len(piece) and (space := piece.rfind(" ", start + size // 2, end)) > start:
+            end = space
+        if window := piece[start:end].strip():
+            out.append((window, count(window)))
+        start = end
+    return out
 
 
 def _chunks(units: list[_Unit]) -> list[_Chunk]:

@@ -126,3 +126,17 @@ async def test_furniture_is_told_by_structure_not_by_words() -> None:
         assert k in content, k
     assert lines.paths["our range starts at 20 kg"] == [("Sizes",)]  # below the page's title
     assert {"anvils", "sizes"} <= lines.headings
+
+
+async def test_a_page_on_one_line_keeps_the_part_around_what_the_question_matches(open_tabs, tmp_path) -> None:
+    # Half a megabyte of text in one paragraph with no sentence end, the fact 90% of the way down:
+    # kept whole it could only be dropped whole (18 tokens of it were given, without the fact).
+    words = "harbour ledger tonnage crane berth pier quay vessel cargo tide".split()
+    filler = lambda n, k: " ".join(words[(i * 7 + k) % len(words)] for i in range(n))  # noqa: E731
+    fact = "the spare key of the pump house hangs behind the blue door"
+    page = tmp_path / "oneline.html"
+    page.write_text(f"<!DOCTYPE html><html><head><title>Harbour log</title></head><body><p>{filler(72000, 1)} "
+                    f"{fact} {filler(8000, 3)}</p></body></html>")
+    tc = await _one(open_tabs, str(page), "where does the spare key of the pump house hang?")
+    assert tc.selected and 1000 < tc.tokens <= 2000 < tc.original_tokens
+    assert fact in tc.text and "left out" in tc.text
