@@ -27,6 +27,11 @@ mistakes a partial page for a whole one; a part kept after a gap is shown
 under its heading path ("###### Specifications › Battery") when its own
 heading was left out, so the model knows where on the page it sits.
 
+A paragraph is cut into lines and sentences; a piece still longer than two
+chunks (a page on one line, a sentence with no end) into windows of about a
+chunk, cut at spaces, so that what matches the question in it is kept with
+what is around it rather than the whole piece dropped.
+
 A page's analysis (units, chunks, BM25 indexes) does not depend on the
 question: a `TextFitter` (one per `ContextBuilder`) keeps it for the last few
 texts, so a follow-up question on the same tab only scores and assembles.
