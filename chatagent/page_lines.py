@@ -168,6 +168,9 @@ def _site(host: str) -> str:
     return host.lower().removeprefix("www.")
 
 
+_HREFS = etree.XPath("//a/@href")
+
+
 def _sites(doc: etree._Element, url: str) -> set[str]:
     """The site a page's links stay within: its own host, and the host most of its links
     go to when that is another (a page saved or served away from its site)."""
@@ -182,9 +185,6 @@ def _sites(doc: etree._Element, url: str) -> set[str]:
         if top and n * 2 > sum(hosts.values()):
             sites.add(top)
     return sites
-
-
-_HREFS = etree.XPath("//a/@href")
 
 
 def _host(href: str) -> str:

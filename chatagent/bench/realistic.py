@@ -81,8 +81,8 @@ def scorer(data_dir: str) -> ModuleType:
 # ---------------------------------------------------------------- per page (process pool)
 
 
-def _contexts(snapshots: Sequence[PageSnapshot], question: str, budget: int) -> list[tuple[str, int]]:
-    built = asyncio.run(ContextBuilder(budget_per_tab=budget).build([], question, snapshots=list(snapshots)))
+def _contexts(builder: ContextBuilder, snapshots: Sequence[PageSnapshot], question: str) -> list[tuple[str, int]]:
+    built = asyncio.run(builder.build([], question, snapshots=list(snapshots)))
     return [(t.text, t.tokens) for t in built.tabs]
 
 
@@ -97,9 +97,10 @@ def page_rows(snapshot: PageSnapshot, questions: Sequence[RealisticQuestion], bu
     """Every question of one page, for every context (runs in a worker process)."""
     hit = scorer(data_dir).hit
     fixed = _baselines(snapshot, budget)
+    builder = ContextBuilder(budget_per_tab=budget)  # the page is extracted once, as for a conversation's questions
     rows = []
     for q in questions:
-        [(text, tokens)] = _contexts([snapshot], q.question, budget)
+        [(text, tokens)] = _contexts(builder, [snapshot], q.question)
         contexts = {"chatagent": (text, tokens), **fixed}
         rows.append({
             "id": q.id, "page_type": q.page_type, "kind": q.kind,
@@ -112,7 +113,7 @@ def comparison_row(snapshots: Sequence[PageSnapshot], c: RealisticComparison, bu
                    ) -> dict[str, Any]:
     """One comparison: each tab's context must hold one of its answers (runs in a worker process)."""
     hit = scorer(data_dir).hit
-    ours = _contexts(snapshots, c.question, budget)
+    ours = _contexts(ContextBuilder(budget_per_tab=budget), snapshots, c.question)
     fixed = [_baselines(s, budget) for s in snapshots]
     row: dict[str, Any] = {"id": c.id}
     for k in ("chatagent", "whole", "head"):
