@@ -365,8 +365,9 @@ def _add_mcp(sub: Any) -> None:
     p.add_argument("--timeout", type=_timeout, metavar="S",
                    help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
     p.add_argument("--http", metavar="[HOST:]PORT", type=_listen,
-                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio (HOST: 127.0.0.1 unless "
-                   "given; any other needs the mcp_token setting, sent as a bearer token)")
+                   help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio, to clients that send the "
+                   "mcp_token setting as a bearer token (HOST: 127.0.0.1 unless given, where a token is made "
+                   "and saved if none is set; any other host needs one set first)")
     p.set_defaults(handler=cmd_mcp, targets=[])
 
 

@@ -337,23 +337,23 @@ LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
 async def serve_http(settings: Settings, host: str, port: int) -> None:
-    """Streamable HTTP at http://HOST:PORT/mcp. Beyond the loopback interface
-    only with a bearer token (`mcp_token`): anyone who can reach the port could
-    otherwise make this machine's browser fetch pages for them."""
+    """Streamable HTTP at http://HOST:PORT/mcp, for bearers of the owner's
+    token only, loopback too: any local user could otherwise read the
+    owner's files and spend their API key through it. On 127.0.0.1 a token
+    is made and saved when none is set; beyond it, one must be set first."""
     import uvicorn
 
-    token = settings.secret("mcp_token")
-    if host not in LOOPBACK and not token:
+    if host not in LOOPBACK and not settings.secret("mcp_token"):
         raise ChatAgentError(
             f"Listening on {host} lets other machines use this browser: set a bearer token first "
             "(`chatagent config set mcp_token TOKEN` or CHATAGENT_MCP_TOKEN), or listen on 127.0.0.1."
         )
     listening = _listen(host, port)  # before the browser starts: a port in use is told at once
     with listening:
+        settings, made = _owner_token(settings)
+        _tell_clients(host, listening.getsockname()[1], settings, made)
         async with running(settings) as server:
-            app: Any = server.streamable_http_app(host=host)
-            if token:
-                app = BearerToken(app, token)
+            app = BearerToken(server.streamable_http_app(host=host), settings.secret("mcp_token") or "")
             web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
             serving = asyncio.ensure_future(web.serve(sockets=[listening]))
             try:
@@ -362,6 +362,42 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
                 web.should_exit = True
                 await serving
                 raise
+
+
+def _owner_token(settings: Settings) -> tuple[Settings, bool]:
+    """The settings with a bearer token: the one set, or one made now and
+    saved in the settings file (private to the user, 0600), so the clients
+    configured with it keep working across restarts. True: made now."""
+    if settings.secret("mcp_token"):
+        return settings, False
+    from secrets import token_urlsafe
+
+    from pydantic import SecretStr
+
+    from .settings import set_value
+
+    token = token_urlsafe(32)
+    set_value("mcp_token", token)
+    return settings.model_copy(update={"mcp_token": SecretStr(token)}), True
+
+
+def _tell_clients(host: str, port: int, settings: Settings, made: bool) -> None:
+    """The client configuration, on stderr. The token in full only when it was
+    just made (its owner is reading): afterwards it is in the settings, and a
+    log of the server's stderr need not carry it."""
+    import json
+
+    from .locations import config_path
+
+    token = settings.secret("mcp_token") or ""
+    url = f"http://{'[' + host + ']' if ':' in host else host}:{port}/mcp"
+    if made:
+        shown, source = token, f"made now and saved as the mcp_token setting in {config_path()}"
+    else:
+        shown, source = f"…{token[-4:]}", "the mcp_token setting; `chatagent config show` says where it is set"
+    config = {"mcpServers": {"chatagent": {"url": url, "headers": {"Authorization": f"Bearer {shown}"}}}}
+    print(f"chatagent mcp: serving {url} to clients that send its bearer token ({source}). "
+          f"A client's configuration:\n{json.dumps(config, indent=2, ensure_ascii=False)}", file=sys.stderr, flush=True)
 
 
 def _listen(host: str, port: int) -> socket.socket:

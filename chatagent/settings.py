@@ -99,7 +99,7 @@ class Settings(BaseSettings):
                                    "(playwright run-server, Browserless, a grid), e.g. ws://127.0.0.1:3000/")
     browser: str | None = Field(None, description="the Chrome/Chromium executable to launch (default: found)")
     mcp_token: SecretStr | None = Field(None, description="`chatagent mcp --http`: the bearer token clients "
-                                        "must send (required when listening beyond 127.0.0.1)")
+                                        "must send (made and saved by the first server on 127.0.0.1; set it first for another host)")
     tool_timeout: float = Field(20.0, gt=0, description="side panel: seconds to wait for the extension "
                                 "to run one browser tool")
     daemon: bool = Field(False, description="`chatagent ask` starts a background daemon on first use and "

@@ -470,7 +470,9 @@ async def test_over_http_two_clients_share_a_listed_tab_and_its_tools_take_turns
     monkeypatch.setattr(PlaywrightTab, "scroll", watched)
     async with debuggable_chromium(url=site.url("article")) as endpoint:
         port = free_port()
-        serving = asyncio.create_task(serve_http(Settings(cdp=endpoint, model="extractive"), "127.0.0.1", port))
+        token = "a-token-for-this-test-only-0123456789"
+        settings = Settings(cdp=endpoint, model="extractive", mcp_token=token)
+        serving = asyncio.create_task(serve_http(settings, "127.0.0.1", port))
         url = f"http://127.0.0.1:{port}/mcp"
         try:
             for _ in range(300):
@@ -479,7 +481,7 @@ async def test_over_http_two_clients_share_a_listed_tab_and_its_tools_take_turns
                     writer.close()
                     break
                 await asyncio.sleep(0.1)
-            async with http_client(url, None) as a, http_client(url, None) as b:
+            async with http_client(url, token) as a, http_client(url, token) as b:
                 ids = []
                 for client in (a, b):  # each lists the tabs: the second listing must not orphan the first's ids
                     listed = await call(client, "list_tabs", {})
@@ -518,3 +520,79 @@ async def test_the_server_runs_no_garbage_collection_until_it_is_warm(site: Site
     collections, frozen = map(int, over[0])
     assert collections < 60  # ~20 as the interpreter starts; unpaused, the runtime's imports alone run ~170
     assert frozen > 100_000  # what warming loaded, not only the command line's modules
+
+
+# What another user of this machine runs: the SDK's client, with no token.
+OTHER_USERS_CLIENT = """
+import asyncio, sys
+import httpx2
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+async def main(url, path):
+    async with httpx2.AsyncClient(timeout=60) as http, streamable_http_client(url, http_client=http) as (r, w), \\
+            ClientSession(r, w) as session:
+        await session.initialize()
+        result = await session.call_tool("read_pages", {"urls": [path]})
+        print("READ", result.structured_content)
+
+try:
+    asyncio.run(asyncio.wait_for(main(*sys.argv[1:]), 60))
+except BaseException as exc:
+    print("REFUSED", type(exc).__name__, exc)
+"""
+
+
+async def test_over_http_on_loopback_another_user_is_refused_and_the_owner_is_given_a_token(
+    tmp_path: Path, private_settings: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No token set: the loopback server makes one, saves it where only its
+    owner can read it, and prints the client configuration with it; another
+    user's process (uid 65534) cannot read the owner's private file through
+    it, while the owner's client with the printed token can."""
+    import asyncio
+    import json
+    import shutil
+    import stat
+
+    if os.geteuid() != 0 or not shutil.which("setpriv"):
+        pytest.skip("needs root and setpriv to run a process as another user")
+    monkeypatch.delenv("CHATAGENT_MCP_TOKEN", raising=False)
+    diary = tmp_path / "diary.txt"
+    diary.write_text("The spare key is under the blue flowerpot.\n")
+    diary.chmod(0o600)
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", cwd=str(ROOT),
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}/mcp"
+    try:
+        told = b""
+        while b"\n}" not in told:  # the configuration, printed before the browser starts
+            line = await asyncio.wait_for(proc.stderr.readline(), 60)
+            assert line, told
+            told += line
+        config = json.loads(told[told.index(b"{"):])
+        entry = config["mcpServers"]["chatagent"]
+        assert entry["url"] == url
+        token = entry["headers"]["Authorization"].removeprefix("Bearer ")
+        assert len(token) >= 32 and f'mcp_token = "{token}"' in private_settings.read_text()
+        assert stat.S_IMODE(private_settings.stat().st_mode) == 0o600
+
+        other = await asyncio.create_subprocess_exec(
+            "setpriv", "--reuid", "65534", "--regid", "65534", "--clear-groups",
+            sys.executable, "-c", OTHER_USERS_CLIENT, url, str(diary), cwd="/",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await asyncio.wait_for(other.communicate(), 120)
+        assert out.startswith(b"REFUSED"), out + err
+        assert b"flowerpot" not in out
+
+        async with http_client(url, token) as mine:
+            read = await call(mine, "read_pages", {"urls": [str(diary)]})
+        assert "flowerpot" in read.structured_content["pages"][0]["text"]
+    finally:
+        proc.terminate()
+        await proc.wait()
