@@ -7,7 +7,10 @@ and the bridge host, which import only what they use.
 from __future__ import annotations
 
 from importlib import import_module
-from typing import TYPE_CHECKING, Any
+
+# Not `typing.TYPE_CHECKING`: this runs before `chatagent.__main__` holds
+# Ctrl-C, and a Ctrl-C in an import here would end in a traceback.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
@@ -59,6 +62,8 @@ def __getattr__(name: str) -> Any:
 
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from .agent import MAX_TURNS, ChatAgent
     from .browser import Browser, PageSnapshot, StaticTab, Tab, TabFailure, find_browser
     from .budget import allocate, fit_text

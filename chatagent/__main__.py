@@ -5,10 +5,15 @@ before the CLI and its settings are imported: the daemon opens the pages at
 once, and answers from the command line when it can."""
 
 import signal
-import sys
 
-from . import startup
-from .exit_status import EXIT_INTERRUPTED, INTERRUPTED  # now: the Ctrl-C handler below imports nothing
+# Ctrl-C held from the first line (see _hold_ctrl_c): an import below cut short by it would
+# end in a traceback, before `_main` can say "Interrupted.".
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+
+import sys  # noqa: E402
+
+from . import startup  # noqa: E402
+from .exit_status import EXIT_INTERRUPTED, INTERRUPTED  # noqa: E402  # now: the handler below imports nothing
 
 
 def main() -> int:
