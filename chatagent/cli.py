@@ -472,10 +472,16 @@ def cmd_config(args: argparse.Namespace) -> int:
             except config.BadValueError as exc:  # VALUE is what the command line gets wrong
                 raise UsageError(exc.message) from None
             said = f"{'Saved' if args.config_command == 'set' else 'Removed'} {args.key} in {path}."
-        shown = next(x for x in config.describe(Settings.load()) if x.key == args.key)
+        settings = Settings.load()
+        shown = next(x for x in config.describe(settings) if x.key == args.key)
         out.print(safe_text(f"{said} Now: {args.key} = {shown.value} ({shown.origin.describe()})."))
         if shown.origin.kind == "env":  # the variable wins over the file: say so, or the change seems lost
             out.print(safe_text((f"The environment sets it ({shown.origin.name}), and that comes before the file.", "yellow")))
+        for key, setting in config.KEY_ENDPOINTS.items():  # a new endpoint gets no key saved for another
+            if args.key == setting and (elsewhere := settings.key_elsewhere(key)):
+                out.print(safe_text((
+                    f"The saved {key} is for {elsewhere.endpoint}, so it is not sent to {settings.endpoint(setting)}: "
+                    f"`chatagent config set {key} KEY` saves the key for this endpoint.", "yellow")))
         return EXIT_OK
     shown = list(config.describe(Settings.load()))
     if args.json:

@@ -10,20 +10,40 @@ environment: a key there is used by the provider that needs it, and does not
 by itself pick a provider. Debian's and Ubuntu's Chromium launcher exports
 Chromium's own GOOGLE_API_KEY into everything the browser starts (the side
 panel's host included); that key is recognised and ignored.
+
+A key goes only to the endpoint it was given for (`KEY_ENDPOINTS`): one in the
+environment to the environment's endpoint, else the provider's default; one in
+the file to the endpoint the file records with it (`set_values` writes it),
+else the default (a key saved before keys were bound). So an endpoint changed
+by an untrusted hand (the side panel's extension) gets no key it was not given
+with; endpoints themselves are https, or http on this machine only
+(`check_endpoint`).
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
-from pydantic import AliasChoices, Field, SecretStr, ValidationError
+from pydantic import (
+    AliasChoices,
+    Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 from pydantic_settings import (
     BaseSettings,
     EnvSettingsSource,
@@ -39,6 +59,10 @@ from .locations import config_dir, config_path, make_private_dirs, tighten_dir
 # Files in which a browser's launcher exports its own Google API key (Debian, Ubuntu).
 BROWSER_KEY_FILES = (Path("/etc/chromium.d/apikeys"), Path("/etc/chromium-browser/apikeys"))
 
+GOOGLE_ENDPOINT = "https://generativelanguage.googleapis.com"
+# Each provider's key, and the endpoint setting its requests (and so the key) go to.
+KEY_ENDPOINTS = {"google_api_key": "gemini_base_url", "openai_api_key": "openai_base_url"}
+LOOPBACK_NAMES = "localhost, 127.0.0.1, ::1"
 
 
 class ConfigError(ChatAgentError):
@@ -48,7 +72,13 @@ class ConfigError(ChatAgentError):
 
 
 class BadValueError(ConfigError):
-    """A value the setting cannot take, refused before it is written (`set_value`)."""
+    """A value the setting cannot take, refused before it is written
+    (`check_value`). `reason`: why, without the setting's name, for a front
+    end that names the setting its own way (the side panel)."""
+
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        self.reason = reason or message
 
 
 class BadSettingError(ConfigError, UsageError):
@@ -79,10 +109,10 @@ class Settings(BaseSettings):
         description="Gemini API key")
     gemini_base_url: str | None = Field(
         None, validation_alias=_env("GOOGLE_GEMINI_BASE_URL", "CHATAGENT_GEMINI_BASE_URL"),
-        description="Gemini API endpoint (default: Google's)")
+        description="Gemini API endpoint (default: Google's): https, or http on this machine")
     openai_base_url: str = Field(
         "http://127.0.0.1:11434/v1", validation_alias=_env("CHATAGENT_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
-        description="OpenAI-compatible server for openai:MODEL (default: Ollama's)")
+        description="OpenAI-compatible server for openai:MODEL (default: Ollama's): https, or http on this machine")
     openai_api_key: SecretStr | None = Field(
         None, validation_alias=_env("OPENAI_API_KEY", "CHATAGENT_OPENAI_API_KEY"),
         description="key for the OpenAI-compatible server, if it needs one")
@@ -105,6 +135,40 @@ class Settings(BaseSettings):
     daemon: bool = Field(False, description="`chatagent ask` starts a background daemon on first use and "
                          "is answered by it, warm, from then on (`chatagent daemon`)")
     daemon_idle: float = Field(900.0, gt=0, description="seconds a daemon stays up without a question")
+
+    # Every key the environment and the file gave: the one in use first, then
+    # the others, environment before file (`_bind_keys`).
+    _saved: dict[str, tuple[SavedKey, ...]] = PrivateAttr(default_factory=dict)
+
+    @field_validator("gemini_base_url", "openai_base_url")
+    @classmethod
+    def _endpoint(cls, value: str | None) -> str | None:
+        return None if value is None else check_endpoint(value)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _bind_keys(cls, data: Any, handler: ModelWrapValidatorHandler["Settings"]) -> "Settings":
+        """Each provider key the environment or the file gave (`SavedKey`s, by
+        source: see `_Environment` and `_File`) becomes the first one given
+        for the endpoint in effect, or None when none is. A key given directly
+        (a flag, or code constructing `Settings`) is the caller's own: used as given."""
+        saved: dict[str, tuple[SavedKey, ...]] = {}
+        if isinstance(data, dict):
+            data = dict(data)
+            for key, setting in KEY_ENDPOINTS.items():
+                for name in _names(key):
+                    given = data.get(name)
+                    if not (isinstance(given, dict) and given and all(isinstance(v, SavedKey) for v in given.values())):
+                        continue
+                    found = tuple(given[source] for source in ("env", "file") if source in given)
+                    endpoint = next((data[n] for n in _names(setting) if data.get(n) is not None), None)
+                    in_effect = str(endpoint) if endpoint is not None else default_endpoint(setting)
+                    usable = next((k for k in found if same_endpoint(k.endpoint, in_effect)), None)
+                    data[name] = usable.secret if usable else None
+                    saved[key] = (usable, *(k for k in found if k is not usable)) if usable else found
+        settings = handler(data)
+        settings._saved = saved
+        return settings
 
     @classmethod
     def settings_customise_sources(
@@ -133,6 +197,100 @@ class Settings(BaseSettings):
         value = getattr(self, key)
         return value.get_secret_value() if isinstance(value, SecretStr) else value
 
+    def endpoint(self, setting: str) -> str:
+        """Where an endpoint setting (`gemini_base_url`, `openai_base_url`) points, its default spelled out."""
+        return getattr(self, setting) or default_endpoint(setting)
+
+    def saved_key(self, key: str) -> SavedKey | None:
+        """Where a provider key came from when the environment or the file gave
+        it: the one in use, else the first given (environment before file),
+        which then is for another endpoint. None: given directly, or not at all."""
+        return next(iter(self._saved.get(key, ())), None)
+
+    def key_elsewhere(self, key: str) -> SavedKey | None:
+        """The saved key a provider goes without because it was given for
+        another endpoint than the one in effect; None when a key is in use or none is saved."""
+        return None if getattr(self, key) is not None else self.saved_key(key)
+
+    def saved_secrets(self) -> list[SecretStr]:
+        """Every key the environment and the settings file hold, used or not
+        (a key for another endpoint is no field's value, but still a secret)."""
+        return [k.secret for found in self._saved.values() for k in found]
+
+
+@dataclass(frozen=True)
+class SavedKey:
+    """A provider's key as the environment or the settings file holds it, with
+    the endpoint it was given for: the only one it is sent to."""
+
+    secret: SecretStr
+    endpoint: str
+    source: Literal["env", "file"]
+
+    def describe(self) -> str:
+        return "the key in the environment" if self.source == "env" else "the key in the settings file"
+
+
+# --- endpoints --------------------------------------------------------------------
+
+
+def default_endpoint(setting: str) -> str:
+    """Where an endpoint setting points when nothing sets it."""
+    default = Settings.model_fields[setting].default
+    return str(default) if default else GOOGLE_ENDPOINT
+
+
+def check_endpoint(url: str) -> str:
+    """`url`, if requests with a key and page text may go there: an https URL,
+    or http to this machine (loopback: nothing on the way can read it). Else a
+    validation error saying why, for the caller to name the setting."""
+    url = url.strip()
+    if not url.isprintable() or any(c.isspace() or c == "\\" for c in url):
+        raise PydanticCustomError("endpoint", "a URL has no spaces, control characters or backslashes")
+    parts = urlsplit(url)
+    try:
+        host = parts.hostname
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        host = None
+    need = f"an https:// URL, or http:// on this machine ({LOOPBACK_NAMES})"
+    if parts.scheme not in ("https", "http"):
+        scheme = f"{parts.scheme}:" if parts.scheme else "a URL without a scheme"
+        raise PydanticCustomError("endpoint", "must be {need}, not {scheme}", {"need": need, "scheme": scheme})
+    if not host:
+        raise PydanticCustomError("endpoint", "must be {need} with a host, e.g. https://example.com", {"need": need})
+    if "@" in parts.netloc:
+        raise PydanticCustomError("endpoint", "must not carry a user name or password (…@)")
+    if parts.scheme == "http" and not _loopback(host):
+        raise PydanticCustomError(
+            "endpoint", "http:// is allowed on this machine only ({loopback}): {host} needs https://",
+            {"loopback": LOOPBACK_NAMES, "host": host})
+    return url
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def same_endpoint(a: str, b: str) -> bool:
+    """Whether two endpoint URLs name the same server and path (case, a
+    default port and a trailing slash aside)."""
+    return _endpoint_id(a) == _endpoint_id(b)
+
+
+def _endpoint_id(url: str) -> tuple[Any, ...]:
+    parts = urlsplit(url.strip())
+    try:
+        port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+    except ValueError:
+        return (url,)
+    return (parts.scheme, parts.hostname or "", port, parts.path.rstrip("/"), parts.query)
+
 
 # --- where settings come from -----------------------------------------------------
 
@@ -140,7 +298,7 @@ class Settings(BaseSettings):
 def _file_source(settings_cls: type[BaseSettings]) -> PydanticBaseSettingsSource:
     path = config_path()
     try:
-        return TomlConfigSettingsSource(settings_cls, toml_file=path)
+        return _File(settings_cls, toml_file=path)
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         raise ConfigError(
             f"The settings file {path} cannot be read ({exc}). Fix it, or remove it to start again "
@@ -162,14 +320,57 @@ def browser_launcher_keys() -> frozenset[str]:
 
 
 class _Environment(EnvSettingsSource):
-    """The environment, minus a GOOGLE_API_KEY that is the browser launcher's own."""
+    """The environment, minus a GOOGLE_API_KEY that is the browser launcher's
+    own. A key is for the endpoint the environment names, else the provider's
+    default: the user's own either way."""
 
     def __call__(self) -> dict[str, Any]:
         data = super().__call__()
         foreign = browser_launcher_keys()
         for key in [k for k, v in data.items() if _field_of(k) == "google_api_key" and v in foreign]:
             del data[key]
-        return data
+        return _saved_keys(data, "env", lambda setting: _value_of(data, setting))
+
+
+class _File(TomlConfigSettingsSource):
+    """The settings file. A key is for the endpoint recorded beside it
+    (`KEY_ENDPOINT`), else (saved before keys were bound) the provider's default."""
+
+    def __call__(self) -> dict[str, Any]:
+        return _saved_keys(super().__call__(), "file", lambda setting: _bound_endpoint(self.toml_data, setting))
+
+
+# The file's record of the endpoint a saved key is for: `google_api_key_endpoint = "https://…"`.
+KEY_ENDPOINT = "{key}_endpoint"
+
+
+def _bound_endpoint(doc: Mapping[str, Any], setting: str) -> str | None:
+    key = next(k for k, s in KEY_ENDPOINTS.items() if s == setting)
+    value = doc.get(KEY_ENDPOINT.format(key=key))
+    return str(value) if isinstance(value, str) else None
+
+
+def _saved_keys(data: dict[str, Any], source: Literal["env", "file"], endpoint_for: Any) -> dict[str, Any]:
+    """`data` with each provider key as `{source: SavedKey}`: the sources' dicts
+    are merged key by key, so `Settings._bind_keys` sees every source's key,
+    not just the first, and can choose the one for the endpoint in effect."""
+    for name, value in list(data.items()):
+        key = _field_of(name)
+        if key in KEY_ENDPOINTS and isinstance(value, str):
+            setting = KEY_ENDPOINTS[key]
+            endpoint = endpoint_for(setting) or default_endpoint(setting)
+            data[name] = {source: SavedKey(SecretStr(value), str(endpoint), source)}
+    return data
+
+
+def _value_of(data: Mapping[str, Any], key: str) -> Any:
+    """The value `data` (a source's, or the file's) gives `key` under any of its names; None: none."""
+    return next((v for n, v in data.items() if _field_of(n) == key), None)
+
+
+def _names(key: str) -> list[str]:
+    """The names a setting's value may go by in a source's data: its variables, then its own."""
+    return [*_variables(Settings.model_fields[key]), key]
 
 
 def _field_of(name: str) -> str | None:
@@ -279,20 +480,35 @@ class Shown:
     key: str
     value: str  # secrets masked
     origin: Origin
+    saved_for: str | None = None  # a key saved for another endpoint than the one in effect: that endpoint
 
 
 def describe(settings: Settings, flags: dict[str, Any] | None = None) -> Iterator[Shown]:
-    """Each setting's value (secrets masked) and where it came from."""
+    """Each setting's value (secrets masked) and where it came from. A key
+    for another endpoint is shown as saved, with that endpoint: it is not used."""
     flags = flags or {}
     found = _Found.read()
     for key in Settings.model_fields:
         value = getattr(settings, key)
-        if isinstance(value, SecretStr):
-            raw = value.get_secret_value()
-            text = f"…{raw[-4:]} (set)" if len(raw) > 8 else "(set)"
+        origin = _origin(key, flags, found)
+        saved = settings.saved_key(key) if key in KEY_ENDPOINTS and key not in flags else None
+        if saved is not None:
+            origin = Origin("env", _env_spelling(key)) if saved.source == "env" else Origin("file", str(config_path()))
+        elsewhere = settings.key_elsewhere(key) if key in KEY_ENDPOINTS else None
+        if elsewhere is not None:
+            text = (f"{_mask(elsewhere.secret)} (set for {elsewhere.endpoint}, not sent to "
+                    f"{settings.endpoint(KEY_ENDPOINTS[key])})").lstrip()
+        elif isinstance(value, SecretStr):
+            text = f"{_mask(value)} (set)".lstrip()
         else:
             text = "(not set)" if value is None else str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
-        yield Shown(key, text, _origin(key, flags, found))
+        yield Shown(key, text, origin, elsewhere.endpoint if elsewhere else None)
+
+
+def _mask(secret: SecretStr) -> str:
+    """A key's last 4 characters ("…y987"), or nothing for a key too short to show any of."""
+    raw = secret.get_secret_value()
+    return f"…{raw[-4:]}" if len(raw) > 8 else ""
 
 
 # --- the file ------------------------------------------------------------------------
@@ -318,38 +534,67 @@ def file_sets(key: str) -> bool:
 
 
 def set_value(key: str, value: str | None) -> Path:
-    """Write `key = value` in the settings file (None: remove the key), after
-    checking the value (`BadValueError`; a model's name too: one no provider
-    serves is refused as `models.provider_for` says). The file holds keys: it
-    is private to the user (0600).
-    Removing a key the file does not set writes nothing."""
+    """`set_values` of one setting."""
+    return set_values({key: value})
+
+
+def set_values(changes: Mapping[str, str | None]) -> Path:
+    """Write each `key = value` in the settings file (None: remove the key),
+    all at once, after checking every value (`check_value`: one refused, and
+    nothing is written). A provider key is written with the endpoint
+    it is for, the one in effect once the change is made (the environment's,
+    else the file's, else the provider's default): it is sent to no other
+    (`Settings._bind_keys`). The file holds keys: it is private to the user
+    (0600). A change that changes nothing (removing a key the file does not
+    set) writes nothing."""
     import tomlkit
 
-    if key not in Settings.model_fields:
-        raise ConfigError(f"Unknown setting {key!r}. Settings: {', '.join(Settings.model_fields)}.")
+    unknown = ", ".join(repr(key) for key in changes if key not in Settings.model_fields)
+    if unknown:
+        raise ConfigError(f"Unknown setting {unknown}. Settings: {', '.join(Settings.model_fields)}.")
+    checked = {key: None if value is None else check_value(key, value) for key, value in changes.items()}
     path = config_path()
     doc = tomlkit.parse(path.read_text()) if path.exists() else tomlkit.document()
-    if value is None:
-        names = [name for name in doc if _field_of(name) == key]
-        if not names:
-            return path
-        for name in names:
+    changed = False
+    for key, value in checked.items():
+        stale = [name for name in doc if _field_of(name) == key and (value is None or name != key)]  # one spelling
+        if value is None and key in KEY_ENDPOINTS:
+            stale += [name for name in doc if name == KEY_ENDPOINT.format(key=key)]
+        for name in stale:
             doc.pop(name)
-    else:
-        try:
-            checked = Settings.model_validate({key: value}).model_dump(mode="python")[key]
-        except ValidationError as exc:
-            raise BadValueError(f"Bad value for {key}: {exc.errors()[0]['msg']}.") from None
-        if key == "model":  # a name no provider serves would fail every later ask
-            from .models import provider_for
-
-            try:
-                provider_for(checked.strip())
-            except ModelConfigError as exc:
-                raise BadValueError(exc.message) from None
-        doc[key] = checked.get_secret_value() if isinstance(checked, SecretStr) else checked
-    _write_private(path, tomlkit.dumps(doc))
+        if value is not None:
+            doc[key] = value
+        changed = changed or bool(stale) or value is not None
+    bound = [(key, setting) for key, setting in KEY_ENDPOINTS.items() if checked.get(key) is not None]
+    env = _Environment(Settings)() if bound else {}
+    for key, setting in bound:
+        doc[KEY_ENDPOINT.format(key=key)] = str(_value_of(env, setting) or _value_of(doc, setting)
+                                                or default_endpoint(setting))
+    if changed:
+        _write_private(path, tomlkit.dumps(doc))
     return path
+
+
+def check_value(key: str, value: str) -> Any:
+    """`value` as the setting `key` takes it, as the file holds it, checked
+    on its own (whatever the other settings say); else `BadValueError`. A
+    model's name too: one no provider serves is refused as
+    `models.provider_for` says, as it would fail every later ask."""
+    probe = Settings.model_construct()
+    try:
+        Settings.__pydantic_validator__.validate_assignment(probe, key, value)
+    except ValidationError as exc:
+        reason = str(exc.errors()[0]["msg"])
+        raise BadValueError(f"Bad value for {key}: {reason}.", reason) from None
+    checked = getattr(probe, key)
+    if key == "model":
+        from .models import provider_for
+
+        try:
+            provider_for(checked.strip())
+        except ModelConfigError as exc:
+            raise BadValueError(exc.message) from None
+    return checked.get_secret_value() if isinstance(checked, SecretStr) else checked
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -280,9 +280,11 @@ class ErrorMessage(_Wire):
 
 
 class ShownSetting(_Wire):
-    value: str | None  # keys masked ("…y987"); null: not set
+    value: str | None  # keys masked ("…y987"); null: not set (or, for a key, none for the endpoint in effect)
     source: Literal["flag", "env", "file", "default"]
     origin: str  # in words: "environment GOOGLE_API_KEY", "file /home/…/config.toml", "default"
+    # A key saved for another endpoint than the one in effect: that endpoint (the key is not used).
+    saved_for: str | None = None
 
 
 class SettingsMessage(_Wire):

@@ -1,7 +1,11 @@
 """The settings the side panel shows and changes: which model answers and how
 to reach it. They live in the user's settings file (the one `chatagent config`
 writes, private to the user), never in the extension's storage; the
-environment still comes first, and the panel is told when it does."""
+environment still comes first, and the panel is told when it does.
+
+The extension is not trusted: an endpoint it saves must be https (or http on
+this machine), and a key saved before goes to no endpoint but its own
+(`chatagent.settings`): the panel is told to enter the key for the new server."""
 
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ from pydantic.alias_generators import to_camel
 from chatagent import settings as config
 from chatagent.errors import ChatAgentError
 from chatagent.models import provider_for
-from chatagent.settings import Settings
+from chatagent.settings import KEY_ENDPOINTS, Settings
 
 from .messages import PANEL_SETTINGS, PanelSettingValues, SettingsMessage, ShownSetting
 
@@ -37,8 +41,8 @@ def describe(request_id: str, settings: Settings, flags: dict[str, Any]) -> Sett
         model=provider_for(settings.model).label(settings.model),
         settings={
             to_camel(key): ShownSetting(
-                value=None if shown[key].value == "(not set)" else shown[key].value,
-                source=shown[key].origin.kind, origin=shown[key].origin.describe(),
+                value=None if shown[key].value == "(not set)" or shown[key].saved_for else shown[key].value,
+                source=shown[key].origin.kind, origin=shown[key].origin.describe(), saved_for=shown[key].saved_for,
             )
             for key in PANEL_SETTINGS
         },
@@ -49,35 +53,32 @@ def describe(request_id: str, settings: Settings, flags: dict[str, Any]) -> Sett
 
 def _problem(settings: Settings) -> str | None:
     """The missing key the first question would fail on (a `model_config`
-    error), said in the panel's words; None when there is none."""
+    error), or a key saved for another server than the one in effect, said
+    in the panel's words; None when there is none."""
     provider = provider_for(settings.model)
+    label = provider.label(settings.model)
+    if provider.api_key and (elsewhere := settings.key_elsewhere(provider.api_key)):
+        server = settings.endpoint(KEY_ENDPOINTS[provider.api_key])
+        needs = ", or choose Offline" if provider.required_key else " if it needs one"
+        return (f"{label}'s {PANEL_NAMES[provider.api_key]} is for {elsewhere.endpoint}, not {server}: "
+                f"enter the key for this server{needs}.")
     key = provider.required_key
     if key and not settings.secret(key):
-        return f"{provider.label(settings.model)} needs a {PANEL_NAMES[key]}: enter one, or choose Offline."
+        return f"{label} needs a {PANEL_NAMES[key]}: enter one, or choose Offline."
     return None
 
 
 def save(values: PanelSettingValues) -> None:
-    """Check every value first, then write them: a bad one changes nothing."""
+    """Check every value first, then write them together: a bad one changes
+    nothing, and a key sent with an endpoint is saved for that endpoint."""
     given = {key: getattr(values, key) for key in values.model_fields_set if key in PANEL_SETTINGS}
     for key, value in given.items():
-        if value is None:
-            continue
-        value = value.strip()
+        value = value.strip() if value is not None else None
         given[key] = value or None
         if not value:
             continue
         try:
-            Settings.model_validate({key: value})
-            if key == "model":
-                provider_for(value)
-        except (ChatAgentError, ValueError) as exc:
-            reason = exc.message if isinstance(exc, ChatAgentError) else _first_error(exc)
-            raise PanelSettingError(f"{PANEL_NAMES[key]}: {reason}") from None
-    for key, value in given.items():
-        config.set_value(key, value)
-
-
-def _first_error(exc: ValueError) -> str:
-    errors = getattr(exc, "errors", None)
-    return str(errors()[0]["msg"]) if callable(errors) else str(exc)
+            config.check_value(key, value)
+        except config.BadValueError as exc:
+            raise PanelSettingError(f"{PANEL_NAMES[key]}: {exc.reason}") from None
+    config.set_values(given)

@@ -112,7 +112,7 @@ async def test_panel_settings_are_saved_in_the_settings_file_and_bad_ones_change
         await peer.send({"type": "settings_get", "id": "s1"})
         shown = await peer.recv()
         assert shown["type"] == "settings" and shown["model"] == "extractive"
-        assert shown["settings"]["googleApiKey"] == {"value": None, "source": "default", "origin": "default"}
+        assert shown["settings"]["googleApiKey"] == {"value": None, "source": "default", "origin": "default", "savedFor": None}
         assert shown["path"] == str(private_settings)
         await peer.send({"type": "settings_set", "id": "s2", "values": {"model": "gpt-nonsense", "googleApiKey": "k"}})
         refused = await peer.recv()

@@ -307,6 +307,29 @@ async def test_saving_gemini_without_a_key_says_that_a_key_is_needed(
     assert await panel.inner_text("#settings-message") == "Saved. gemini-2.5-flash answers the next question."
 
 
+async def test_a_new_endpoint_without_its_key_asks_for_the_key_for_this_server(
+    private_settings: Path, panel_browser: Any, site: Site,
+) -> None:
+    """The key saved for one endpoint is not sent to another: moving the
+    endpoint alone, the panel says so and asks for this server's key; the
+    key field says which server the saved one is for."""
+    await _tabs(panel_browser, [site.url("product")])
+    panel = await open_panel(panel_browser, [site.url("product")])
+    await choose_gemini(panel, endpoint="http://127.0.0.1:9", key="panel-key-1234")
+    await panel.fill("#gemini-base-url", "http://127.0.0.1:10")
+    await panel.click("#settings-save")
+    await panel.wait_for_selector("#settings-message[data-kind=error]", timeout=30_000)
+    needed = ("gemini-2.5-flash's Gemini API key is for http://127.0.0.1:9, not http://127.0.0.1:10: "
+              "enter the key for this server, or choose Offline.")
+    assert await panel.inner_text("#settings-message") == f"Saved, but {needed}"
+    assert await panel.get_attribute("#google-api-key", "placeholder") == (
+        "saved for http://127.0.0.1:9 — enter the key for this server")
+    await panel.fill("#google-api-key", "panel-key-5678")
+    await panel.click("#settings-save")
+    await panel.wait_for_selector("#settings-message[data-kind=ok]", timeout=30_000)
+    assert await panel.get_attribute("#google-api-key", "placeholder") == "saved (…5678) — type to replace"
+
+
 async def test_a_saved_key_reads_cleanly_in_its_field_whatever_its_length(
     private_settings: Path, panel_browser: Any, site: Site,
 ) -> None:

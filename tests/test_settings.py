@@ -309,8 +309,9 @@ async def test_debians_chromium_key_never_replaces_the_users_own(config: Path, g
     """Gemini configured in the file with the user's key: the host, started with
     Chromium's environment, sends the user's key, not Chromium's."""
     env = debian_chromium_env()
-    for key, value in (("model", "gemini-2.5-flash"), ("google_api_key", "users-own-key"),
-                       ("gemini_base_url", gemini.url)):
+    # The endpoint first: a key is saved for the endpoint in effect, and goes to no other.
+    for key, value in (("model", "gemini-2.5-flash"), ("gemini_base_url", gemini.url),
+                       ("google_api_key", "users-own-key")):
         set_value(key, value)
     gemini.api_key = "users-own-key"
     gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))

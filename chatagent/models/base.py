@@ -27,6 +27,7 @@ class Provider:
     name: ClassVar[str]
     prefixes: ClassVar[tuple[str, ...]] = ()  # model names it serves start with one of these
     key_setting: ClassVar[str] = "the model's API key"  # what to fix when credentials are refused
+    api_key: ClassVar[str | None] = None  # the setting holding its API key, if it takes one
     required_key: ClassVar[str | None] = None  # the setting holding a key it cannot answer without
     endpoint_setting: ClassVar[str] = ""  # how to point it elsewhere
     # Tokens of page text per tab its models read at least, whatever the `budget`

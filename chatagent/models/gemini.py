@@ -17,13 +17,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "gemini-2.5-flash"
-GOOGLE_ENDPOINT = "https://generativelanguage.googleapis.com"
 
 
 class GeminiProvider(Provider):
     name = "gemini"
     prefixes = ("gemini-", "models/gemini-", "gemma-")
     key_setting = "GOOGLE_API_KEY (`chatagent config set google_api_key KEY`)"
+    api_key: ClassVar[str] = "google_api_key"
     required_key: ClassVar[str] = "google_api_key"
     endpoint_setting = "gemini_base_url (`chatagent config set gemini_base_url URL`, or GOOGLE_GEMINI_BASE_URL)"
 
@@ -31,6 +31,13 @@ class GeminiProvider(Provider):
         from langchain_google_genai import ChatGoogleGenerativeAI
 
         key = settings.secret(self.required_key)
+        if not key and (elsewhere := settings.key_elsewhere(self.required_key)):
+            raise ModelConfigError(
+                f"Model {model!r} has no Gemini API key for {self.endpoint(settings)}: {elsewhere.describe()} "
+                f"is for {elsewhere.endpoint}, and a key goes only to the endpoint it was saved for. Save the "
+                "key for this endpoint with `chatagent config set google_api_key KEY` (or use the offline "
+                "model: --model extractive)."
+            )
         if not key:
             raise ModelConfigError(
                 f"Model {model!r} needs a Gemini API key: set GOOGLE_API_KEY or run "
@@ -44,7 +51,7 @@ class GeminiProvider(Provider):
         return ChatGoogleGenerativeAI(**kwargs)
 
     def endpoint(self, settings: "Settings") -> str:
-        return settings.gemini_base_url or GOOGLE_ENDPOINT
+        return settings.endpoint("gemini_base_url")
 
     def label(self, model: str) -> str:
         return model.removeprefix("models/")

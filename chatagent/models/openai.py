@@ -3,6 +3,7 @@ optional langchain-openai extra: `openai:MODEL`."""
 
 from __future__ import annotations
 
+import logging
 from typing import TYPE_CHECKING
 
 from ..errors import ModelConfigError
@@ -13,10 +14,13 @@ if TYPE_CHECKING:
 
     from ..settings import Settings
 
+log = logging.getLogger(__name__)
+
 
 class OpenAIProvider(Provider):
     name = "openai"
     prefixes = ("openai:",)
+    api_key = "openai_api_key"
     key_setting = "OPENAI_API_KEY (`chatagent config set openai_api_key KEY`) and openai_base_url"
     endpoint_setting = (
         "openai_base_url (`chatagent config set openai_base_url URL`, or CHATAGENT_OPENAI_BASE_URL)"
@@ -29,6 +33,10 @@ class OpenAIProvider(Provider):
             raise ModelConfigError(
                 "openai:* models need the optional extra: pip install 'chatagent[openai]'"
             ) from exc
+        if elsewhere := settings.key_elsewhere(self.api_key):  # a server may need none: say why it gets none
+            log.warning("%s (openai_api_key) is for %s, not %s: it is not sent there (`chatagent config set "
+                        "openai_api_key KEY` saves one for it).", elsewhere.describe().capitalize(),
+                        elsewhere.endpoint, settings.openai_base_url)
         return ChatOpenAI(
             model=model.removeprefix("openai:").strip(),  # never empty: `matches` wants a name after it
             base_url=settings.openai_base_url,

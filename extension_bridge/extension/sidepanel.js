@@ -191,10 +191,14 @@ const KEY_NAMES = { googleApiKey: "Gemini API key", openaiApiKey: "server API ke
 function showKeys(msg) {
   for (const [field, key] of Object.entries(KEY_FIELDS)) {
     const shown = msg.settings[key];
-    $(field).placeholder = shown.value ? `${savedKey(shown.value)} — type to replace` : "not set";
+    // A key saved for another endpoint is not sent to this one: the key for this server is needed.
+    $(field).placeholder = shown.savedFor
+      ? `saved for ${shown.savedFor} — enter the key for this server`
+      : shown.value ? `${savedKey(shown.value)} — type to replace` : "not set";
     // Only a key the settings file holds can be removed here (the environment's is not the panel's).
     $(`${field}-remove`).hidden = shown.source !== "file";
-    $(`${field}-hint`).textContent = envHint(shown);
+    // One entered here is used for this server even so (the environment's is for another).
+    $(`${field}-hint`).textContent = shown.savedFor ? "" : envHint(shown);
   }
 }
 
