@@ -35,6 +35,7 @@ from pydantic_settings import (
 from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .locations import config_dir, config_path, make_private_dirs, tighten_dir
+from .scrub import tail
 
 # Files in which a browser's launcher exports its own Google API key (Debian, Ubuntu).
 BROWSER_KEY_FILES = (Path("/etc/chromium.d/apikeys"), Path("/etc/chromium-browser/apikeys"))
@@ -132,6 +133,13 @@ class Settings(BaseSettings):
     def secret(self, key: str) -> str | None:
         value = getattr(self, key)
         return value.get_secret_value() if isinstance(value, SecretStr) else value
+
+    def secret_values(self) -> list[str]:
+        """Every secret these settings hold: each `SecretStr` setting that is
+        set, a setting added later included. What `scrub` masks in whatever
+        chatagent writes; a secret kept anywhere else belongs here too."""
+        return [value.get_secret_value() for key in type(self).model_fields
+                if isinstance(value := getattr(self, key), SecretStr)]
 
 
 # --- where settings come from -----------------------------------------------------
@@ -288,8 +296,8 @@ def describe(settings: Settings, flags: dict[str, Any] | None = None) -> Iterato
     for key in Settings.model_fields:
         value = getattr(settings, key)
         if isinstance(value, SecretStr):
-            raw = value.get_secret_value()
-            text = f"…{raw[-4:]} (set)" if len(raw) > 8 else "(set)"
+            shown = tail(value.get_secret_value())  # as `scrub` masks it wherever chatagent writes it
+            text = f"…{shown} (set)" if shown else "(set)"
         else:
             text = "(not set)" if value is None else str(value).lower() if isinstance(value, bool) else f"{value:g}" if isinstance(value, float) else str(value)
         yield Shown(key, text, _origin(key, flags, found))
