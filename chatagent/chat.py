@@ -131,7 +131,8 @@ class ChatSession:
         if not tabs:
             where = "The browser has no open tabs" if self.live_tabs else "This conversation has no tabs"
             return self._fail(f"{where} to read: /open URL opens one.")
-        printer = await show(self.conversation.ask(question, tabs=tabs), json_mode=self.json_mode)
+        printer = await show(self.conversation.ask(question, tabs=tabs), json_mode=self.json_mode,
+                             scrubber=self.runtime.scrubber)
         self.failed |= printer.failed
         self.unanswered |= printer.unanswered
 

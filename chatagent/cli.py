@@ -168,7 +168,7 @@ async def cmd_context(args: argparse.Namespace) -> int:
             tabs = await runtime.open_tabs(args.targets)
         with err.status("Extracting and fitting the text…"):
             await runtime.load()
-            ctx = await runtime.builder.build(tabs, args.question)
+            ctx = runtime.scrubber.model(await runtime.builder.build(tabs, args.question))
 
     if args.json:
         sys.stdout.write(json_safe(ctx.model_dump_json(indent=2)) + "\n")
@@ -296,7 +296,8 @@ async def _answer(conversation: "Conversation", question: str, json_mode: bool) 
     """Answer one question; its exit status: EXIT_FAIL, EXIT_NO_ANSWER or EXIT_OK."""
     from .render import show
 
-    return answer_status(await show(conversation.ask(question), json_mode=json_mode))
+    return answer_status(await show(conversation.ask(question), json_mode=json_mode,
+                                    scrubber=conversation.runtime.scrubber))
 
 
 async def cmd_ask(args: argparse.Namespace) -> int:

@@ -24,8 +24,8 @@ from contextlib import asynccontextmanager, contextmanager
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from . import __version__, startup
@@ -37,6 +37,7 @@ from .events import Done, ErrorEvent, Note, PassStart, ToolCall
 from .prompts import Fence
 from .runtime import Runtime
 from .limits import MAX_QUESTION_CHARS, MIN_TAB_BUDGET
+from .scrub import Scrubber
 from .settings import Settings
 
 log = logging.getLogger(__name__)
@@ -230,6 +231,28 @@ class PageTools:
         raise _tool_error("The question ended without an answer.")
 
 
+class _Server(MCPServer):
+    """The SDK's server, with the secrets masked (`scrub`) in every tool
+    result and tool error: what chatagent tells a client, over --http a
+    remote one. A tool's unexpected failure says only "Error executing tool
+    NAME" (the SDK's way): nothing of it to mask."""
+
+    def __init__(self, scrubber: Scrubber, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.scrubber = scrubber
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context | None = None,
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as exc:
+            raise ToolError(self.scrubber.text(str(exc))) from exc.__cause__
+        return self.scrubber.model(result)
+
+
 Urls = Annotated[list[str], Field(
     min_length=1, max_length=MAX_URLS,
     description="http(s)/file URLs, local paths (absolute, or relative to the server's directory), "
@@ -243,8 +266,8 @@ def build_server(runtime: Runtime) -> MCPServer:
     pay for the schemas in every request), read-only and open-world. `list_tabs`
     only when attached to a browser (`cdp`): otherwise it has no tabs to list."""
     tools = PageTools(runtime)
-    server = MCPServer("chatagent", version=__version__,
-                       instructions="Read web pages within a token budget, or ask questions about them.")
+    server = _Server(runtime.scrubber, "chatagent", version=__version__,
+                     instructions="Read web pages within a token budget, or ask questions about them.")
     annotations = ToolAnnotations(**_READ_ONLY)
 
     @server.tool(annotations=annotations, structured_output=True)
@@ -272,7 +295,7 @@ def build_server(runtime: Runtime) -> MCPServer:
         async def progress(message: str) -> None:
             nonlocal steps  # progress must increase with every notification; how many steps is not known ahead
             steps += 1
-            await ctx.report_progress(steps, None, message)
+            await ctx.report_progress(steps, None, runtime.scrubber.text(message))  # it may quote the model
 
         with _told():
             return await tools.ask_pages(urls, question, model, progress)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 from .errors import ChatAgentError, UsageError
 from .exit_status import EXIT_BROKEN_PIPE, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, INTERRUPTED
+from .scrub import LogScrubber, Secrets, configured
 from .terminal import SanitizingFormatter, safe_text, stderr_console
 
 if TYPE_CHECKING:
@@ -54,7 +55,8 @@ def _no_asyncgen_cleanup(record: logging.LogRecord) -> bool:
     return not (record.name == "asyncio" and str(record.msg).startswith(_ASYNCGEN_CLEANUP))
 
 
-def setup_logging(verbosity: int) -> None:
+def setup_logging(verbosity: int, *, secrets: Secrets = configured) -> None:
+    """Log lines on stderr, with `secrets` masked (`scrub`: a library's error may quote a key it was given)."""
     level = logging.WARNING if verbosity <= 0 else logging.INFO if verbosity == 1 else logging.DEBUG
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(SanitizingFormatter("%(levelname)s %(name)s: %(message)s"))
@@ -65,6 +67,7 @@ def setup_logging(verbosity: int) -> None:
     if verbosity < 2:
         handler.addFilter(_quiet_libraries)
         handler.addFilter(_no_asyncgen_cleanup)
+    handler.addFilter(LogScrubber(secrets))  # last: only on records that are written
     logging.basicConfig(level=level, handlers=[handler])
     logging.captureWarnings(True)  # library warnings may quote page text: through the same formatter
 
@@ -78,9 +81,12 @@ def interrupted() -> None:
     stderr_console().print(safe_text(INTERRUPTED))
 
 
-def run(command: Callable[[], int | None | Awaitable[int | None]], *, verbose: int) -> int | None:
+def run(
+    command: Callable[[], int | None | Awaitable[int | None]], *, verbose: int, secrets: Secrets = configured,
+) -> int | None:
     """Run a command (sync, or async in a new event loop); its exit status,
-    with its errors told on stderr. None if the command returned None."""
+    with its errors told on stderr, `secrets` masked. None if the command
+    returned None."""
     try:
         result = command()
         if inspect.iscoroutine(result):
@@ -97,14 +103,15 @@ def run(command: Callable[[], int | None | Awaitable[int | None]], *, verbose: i
         os.close(devnull)
         return EXIT_BROKEN_PIPE
     except ChatAgentError as exc:
-        stderr_console().print(safe_text(("error: ", "bold red"), exc.message))
+        stderr_console().print(safe_text(("error: ", "bold red"), secrets().text(exc.message)))
         return EXIT_USAGE if isinstance(exc, UsageError) else EXIT_FAIL
     except Exception as exc:  # a bug: say so plainly; the traceback only with -v
         log.debug("unexpected error", exc_info=True)
         err = stderr_console()
-        err.print(safe_text(("internal error: ", "bold red"), f"{type(exc).__name__}: {exc}"))
+        scrubber = secrets()
+        err.print(safe_text(("internal error: ", "bold red"), scrubber.text(f"{type(exc).__name__}: {exc}")))
         if not verbose:
             err.print(safe_text(("Run again with -v for details.", "dim")))
         else:  # plain and sanitized: the exception's text may quote a page
-            err.print(safe_text(traceback.format_exc()))
+            err.print(safe_text(scrubber.text(traceback.format_exc())))
         return EXIT_FAIL

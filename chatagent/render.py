@@ -4,7 +4,8 @@ Everything shown comes from pages, URLs or models, so it is untrusted: text
 mode sanitizes it and builds rich `Text` objects (never markup strings);
 JSON mode keeps the content exact, escaped. On a terminal the answer is shown
 as Markdown (`safe_markdown.SafeMarkdown`) while it streams; piped, it is the plain
-text the model sent.
+text the model sent. In both, the configured keys and tokens are masked
+(`scrub`): a provider's error may echo them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from rich.spinner import Spinner
 
 from . import startup
 from .events import Done, ErrorEvent, Event, Note, PassStart, Screenshot, Token, ToolCall, ToolResult
+from .scrub import EventStream, Scrubber
 from .terminal import json_safe, link, safe_text, sanitize
 
 # Why pass 2 stopped without an answer, for the stop reasons known today;
@@ -39,9 +41,10 @@ def _is_terminal(stream: TextIO) -> bool:
     return tty and not Console(file=stream, force_terminal=True).is_dumb_terminal
 
 
-async def show(events: AsyncIterator[Event], *, json_mode: bool) -> "EventPrinter":
-    """Print one question's events as they come; the printer says how it ended."""
-    printer = EventPrinter(json_mode=json_mode)
+async def show(events: AsyncIterator[Event], *, json_mode: bool, scrubber: Scrubber) -> "EventPrinter":
+    """Print one question's events as they come, `scrubber`'s secrets masked;
+    the printer says how it ended."""
+    printer = EventPrinter(json_mode=json_mode, scrubber=scrubber)
     printer.start()
     try:
         async for event in events:
@@ -57,12 +60,15 @@ class EventPrinter:
 
     With `json_mode`, stdout carries exactly one JSON event per line instead.
     With `markdown` (default: when stdout is a terminal) the answer is rendered
-    as it streams. After a question, `failed` says it ended in an error (other
-    than the user stopping it) and `unanswered` that it ended without an answer.
+    as it streams. Either way the secrets of `scrubber` are masked in every
+    event (`scrub.EventStream`). After a question, `failed` says it ended in an
+    error (other than the user stopping it) and `unanswered` that it ended
+    without an answer.
     """
 
-    def __init__(self, *, json_mode: bool = False, out: TextIO | None = None, err: TextIO | None = None,
-                 markdown: bool | None = None) -> None:
+    def __init__(self, *, scrubber: Scrubber, json_mode: bool = False, out: TextIO | None = None,
+                 err: TextIO | None = None, markdown: bool | None = None) -> None:
+        self._scrubbed = EventStream(scrubber)
         self.json_mode = json_mode
         self.out = out or sys.stdout
         self.console = Console(file=err or sys.stderr, highlight=False, soft_wrap=True)
@@ -75,6 +81,10 @@ class EventPrinter:
         self.unanswered = False
 
     def __call__(self, event: Event) -> None:
+        for shown in self._scrubbed(event):
+            self._show(shown)
+
+    def _show(self, event: Event) -> None:
         if isinstance(event, ErrorEvent) and event.code != "aborted":
             self.failed = True  # an answer the user stopped (Ctrl-C in chat) is not a failure
         if isinstance(event, Done) and event.stop_reason != "answered":
@@ -124,6 +134,8 @@ class EventPrinter:
 
     def close(self) -> None:
         """The question ended (or was stopped): end what is on screen."""
+        for shown in self._scrubbed.end():
+            self._show(shown)
         self._end_line()
 
     def _done(self, done: Done) -> None:

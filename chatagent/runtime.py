@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 from .browser import Browser, Tab, TabFailure, open_browser
 from .errors import ChatAgentError
 from .events import ErrorEvent, Event
+from .scrub import Scrubber
 from .settings import Settings
 
 if TYPE_CHECKING:  # loaded by `_load_parts`, off the event loop
@@ -140,6 +141,7 @@ class Runtime:
         (worth it for several tabs; starting them costs ~0.3 s of CPU).
         Cheap: the rest loads from `async with` on (see `load`)."""
         self.settings = settings or Settings.load()
+        self._scrubber = (self.settings, Scrubber.of(self.settings))
         self._extraction_workers = extraction_workers
         self._parts: _Parts | None = None
         self._parts_lock = threading.Lock()  # taken on the loading thread, or on a first use before it ends
@@ -184,6 +186,14 @@ class Runtime:
     @property
     def answers(self) -> AnswerCache:
         return self._loaded().answers
+
+    @property
+    def scrubber(self) -> Scrubber:
+        """The settings' secrets, masked in whatever a front end writes
+        (`chatagent.scrub`): those of the settings in use now (`reconfigure`)."""
+        if self._scrubber[0] is not self.settings:
+            self._scrubber = (self.settings, Scrubber.of(self.settings))
+        return self._scrubber[1]
 
     def reconfigure(self, settings: Settings) -> None:
         """Answer from now on as `settings` say (the side panel saved new ones):

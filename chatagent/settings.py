@@ -55,6 +55,7 @@ from pydantic_settings import (
 from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .locations import config_dir, config_path, make_private_dirs, tighten_dir
+from .scrub import tail
 
 # Files in which a browser's launcher exports its own Google API key (Debian, Ubuntu).
 BROWSER_KEY_FILES = (Path("/etc/chromium.d/apikeys"), Path("/etc/chromium-browser/apikeys"))
@@ -217,6 +218,14 @@ class Settings(BaseSettings):
         (a key for another endpoint is no field's value, but still a secret)."""
         return [k.secret for found in self._saved.values() for k in found]
 
+
+    def secret_values(self) -> list[str]:
+        """Every secret these settings hold: each `SecretStr` setting that is
+        set, a setting added later included, and every saved key, used or not
+        (`saved_secrets`). What `scrub` masks in whatever chatagent writes; a
+        secret kept anywhere else belongs here too."""
+        fields = [value for key in type(self).model_fields if isinstance(value := getattr(self, key), SecretStr)]
+        return [secret.get_secret_value() for secret in [*fields, *self.saved_secrets()]]
 
 @dataclass(frozen=True)
 class SavedKey:
@@ -506,9 +515,10 @@ def describe(settings: Settings, flags: dict[str, Any] | None = None) -> Iterato
 
 
 def _mask(secret: SecretStr) -> str:
-    """A key's last 4 characters ("…y987"), or nothing for a key too short to show any of."""
-    raw = secret.get_secret_value()
-    return f"…{raw[-4:]}" if len(raw) > 8 else ""
+    """A key's last 4 characters ("…y987"), as `scrub` masks it wherever chatagent
+    writes it, or nothing for a key too short to show any of."""
+    shown = tail(secret.get_secret_value())
+    return f"…{shown}" if shown else ""
 
 
 # --- the file ------------------------------------------------------------------------

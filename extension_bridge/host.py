@@ -19,6 +19,7 @@ from typing import Any
 from chatagent import startup
 from chatagent.errors import ChatAgentError
 from chatagent.events import ErrorEvent, Event
+from chatagent.scrub import NO_SECRETS, EventStream, LogScrubber, Secrets, configured
 
 from .errors import BadToolResultError, BridgeClosedError, MessageError, ProtocolError
 from .install import EXTENSION_ORIGIN
@@ -82,7 +83,10 @@ class BridgeHost:
         max_concurrent_asks: int = MAX_CONCURRENT_ASKS,
         warm: WarmFn | None = None,
         settings: SettingsFn | None = None,
+        secrets: Secrets = lambda: NO_SECRETS,
     ) -> None:
+        """`secrets`: those `writer` masks (`chatagent.scrub`), for an answer's tokens to
+        be held back where one could be split between two."""
         self.reader = reader
         self.writer = writer
         self.answer = answer
@@ -96,6 +100,7 @@ class BridgeHost:
         self._warm = warm  # run once the caller is accepted, alongside the first messages
         self._warming: asyncio.Task[None] | None = None
         self._settings = settings  # the panel's settings view; None: this host has none
+        self._secrets = secrets
 
     async def send(self, message: Any) -> None:
         if self._closed:
@@ -201,22 +206,31 @@ class BridgeHost:
         tabs = tabs_from_ask(ask, self.requester, timeout_s=self.tool_timeout_s)
         finished = False
         labelled = False
+        scrubbed = EventStream(self._secrets())
         stream = self.answer(ask, tabs)
+
+        async def emit(ev: Event | dict[str, Any]) -> None:
+            nonlocal finished, labelled
+            data = _event_dict(ev)
+            labels = None
+            if not labelled:
+                # The agent has labelled the tabs by its first event. "[Tab 2]" is the
+                # conversation's second tab, which need not be the panel's second
+                # (the extension leaves out tabs it cannot read): the panel is told which.
+                labelled = True
+                labels = [TabLabel(tab_id=t.chrome_tab_id, label=t.label) for t in tabs]
+            await self.send(EventMessage(id=ask.id, event=data, tabs=labels))
+            finished = data.get("type") in ("done", "error")
+
         try:
             async for ev in stream:
-                data = _event_dict(ev)
-                labels = None
-                if not labelled:
-                    # The agent has labelled the tabs by its first event. "[Tab 2]" is the
-                    # conversation's second tab, which need not be the panel's second
-                    # (the extension leaves out tabs it cannot read): the panel is told which.
-                    labelled = True
-                    labels = [TabLabel(tab_id=t.chrome_tab_id, label=t.label) for t in tabs]
-                await self.send(EventMessage(id=ask.id, event=data, tabs=labels))
-                if data.get("type") in ("done", "error"):
-                    finished = True
+                for shown in [ev] if isinstance(ev, dict) else scrubbed(ev):  # dicts: a stand-in's (tests)
+                    await emit(shown)
+                if finished:
                     break  # a run ends with exactly one done or error
             if not finished:
+                for shown in scrubbed.end():
+                    await emit(shown)
                 finished = True
                 await self._send_error(ask.id, "internal", "The agent stopped without an answer.")
         except asyncio.CancelledError:
@@ -277,8 +291,10 @@ async def serve_stdio(
     tool_timeout_s: float = DEFAULT_TOOL_TIMEOUT_S,
     warm: WarmFn | None = None,
     settings: SettingsFn | None = None,
+    secrets: Secrets = configured,
 ) -> int:
-    reader, writer = await open_stdio(sys.stdin.buffer, stdout)
+    """`secrets` are masked in every frame to the extension."""
+    reader, writer = await open_stdio(sys.stdin.buffer, stdout, scrub=lambda payload: secrets().json(payload))
     host = BridgeHost(
         reader,
         writer,
@@ -288,6 +304,7 @@ async def serve_stdio(
         tool_timeout_s=tool_timeout_s,
         warm=warm,
         settings=settings,
+        secrets=secrets,
     )
     return await host.serve()
 
@@ -300,6 +317,8 @@ def main(answer: AnswerFn | None = None, argv: Sequence[str] | None = None, *, w
     logging.basicConfig(
         stream=sys.stderr, level=logging.INFO, format="chatagent-bridge %(levelname)s %(name)s: %(message)s"
     )
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(LogScrubber())  # the configured secrets masked (`chatagent.scrub`)
     argv = list(sys.argv[1:] if argv is None else argv)
     p = argparse.ArgumentParser(prog="python -m extension_bridge", add_help=False)
     p.add_argument("--tool-timeout", type=float)
@@ -334,4 +353,5 @@ async def _serve(
         return await serve_stdio(
             answerer, argv, stdout=stdout, allowed_origins=allowed_origins,
             tool_timeout_s=settings.tool_timeout, warm=answerer.warm, settings=answerer.settings,
+            secrets=lambda: runtime.scrubber,
         )

@@ -20,7 +20,7 @@ import os
 import struct
 import sys
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, BinaryIO
 
 from pydantic import BaseModel
@@ -257,11 +257,17 @@ class _FileSink:
 
 class FrameWriter:
     """Writes messages as frames. Messages over `max_frame` go out as a run of
-    `chunk` frames; a lock keeps one message's chunks contiguous."""
+    `chunk` frames; a lock keeps one message's chunks contiguous. `scrub`:
+    what each message's JSON becomes before it is written (the host masks
+    its secrets there: `chatagent.scrub`)."""
 
-    def __init__(self, sink: asyncio.StreamWriter | BinaryIO | Any, *, max_frame: int = MAX_OUTGOING_FRAME) -> None:
+    def __init__(
+        self, sink: asyncio.StreamWriter | BinaryIO | Any, *, max_frame: int = MAX_OUTGOING_FRAME,
+        scrub: Callable[[bytes], bytes] | None = None,
+    ) -> None:
         self._sink: Any = sink if hasattr(sink, "drain") else _FileSink(sink)
         self.max_frame = max_frame
+        self._scrub = scrub
         self._lock = asyncio.Lock()
         self._chunk_ids = itertools.count(1)
         self.frames_sent = 0
@@ -270,6 +276,8 @@ class FrameWriter:
     def frames_for(self, message: BaseModel | Mapping[str, Any]) -> list[bytes]:
         """The frame payloads `send` would write (split when too large)."""
         payload = encode_payload(message)
+        if self._scrub is not None:
+            payload = self._scrub(payload)
         if len(payload) <= self.max_frame:
             return [payload]
         if isinstance(message, BaseModel):
@@ -320,10 +328,11 @@ def protect_stdout() -> BinaryIO:
 
 
 async def open_stdio(
-    stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *, max_frame: int = MAX_INCOMING_FRAME
+    stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *, max_frame: int = MAX_INCOMING_FRAME,
+    scrub: Callable[[bytes], bytes] | None = None,
 ) -> tuple[FrameReader, FrameWriter]:
     """Connect the process's stdin/stdout (or the given binary files) as
-    asyncio streams and wrap them as a frame reader and writer."""
+    asyncio streams and wrap them as a frame reader and writer (`scrub`: the writer's)."""
     loop = asyncio.get_running_loop()
     stdin = stdin if stdin is not None else sys.stdin.buffer
     stdout = stdout if stdout is not None else sys.stdout.buffer
@@ -339,7 +348,7 @@ async def open_stdio(
         sink = asyncio.StreamWriter(transport, protocol, None, loop)
     except (ValueError, OSError, NotImplementedError):
         sink = _FileSink(stdout)
-    return FrameReader(reader, max_frame=max_frame), FrameWriter(sink)
+    return FrameReader(reader, max_frame=max_frame), FrameWriter(sink, scrub=scrub)
 
 
 def _feed_from_thread(loop: asyncio.AbstractEventLoop, reader: asyncio.StreamReader, file: BinaryIO) -> None:

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from ..errors import ChatAgentError, TabError
 from ..locations import CONFIG_ENV
+from ..scrub import NO_SECRETS
 from ..terminal import no_echo, safe_text, stderr_console
 from .paths import DIR_ENV, DaemonError, DaemonPaths, check_private, daemon_pid, peer
 from .protocol import (
@@ -149,7 +150,9 @@ async def _answer(
         log.info("answered by the chatagent daemon (pid %d)", reply.pid)
         # Outside the fallback: a daemon gone mid-answer is an event (`_events`), and a
         # pipe this process writes to closing (`| head`) is not the daemon's failure.
-        return await show(_events(reader, paths), json_mode=json_mode)
+        # The daemon masked its secrets, which are this ask's (`protocol.shared_settings`),
+        # in its frames: an ask it answers from its command line never loads the settings.
+        return await show(_events(reader, paths), json_mode=json_mode, scrubber=NO_SECRETS)
     finally:
         writer.close()
 

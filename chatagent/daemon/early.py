@@ -64,6 +64,7 @@ def answer(sock: socket.socket, *, loaded: Callable[[], None] = lambda: None) ->
     waits for its request there) or answer in its own process. `loaded` is
     called once what showing an answer needs is imported."""
     from ..process import answer_status, run, setup_logging
+    from ..scrub import NO_SECRETS
     from .client import answer_opened
     from .protocol import Answering, AskNeeded, ProtocolError, parse_reply
 
@@ -78,13 +79,15 @@ def answer(sock: socket.socket, *, loaded: Callable[[], None] = lambda: None) ->
     if not isinstance(reply, Answering):  # refused: the CLI asks again and says why
         sock.close()
         return None
-    setup_logging(reply.verbose)
+    # This process never loads the settings (their secrets are in the environment only,
+    # and it calls no provider); the daemon masked them in what it sends.
+    setup_logging(reply.verbose, secrets=lambda: NO_SECRETS)
 
     async def shown() -> int | None:
         printer = await answer_opened(sock, json_mode=reply.json_mode)
         return None if printer is None else answer_status(printer)
 
-    return run(shown, verbose=reply.verbose)
+    return run(shown, verbose=reply.verbose, secrets=lambda: NO_SECRETS)
 
 
 def _first_frame(sock: socket.socket) -> bytes:

@@ -34,6 +34,7 @@ from ..browser.targets import normalize_target
 from ..errors import ChatAgentError, TabError
 from ..events import ErrorEvent, Event
 from ..runtime import Runtime
+from ..scrub import EventStream
 from ..settings import Settings
 from .paths import BUILD, DaemonError, DaemonPaths, peer, settings_inputs, take_lock
 from .protocol import (
@@ -148,6 +149,11 @@ class Daemon:
 
     # --- connections -------------------------------------------------------------------
 
+    async def _send(self, writer: asyncio.StreamWriter, frame: bytes) -> None:
+        """Every frame to a client goes out here, with the secrets masked (`scrub`)."""
+        writer.write(self.runtime.scrubber.json(frame))
+        await writer.drain()
+
     async def serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         early: asyncio.Task[_Early | None] | None = None
         try:
@@ -162,12 +168,12 @@ class Daemon:
                 resolved = self._resolve(request, args)
                 if not isinstance(resolved, str):  # answered from its command line
                     ask, answering = resolved
-                    await _send(writer, answering.encode())
+                    await self._send(writer, answering.encode())
                     head, early = early, None  # the ask's from now on
                     await self._serve_ask(ask, reader, writer, pid, head)
                     return
                 log.info("an ask's settings are needed: %s", resolved)
-                await _send(writer, AskNeeded(reason=resolved).encode())
+                await self._send(writer, AskNeeded(reason=resolved).encode())
                 try:
                     async with asyncio.timeout(ASK_AFTER_OPEN_S):
                         frame = await read_frame(reader)
@@ -179,20 +185,20 @@ class Daemon:
                 if isinstance(request, OpenRequest):
                     raise ProtocolError("a second 'open' frame")
             if isinstance(request, StatusRequest):
-                await _send(writer, self.status().encode())
+                await self._send(writer, self.status().encode())
             elif isinstance(request, StopRequest):
-                await _send(writer, Stopping(pid=os.getpid()).encode())
+                await self._send(writer, Stopping(pid=os.getpid()).encode())
                 self.stop(f"`chatagent daemon stop` (pid {pid})")
             elif refusal := self._refusal(request):
                 log.info("ask from pid %s refused: %s", pid, refusal)
-                await _send(writer, Refused(reason=refusal).encode())
+                await self._send(writer, Refused(reason=refusal).encode())
             else:
                 head, early = early, None  # the ask's from now on
                 await self._serve_ask(request, reader, writer, pid, head)
         except ProtocolError as exc:
             log.warning("bad frame from a client: %s", exc)
             with suppress(ConnectionError):
-                await _send(writer, Refused(reason=f"the daemon could not read the request: {exc}").encode())
+                await self._send(writer, Refused(reason=f"the daemon could not read the request: {exc}").encode())
         except PeerError as exc:
             log.warning("%s", exc)
         except ConnectionError:
@@ -271,14 +277,18 @@ class Daemon:
         ended: list[str] = []
         t0 = time.perf_counter()
         opened_ms: list[float] = []
+        events = EventStream(self.runtime.scrubber)  # a secret split between two tokens is masked too
 
         async def send(frame: Event | Failed | Opened) -> None:
             if isinstance(frame, Opened):
                 opened_ms.append((time.perf_counter() - t0) * 1000)
             if frame.type in ("done", "error", "failed"):
                 ended.append(frame.type if frame.type == "done" else f"{frame.type} ({getattr(frame, 'code', '')})")
-            data = frame.encode() if isinstance(frame, (Failed, Opened)) else frame.to_json().encode() + b"\n"
-            await _send(writer, data)
+            if isinstance(frame, (Failed, Opened)):
+                await self._send(writer, frame.encode())
+                return
+            for event in events(frame):
+                await self._send(writer, event.to_json().encode() + b"\n")
 
         ask = asyncio.create_task(self._ask(request, send, early), name=f"chatagent-daemon-ask-{n}")
         gone = asyncio.create_task(reader.read(1))  # the client sends nothing more: EOF means it left
@@ -463,11 +473,6 @@ def _peer_pid(writer: asyncio.StreamWriter) -> int | None:
     if uid != os.getuid():
         raise PeerError(f"refused a connection from pid {pid} of another user (uid {uid})")
     return pid
-
-
-async def _send(writer: asyncio.StreamWriter, data: bytes) -> None:
-    writer.write(data)
-    await writer.drain()
 
 
 async def run_daemon(settings: Settings, paths: DaemonPaths, *, ready: Callable[[Status], None]) -> str:

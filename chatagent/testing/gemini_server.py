@@ -110,14 +110,17 @@ class ErrorReply:
     retry_delay_s: float | None = None  # adds a google.rpc.RetryInfo detail (429s)
     reason: str | None = None  # adds a google.rpc.ErrorInfo detail, e.g. API_KEY_INVALID
     delay_s: float = 0.0  # wait before answering
+    # The message ends with the request's header of this name (e.g. x-goog-api-key),
+    # as a provider or proxy does that echoes what it was sent.
+    echo_header: str | None = None
 
-    def body(self) -> dict[str, Any]:
+    def body(self, headers: dict[str, str] | None = None) -> dict[str, Any]:
+        """`headers`: the request's (lower-case names), for `echo_header`."""
         status = self.status or _STATUS_NAMES.get(self.code, "UNKNOWN")
-        error: dict[str, Any] = {
-            "code": self.code,
-            "message": self.message or f"Scripted error {self.code} {status}.",
-            "status": status,
-        }
+        message = self.message or f"Scripted error {self.code} {status}."
+        if self.echo_header is not None:
+            message += f" {self.echo_header}: {(headers or {}).get(self.echo_header.lower(), '')}"
+        error: dict[str, Any] = {"code": self.code, "message": message, "status": status}
         details: list[dict[str, Any]] = []
         if self.retry_delay_s is not None:
             details.append({"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": f"{self.retry_delay_s:g}s"})
@@ -904,7 +907,7 @@ class _Generation:
         r = self.reply
         if isinstance(r, ErrorReply):
             self.h._sleep(r.delay_s)
-            self.h._send_json(r.code, r.body(), self.rec)
+            self.h._send_json(r.code, r.body(self.rec.headers), self.rec)
         elif self.rec.streamed:
             self._run_stream(r)
         else:
