@@ -377,7 +377,9 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
         _tell_clients(host, listening.getsockname()[1], settings, made)
         async with running(settings) as server:
             app = BearerToken(server.streamable_http_app(host=host), settings.secret("mcp_token") or "")
-            web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on"))
+            # log_config=None: uvicorn's loggers write through ours (masked, sanitised), not handlers of their own.
+            web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
+                                                log_config=None))
             serving = asyncio.ensure_future(web.serve(sockets=[listening]))
             try:
                 await asyncio.shield(serving)
