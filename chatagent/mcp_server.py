@@ -10,7 +10,9 @@ same rule as everywhere (served from 127.0.0.1, never as `file://`).
 Every tab a call opens is closed when the call ends, however it ends: it
 returns or fails, the client cancels it or its request times out, the client
 goes (the stdio pipe closes, or the HTTP connection that sent the call drops:
-`_ClientWatch`), or the server stops.
+`_ClientWatch`), or the server stops. Calls take turns for the `max_tabs`
+setting's bound on tabs open at once, and a call waiting its turn says so in
+progress notifications.
 
 Nothing but protocol on stdout: logs go to stderr.
 """
@@ -170,7 +172,7 @@ class PageTools:
         return TabList(tabs=out, unavailable=unavailable)
 
     @asynccontextmanager
-    async def _tabs(self, urls: list[str]) -> AsyncIterator[list[Tab | TabFailure]]:
+    async def _tabs(self, urls: list[str], progress: Progress) -> AsyncIterator[list[Tab | TabFailure]]:
         """The call's tabs, for the `with` block: listed tabs by id, the rest
         opened for it and closed after it (`Runtime.tabs`). How many URLs, a
         budget's range and a question's length are the tools' schemas to check."""
@@ -188,13 +190,19 @@ class PageTools:
         if not targets:
             yield [self._listed[u] for u in urls]
             return
-        async with self.runtime.tabs(targets) as opened:
+        limit = self.runtime.settings.max_tabs
+
+        async def waiting(tabs: int) -> None:
+            await progress(f"Waiting for {tabs} open tab{'s' if tabs > 1 else ''} to close "
+                           f"(at most {limit} are open at once: the max_tabs setting).")
+
+        async with self.runtime.tabs(targets, waiting=waiting) as opened:
             it = iter(opened)
             yield [self._listed[u] if u in self._listed else next(it) for u in urls]
 
-    async def read_pages(self, urls: list[str], question: str | None, budget_per_tab: int) -> ReadResult:
+    async def read_pages(self, urls: list[str], question: str | None, budget_per_tab: int, progress: Progress) -> ReadResult:
         question = (question or "").strip() or None
-        async with self._tabs(urls) as tabs:
+        async with self._tabs(urls, progress) as tabs:
             await self.runtime.load()
             ctx = await self.runtime.builder.with_budget(budget_per_tab).build(tabs, question)
         pages = [
@@ -211,7 +219,7 @@ class PageTools:
         question = question.strip()
         if not question:
             raise _tool_error("The question is empty.")
-        async with self._tabs(urls) as tabs:
+        async with self._tabs(urls, progress) as tabs:
             await progress(f"Opened {len(tabs)} page(s); reading them.")
             return await self._answer(tabs, question, model, progress)
 
@@ -267,7 +275,7 @@ def build_server(runtime: Runtime) -> MCPServer:
     ) -> ReadResult:
         """Each page's main text within a token budget (untrusted content)."""
         with _told():
-            return await _while_connected(ctx, tools.read_pages(urls, question, budget_per_tab))
+            return await _while_connected(ctx, tools.read_pages(urls, question, budget_per_tab, _progress(ctx)))
 
     @server.tool(annotations=annotations, structured_output=True)
     async def ask_pages(

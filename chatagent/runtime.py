@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .browser import Browser, Tab, TabFailure, open_browser
+from .browser.slots import TabSlots, Waiting
 from .errors import ChatAgentError
 from .events import ErrorEvent, Event
 from .settings import Settings
@@ -147,6 +148,8 @@ class Runtime:
         self._browser: Browser | None = None
         self._browser_lock = asyncio.Lock()
         self._opened: list[Tab] = []
+        # Tabs open at once across calls (`tabs`): the MCP server's, the daemon's asks'.
+        self.tab_slots = TabSlots(self.settings.max_tabs)
         self._closing: set[asyncio.Future[None]] = set()  # calls' tabs being closed
 
     # --- what answering needs besides the browser ---------------------------------------
@@ -233,13 +236,16 @@ class Runtime:
         await self._shielded(_close_all(ours))
 
     @asynccontextmanager
-    async def tabs(self, targets: Sequence[str]) -> AsyncIterator[list[Tab | TabFailure]]:
+    async def tabs(self, targets: Sequence[str], *, waiting: Waiting | None = None) -> AsyncIterator[list[Tab | TabFailure]]:
         """`targets` opened for one call, and closed when the `with` block ends,
         however it ends: returned, failed, or cancelled (a client gone) while
-        they open or after."""
+        they open or after. The call waits its turn for `tab_slots` (`waiting`
+        is told) and its tabs hold them until closed."""
         browser = await self.browser()
         started = time.perf_counter()
-        opening = asyncio.ensure_future(browser.open_tabs(list(targets), timeout_s=self.settings.timeout))
+        opening = asyncio.ensure_future(
+            browser.open_tabs(list(targets), timeout_s=self.settings.timeout, slots=self.tab_slots, waiting=waiting)
+        )
         try:
             # Cancelled here, `opening` is cancelled with it and closes what it made;
             # if it had just finished, its tabs are in it still: closed below all the same.

@@ -1,6 +1,6 @@
-"""A loopback origin for tests of tabs' lifetimes: pages that stall, and a
-record of what it was asked. Plus the DevTools endpoint's view of an attached
-Chrome's tabs."""
+"""A loopback origin for tests of tabs' lifetimes and bounds: pages that
+stall, pages that come late, and a record of what it was asked. Plus the
+DevTools endpoint's view of an attached Chrome's tabs."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 HEAD = b"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Stalled</title></head><body><h1>A report</h1>\n"
 
@@ -47,10 +47,25 @@ class _Handler(BaseHTTPRequestHandler):
         record = self.server.record
         with record.lock:
             record.asked.append(self.path)
-        if urlsplit(self.path).path == "/stall":
+        route = urlsplit(self.path).path
+        query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
+        if route == "/stall":
             self._stall()
+        elif route == "/late":
+            self.server.stopping.wait(float(query.get("s", "1")))
+            self._page(f"<title>Late {query.get('n', '')}</title><h1>Late page</h1><p>It came late, but whole.</p>")
         else:
             self.send_error(404)
+
+    def _page(self, html: str) -> None:
+        self._send(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{html}</body></html>".encode())
+
+    def _send(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
     def _stall(self) -> None:
         """The head of a page, then nothing until the origin stops: it never loads."""

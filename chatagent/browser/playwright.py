@@ -37,6 +37,7 @@ from .discovery import find_browser
 from .frames import FrameReader
 from .localfiles import LocalFiles, is_local
 from .pdf_view import PdfView
+from .slots import TabSlots, Waiting
 from .targets import normalize_target
 
 log = logging.getLogger(__name__)
@@ -553,23 +554,31 @@ class PlaywrightBrowser(Browser):
         return tabs
 
     async def open_tabs(
-        self, targets: list[str], *, timeout_s: float | None = None
+        self, targets: list[str], *, timeout_s: float | None = None, slots: TabSlots | None = None,
+        waiting: Waiting | None = None,
     ) -> list[Tab | TabFailure]:
-        ids = [self._new_id() for _ in targets]
-        return list(
-            await asyncio.gather(
-                *(self._open(tab_id, t, timeout_s or DEFAULT_LOAD_TIMEOUT_S) for tab_id, t in zip(ids, targets))
+        """`slots`: the bound on tabs open at once this call counts against: it
+        waits its turn (`waiting` is told, see `TabSlots.take`), and each page
+        made for it holds a slot until that page has closed."""
+        share = _Share(slots, await slots.take(len(targets), waiting) if slots is not None else 0)
+        try:
+            ids = [self._new_id() for _ in targets]
+            return list(
+                await asyncio.gather(
+                    *(self._open(tab_id, t, timeout_s or DEFAULT_LOAD_TIMEOUT_S, share) for tab_id, t in zip(ids, targets))
+                )
             )
-        )
+        finally:
+            share.give_back_unused()
 
-    async def _open(self, tab_id: str, target: str, timeout_s: float) -> Tab | TabFailure:
+    async def _open(self, tab_id: str, target: str, timeout_s: float, share: "_Share") -> Tab | TabFailure:
         try:
             url = normalize_target(target)
             # Never file:// in the browser: a local page could then show any other local file.
             address = self._files.serve(url) if is_local(url) else url
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
-        creating = asyncio.ensure_future(self._make_page())
+        creating = asyncio.ensure_future(self._make_page(share))
         try:
             page = await asyncio.shield(creating)
         except asyncio.CancelledError:  # the page may exist already: close it once it does
@@ -584,16 +593,26 @@ class PlaywrightBrowser(Browser):
             await asyncio.shield(self._close_soon(page))
             raise
 
-    async def _make_page(self) -> Page:
-        """A page for a tab about to open, ours from the moment it exists."""
+    async def _make_page(self, share: "_Share") -> Page:
+        """A page for a tab about to open, ours from the moment it exists. It
+        holds one of the call's slots, if one is left, from before it exists
+        until it has closed."""
         if self._stopping:
             raise BrowserError("The browser is closing; no tab can be opened now.")
+        slots = share.hand_one()
         made = asyncio.ensure_future(self._new_page())
         self._making.add(made)
         made.add_done_callback(self._making.discard)
-        page = await made
+        try:
+            page = await made
+        except BaseException:
+            if slots is not None:
+                slots.give()
+            raise
         self._ours.add(page)
         page.once("close", lambda _closed: self._ours.discard(page))
+        if slots is not None:
+            page.once("close", lambda _closed: slots.give())
         if self._stopping:  # `close` began while it was being made: it may not have seen it
             await self._close_soon(page)
             raise BrowserError("The browser is closing; no tab can be opened now.")
@@ -675,6 +694,27 @@ class PlaywrightBrowser(Browser):
         finally:
             self._files.close()
             await self._pw.stop()
+
+
+class _Share:
+    """The slots a call took (`TabSlots.take`), handed one to each page made for it."""
+
+    def __init__(self, slots: TabSlots | None, taken: int) -> None:
+        self.slots = slots
+        self._left = taken
+
+    def hand_one(self) -> TabSlots | None:
+        """The slots to give one back to once the page has closed; None: it holds none
+        (no bound, or a call naming more tabs than the bound: the rest)."""
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        return self.slots
+
+    def give_back_unused(self) -> None:
+        if self.slots is not None:
+            self.slots.give(self._left)
+        self._left = 0
 
 
 class _TextRequests:
