@@ -7,6 +7,13 @@ page costs no re-extraction. Page text in results sits inside the same
 untrusted-content markers as the prompt, and named local files follow the
 same rule as everywhere (served from 127.0.0.1, never as `file://`).
 
+Every tab a call opens is closed when the call ends, however it ends: it
+returns or fails, the client cancels it or its request times out, the client
+goes (the stdio pipe closes, or the HTTP connection that sent the call drops:
+`_ClientWatch`), or the server stops. Calls take turns for the `max_tabs`
+setting's bound on tabs open at once, and a call waiting its turn says so in
+progress notifications.
+
 Nothing but protocol on stdout: logs go to stderr.
 """
 
@@ -19,10 +26,11 @@ import os
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
@@ -32,7 +40,7 @@ from . import __version__, startup
 from .browser.base import Tab, TabFailure
 from .browser.targets import normalize_target
 from .errors import ChatAgentError, UnnamedLocalFileError
-from .exit_status import EXIT_INTERRUPTED
+from .exit_status import EXIT_INTERRUPTED, EXIT_TERMINATED
 from .events import Done, ErrorEvent, Note, PassStart, ToolCall
 from .prompts import Fence
 from .runtime import Runtime
@@ -41,6 +49,8 @@ from .scrub import Scrubber
 from .settings import Settings
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
+Progress = Callable[[str], Awaitable[None]]
 
 MAX_URLS = 20
 MAX_TAB_BUDGET = 32_000
@@ -162,8 +172,11 @@ class PageTools:
             out.append(ListedTab(id=tab_id, url=snap.url, title=snap.title))
         return TabList(tabs=out, unavailable=unavailable)
 
-    async def _tabs(self, urls: list[str]) -> list[Tab | TabFailure]:
-        """How many URLs, a budget's range and a question's length are the tools' schemas to check."""
+    @asynccontextmanager
+    async def _tabs(self, urls: list[str], progress: Progress) -> AsyncIterator[list[Tab | TabFailure]]:
+        """The call's tabs, for the `with` block: listed tabs by id, the rest
+        opened for it and closed after it (`Runtime.tabs`). How many URLs, a
+        budget's range and a question's length are the tools' schemas to check."""
         targets = []
         for u in urls:
             if u in self._listed:
@@ -175,17 +188,24 @@ class PageTools:
             except ChatAgentError as exc:
                 raise _tool_error(exc.message) from None
             targets.append(u)
-        opened = iter(await self.runtime.open_tabs(targets) if targets else [])
-        return [self._listed[u] if u in self._listed else next(opened) for u in urls]
+        if not targets:
+            yield [self._listed[u] for u in urls]
+            return
+        limit = self.runtime.settings.max_tabs
 
-    async def read_pages(self, urls: list[str], question: str | None, budget_per_tab: int) -> ReadResult:
+        async def waiting(tabs: int) -> None:
+            await progress(f"Waiting for {tabs} open tab{'s' if tabs > 1 else ''} to close "
+                           f"(at most {limit} are open at once: the max_tabs setting).")
+
+        async with self.runtime.tabs(targets, waiting=waiting) as opened:
+            it = iter(opened)
+            yield [self._listed[u] if u in self._listed else next(it) for u in urls]
+
+    async def read_pages(self, urls: list[str], question: str | None, budget_per_tab: int, progress: Progress) -> ReadResult:
         question = (question or "").strip() or None
-        tabs = await self._tabs(urls)
-        try:
+        async with self._tabs(urls, progress) as tabs:
             await self.runtime.load()
             ctx = await self.runtime.builder.with_budget(budget_per_tab).build(tabs, question)
-        finally:
-            await self.runtime.close_tabs(tabs)
         pages = [
             PageText(
                 url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",
@@ -200,12 +220,9 @@ class PageTools:
         question = question.strip()
         if not question:
             raise _tool_error("The question is empty.")
-        tabs = await self._tabs(urls)
-        try:
+        async with self._tabs(urls, progress) as tabs:
             await progress(f"Opened {len(tabs)} page(s); reading them.")
             return await self._answer(tabs, question, model, progress)
-        finally:
-            await self.runtime.close_tabs(tabs)
 
     async def _answer(self, tabs: list[Tab | TabFailure], question: str, model: str | None, progress: Any) -> AskResult:
         await self.runtime.load()
@@ -235,7 +252,8 @@ class _Server(MCPServer):
     """The SDK's server, with the secrets masked (`scrub`) in every tool
     result and tool error: what chatagent tells a client, over --http a
     remote one. A tool's unexpected failure says only "Error executing tool
-    NAME" (the SDK's way): nothing of it to mask."""
+    NAME" (the SDK's way): nothing of it to mask. Over HTTP, each request
+    knows when its client goes (`_ClientWatch`)."""
 
     def __init__(self, scrubber: Scrubber, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -251,6 +269,11 @@ class _Server(MCPServer):
         except ToolError as exc:
             raise ToolError(self.scrubber.text(str(exc))) from exc.__cause__
         return self.scrubber.model(result)
+
+    def streamable_http_app(self, **kwargs: Any) -> Any:
+        app = super().streamable_http_app(**kwargs)
+        app.add_middleware(_ClientWatch)  # defined below, with `_while_connected`
+        return app
 
 
 Urls = Annotated[list[str], Field(
@@ -273,6 +296,7 @@ def build_server(runtime: Runtime) -> MCPServer:
     @server.tool(annotations=annotations, structured_output=True)
     async def read_pages(
         urls: Urls,
+        ctx: Context,
         question: Annotated[str | None, Field(max_length=MAX_QUESTION_CHARS,  # "" is no question
                                               description="keep the parts of long pages this needs")] = None,
         budget_per_tab: Annotated[int, Field(ge=MIN_TAB_BUDGET, le=MAX_TAB_BUDGET,
@@ -280,7 +304,7 @@ def build_server(runtime: Runtime) -> MCPServer:
     ) -> ReadResult:
         """Each page's main text within a token budget (untrusted content)."""
         with _told():
-            return await tools.read_pages(urls, question, budget_per_tab)
+            return await _while_connected(ctx, tools.read_pages(urls, question, budget_per_tab, _progress(ctx, runtime.scrubber)))
 
     @server.tool(annotations=annotations, structured_output=True)
     async def ask_pages(
@@ -290,15 +314,8 @@ def build_server(runtime: Runtime) -> MCPServer:
         model: Annotated[str | None, Field(description="default: the server's model setting")] = None,
     ) -> AskResult:
         """Answer a question about the pages, citing them."""
-        steps = 0
-
-        async def progress(message: str) -> None:
-            nonlocal steps  # progress must increase with every notification; how many steps is not known ahead
-            steps += 1
-            await ctx.report_progress(steps, None, runtime.scrubber.text(message))  # it may quote the model
-
         with _told():
-            return await tools.ask_pages(urls, question, model, progress)
+            return await _while_connected(ctx, tools.ask_pages(urls, question, model, _progress(ctx, runtime.scrubber)))
 
     if runtime.settings.cdp:
 
@@ -309,6 +326,69 @@ def build_server(runtime: Runtime) -> MCPServer:
                 return await tools.list_tabs()
 
     return server
+
+
+def _progress(ctx: Context, scrubber: Scrubber) -> Progress:
+    """Progress notifications for one call (sent if the client asked for them), masked: they may quote the model."""
+    steps = 0
+
+    async def progress(message: str) -> None:
+        nonlocal steps  # progress must increase with every notification; how many steps is not known ahead
+        steps += 1
+        await ctx.report_progress(steps, None, scrubber.text(message))
+
+    return progress
+
+
+# Where `_ClientWatch` puts, in an HTTP request's ASGI scope, the event set when its client disconnects.
+_CLIENT_GONE = "chatagent.client_gone"
+
+
+async def _while_connected(ctx: Context, call: Awaitable[T]) -> T:
+    """`call`, stopped if the HTTP connection that sent it drops: the SDK's
+    session transport would leave it running (its tabs open) until it ends,
+    though nobody can receive its result. Over stdio the pipe closing stops it."""
+    request = ctx.request_context.request
+    gone = getattr(request, "scope", {}).get(_CLIENT_GONE)
+    if gone is None:
+        return await call
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as watching:
+
+            async def cancel_when_gone() -> None:
+                await gone.wait()
+                scope.cancel()
+
+            watching.start_soon(cancel_when_gone)
+            try:
+                return await call
+            finally:
+                watching.cancel_scope.cancel()
+    log.info("a client disconnected during a call; the call was stopped")
+    raise _tool_error("The client disconnected; the call was stopped.")
+
+
+class _ClientWatch:
+    """ASGI middleware: in each HTTP request's scope, an event set once its
+    client has disconnected (`_while_connected`). It watches what the server
+    reads anyway (the SSE response listens for the disconnect): nothing more is read."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        gone = scope[_CLIENT_GONE] = anyio.Event()
+
+        async def watched() -> dict[str, Any]:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                gone.set()
+            return message
+
+        await self.app(scope, watched, send)
 
 
 @asynccontextmanager
@@ -332,22 +412,31 @@ def _log_warm_failure(task: "asyncio.Task[None]") -> None:
 
 
 async def serve_stdio(settings: Settings) -> None:
-    """Until the client closes stdin, or Ctrl-C. The SDK reads stdin in a thread
-    that a cancel cannot stop, so on Ctrl-C the runtime (browser, workers) is
+    """Until the client closes stdin, or Ctrl-C or SIGTERM. The SDK reads stdin
+    in a thread that a cancel cannot stop, so on a signal the calls in progress
+    are cancelled, the runtime (browser, workers, the tabs of those calls) is
     closed here and the process ends without waiting for that read."""
+    stopped: list[signal.Signals] = []
     interrupted = asyncio.Event()
     loop = asyncio.get_running_loop()
-    loop.add_signal_handler(signal.SIGINT, interrupted.set)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, lambda sig=sig: (stopped.append(sig), interrupted.set()))
     try:
         async with running(settings) as server:
             serving = asyncio.ensure_future(server.run_stdio_async())
             stop = asyncio.ensure_future(interrupted.wait())
             await asyncio.wait({serving, stop}, return_when=asyncio.FIRST_COMPLETED)
             stop.cancel()
-            if not interrupted.is_set():
+            if interrupted.is_set():
+                serving.cancel()  # its calls end (their tabs close) while the runtime closes; not awaited: see above
+            else:
                 await serving  # its outcome: an error in the protocol is raised here
     finally:
-        loop.remove_signal_handler(signal.SIGINT)
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    if stopped and stopped[0] == signal.SIGTERM:
+        sys.stderr.flush()
+        os._exit(EXIT_TERMINATED)
     if interrupted.is_set():
         from .process import interrupted as say_interrupted
 

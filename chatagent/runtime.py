@@ -23,12 +23,13 @@ import importlib
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import suppress
+from collections.abc import AsyncIterator, Coroutine, Sequence
+from contextlib import asynccontextmanager, suppress
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from .browser import Browser, Tab, TabFailure, open_browser
+from .browser.slots import TabSlots, Waiting
 from .errors import ChatAgentError
 from .events import ErrorEvent, Event
 from .scrub import Scrubber
@@ -149,6 +150,9 @@ class Runtime:
         self._browser: Browser | None = None
         self._browser_lock = asyncio.Lock()
         self._opened: list[Tab] = []
+        # Tabs open at once across calls (`tabs`): the MCP server's, the daemon's asks'.
+        self.tab_slots = TabSlots(self.settings.max_tabs)
+        self._closing: set[asyncio.Future[None]] = set()  # calls' tabs being closed
 
     # --- what answering needs besides the browser ---------------------------------------
 
@@ -236,11 +240,39 @@ class Runtime:
 
     async def close_tabs(self, tabs: Sequence[Tab | TabFailure]) -> None:
         """Close the tabs among `tabs` that `open_tabs` opened (the user's own stay)."""
-        for tab in tabs:
-            if isinstance(tab, Tab) and tab in self._opened:
-                self._opened.remove(tab)
-                with suppress(Exception):
-                    await tab.close()
+        ours = [t for t in tabs if isinstance(t, Tab) and t in self._opened]
+        for tab in ours:
+            self._opened.remove(tab)
+        await self._shielded(_close_all(ours))
+
+    @asynccontextmanager
+    async def tabs(self, targets: Sequence[str], *, waiting: Waiting | None = None) -> AsyncIterator[list[Tab | TabFailure]]:
+        """`targets` opened for one call, and closed when the `with` block ends,
+        however it ends: returned, failed, or cancelled (a client gone) while
+        they open or after. The call waits its turn for `tab_slots` (`waiting`
+        is told) and its tabs hold them until closed."""
+        browser = await self.browser()
+        started = time.perf_counter()
+        opening = asyncio.ensure_future(
+            browser.open_tabs(list(targets), timeout_s=self.settings.timeout, slots=self.tab_slots, waiting=waiting)
+        )
+        try:
+            # Cancelled here, `opening` is cancelled with it and closes what it made;
+            # if it had just finished, its tabs are in it still: closed below all the same.
+            tabs = await opening
+            log.info("opened %d page(s) in %.0f ms", sum(isinstance(t, Tab) for t in tabs),
+                     (time.perf_counter() - started) * 1000)
+            yield tabs
+        finally:
+            await self._shielded(_close_opened(opening))
+
+    async def _shielded(self, closing: "asyncio.Future[None] | Coroutine[None, None, None]") -> None:
+        """Await `closing` in a task of the runtime's own: a caller cancelled
+        (again) stops waiting and the close goes on; `close` waits for it."""
+        task = asyncio.ensure_future(closing)
+        self._closing.add(task)
+        task.add_done_callback(self._closing.discard)
+        await asyncio.shield(task)
 
     # --- conversations -----------------------------------------------------------------
 
@@ -292,10 +324,9 @@ class Runtime:
         if parts is not None:
             parts.builder.cancel_prefetch()
         try:
-            # Ours only: over CDP the user's own tabs stay open.
-            for tab in self._opened:
-                with suppress(Exception):
-                    await tab.close()
+            # Ours only: over CDP the user's own tabs stay open (the browser closes any others it made).
+            opened, self._opened = self._opened, []
+            await asyncio.gather(_close_all(opened), *self._closing, return_exceptions=True)
             if self._browser is not None:
                 await self._browser.close()
         finally:
@@ -310,6 +341,18 @@ class Runtime:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
+
+
+async def _close_all(tabs: Sequence[Tab]) -> None:
+    await asyncio.gather(*(tab.close() for tab in tabs), return_exceptions=True)
+
+
+async def _close_opened(opening: "asyncio.Future[list[Tab | TabFailure]]") -> None:
+    """Close the tabs `opening` opened, or stop it: cancelled, it closes what it made."""
+    opening.cancel()  # nothing if it is done
+    await asyncio.wait({opening})
+    if not opening.cancelled() and opening.exception() is None:
+        await _close_all([t for t in opening.result() if isinstance(t, Tab)])
 
 
 def _retrieve(loading: "asyncio.Future[_Parts]") -> None:

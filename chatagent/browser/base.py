@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
+from .slots import TabSlots, Waiting
+
 ScrollDirection = Literal["up", "down", "top", "bottom"]
 
 
@@ -127,8 +129,11 @@ class Browser(abc.ABC):
 
     @abc.abstractmethod
     async def open_tabs(
-        self, targets: list[str], *, timeout_s: float | None = None
-    ) -> list[Tab | TabFailure]: ...
+        self, targets: list[str], *, timeout_s: float | None = None, slots: TabSlots | None = None,
+        waiting: Waiting | None = None,
+    ) -> list[Tab | TabFailure]:
+        """`slots`: a bound on tabs open at once that these count against
+        (`chatagent.browser.slots`); `waiting` is told while the call waits its turn."""
 
     def existing_tabs(self) -> list[Tab]:
         """The tabs already open in the browser (attached to the user's own

@@ -37,6 +37,7 @@ from .discovery import find_browser
 from .frames import FrameReader
 from .localfiles import LocalFiles, is_local
 from .pdf_view import PdfView
+from .slots import TabSlots, Waiting
 from .targets import normalize_target
 
 log = logging.getLogger(__name__)
@@ -128,7 +129,11 @@ _VIEWPORT_TEXT_JS = """
 # changing) the page is read as it is. Attribute changes do not count: they
 # are mostly animation, and counting them would make many pages wait the cap.
 SETTLE_CAP_S = 1.5
-CLOSE_WAIT_S = 5.0  # what a cancelled opening waits for its tab to close; the close goes on after that
+# Chromium now and then loses the close of a page whose navigation is committing
+# (a page closed as it loads): its target and renderer then stay for good. A close
+# not done after CLOSE_RETRY_S is sent again, straight to the target, up to CLOSE_TRIES times.
+CLOSE_RETRY_S = 2.0
+CLOSE_TRIES = 3
 SETTLE_QUIET_MS = 200
 SETTLE_GRACE_MS = 50
 SCROLL_FIRST_MS = 100
@@ -316,7 +321,7 @@ class PlaywrightTab(Tab):
         page = await old.context.new_page()
         if self._close_popups:
             _refuse_popups(page)
-        await _close_quietly(old)
+        await _close_page(old)
         self.page, self.crashed, self._last = page, False, None
         self._status = None  # `_on_response` sets it from the reload
         self._watch(page)
@@ -442,16 +447,15 @@ class PlaywrightTab(Tab):
         return result
 
     async def close(self) -> None:
-        if not self.page.is_closed():
-            try:
-                await self.page.close()
-            except PlaywrightError:
-                pass
+        await _close_page(self.page)
 
 
 class PlaywrightBrowser(Browser):
     """Launch a headless Chromium (`launch`), attach to a running one (`connect_cdp`),
-    or use one from a Playwright browser server (`connect_ws`)."""
+    or use one from a Playwright browser server (`connect_ws`).
+
+    It keeps the pages it made (`_ours`) until each has closed: `close` closes
+    them all, over CDP too, where it must leave the user's own tabs open."""
 
     def __init__(self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool) -> None:
         self._pw = pw
@@ -463,7 +467,10 @@ class PlaywrightBrowser(Browser):
         # One Tab per page, whoever asks: its id and its turn lock (tools take
         # turns on it) must be the same for every conversation and listing.
         self._adopted: dict[Page, PlaywrightTab] = {}
-        self._ours: set[Page] = set()
+        self._ours: set[Page] = set()  # made here and not closed yet
+        self._making: set[asyncio.Future[Page]] = set()
+        self._closing: set[asyncio.Future[None]] = set()
+        self._stopping = False
 
     @classmethod
     async def launch(
@@ -547,39 +554,80 @@ class PlaywrightBrowser(Browser):
         return tabs
 
     async def open_tabs(
-        self, targets: list[str], *, timeout_s: float | None = None
+        self, targets: list[str], *, timeout_s: float | None = None, slots: TabSlots | None = None,
+        waiting: Waiting | None = None,
     ) -> list[Tab | TabFailure]:
-        ids = [self._new_id() for _ in targets]
-        return list(
-            await asyncio.gather(
-                *(self._open(tab_id, t, timeout_s or DEFAULT_LOAD_TIMEOUT_S) for tab_id, t in zip(ids, targets))
+        """`slots`: the bound on tabs open at once this call counts against: it
+        waits its turn (`waiting` is told, see `TabSlots.take`), and each page
+        made for it holds a slot until that page has closed."""
+        share = _Share(slots, await slots.take(len(targets), waiting) if slots is not None else 0)
+        try:
+            ids = [self._new_id() for _ in targets]
+            return list(
+                await asyncio.gather(
+                    *(self._open(tab_id, t, timeout_s or DEFAULT_LOAD_TIMEOUT_S, share) for tab_id, t in zip(ids, targets))
+                )
             )
-        )
+        finally:
+            share.give_back_unused()
 
-    async def _open(self, tab_id: str, target: str, timeout_s: float) -> Tab | TabFailure:
+    async def _open(self, tab_id: str, target: str, timeout_s: float, share: "_Share") -> Tab | TabFailure:
         try:
             url = normalize_target(target)
             # Never file:// in the browser: a local page could then show any other local file.
             address = self._files.serve(url) if is_local(url) else url
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
-        creating = asyncio.ensure_future(self._new_page())
+        creating = asyncio.ensure_future(self._make_page(share))
         try:
             page = await asyncio.shield(creating)
         except asyncio.CancelledError:  # the page may exist already: close it once it does
-            creating.add_done_callback(_close_when_made)
+            creating.add_done_callback(self._close_when_made)
             raise
-        self._ours.add(page)
-        page.once("close", lambda _closed: self._ours.discard(page))
         try:
             return await self._load(tab_id, url, address, page, timeout_s)
         except BaseException:
             # Cancelled (a client gave up on the call) or failed: a half-open tab is
             # nobody's, and over CDP it would stay in the user's browser for good.
-            # Bounded: a page closed as its navigation starts can take long to go.
-            with suppress(TimeoutError):
-                await asyncio.wait_for(asyncio.shield(_close_quietly(page)), CLOSE_WAIT_S)
+            # The close is the browser's own task: cancelled again, this one stops waiting, not closing.
+            await asyncio.shield(self._close_soon(page))
             raise
+
+    async def _make_page(self, share: "_Share") -> Page:
+        """A page for a tab about to open, ours from the moment it exists. It
+        holds one of the call's slots, if one is left, from before it exists
+        until it has closed."""
+        if self._stopping:
+            raise BrowserError("The browser is closing; no tab can be opened now.")
+        slots = share.hand_one()
+        made = asyncio.ensure_future(self._new_page())
+        self._making.add(made)
+        made.add_done_callback(self._making.discard)
+        try:
+            page = await made
+        except BaseException:
+            if slots is not None:
+                slots.give()
+            raise
+        self._ours.add(page)
+        page.once("close", lambda _closed: self._ours.discard(page))
+        if slots is not None:
+            page.once("close", lambda _closed: slots.give())
+        if self._stopping:  # `close` began while it was being made: it may not have seen it
+            await self._close_soon(page)
+            raise BrowserError("The browser is closing; no tab can be opened now.")
+        return page
+
+    def _close_soon(self, page: Page) -> "asyncio.Future[None]":
+        """Close `page` in a task of the browser's own (`close` waits for it)."""
+        closing = asyncio.ensure_future(_close_page(page))
+        self._closing.add(closing)
+        closing.add_done_callback(self._closing.discard)
+        return closing
+
+    def _close_when_made(self, made: "asyncio.Future[Page]") -> None:
+        if not made.cancelled() and made.exception() is None:
+            self._close_soon(made.result())
 
     async def _load(self, tab_id: str, url: str, address: str, page: Page, timeout_s: float) -> Tab | TabFailure:
         _refuse_popups(page)  # before it loads: a page can open windows from its first script
@@ -592,7 +640,7 @@ class PlaywrightBrowser(Browser):
                 response = await page.goto(address, wait_until="domcontentloaded", timeout=timeout_s * 1000)
             except PlaywrightTimeout:
                 if page.url in ("", "about:blank"):  # no response at all: nothing rendered to keep
-                    await _close_quietly(page)
+                    await _close_page(page)
                     return TabFailure(tab_id=tab_id, url=url, code="timeout",
                                       message=f"{url}: no response within {timeout_s:g}s (wait longer with the "
                                       "`timeout` setting, or --timeout).")
@@ -600,7 +648,7 @@ class PlaywrightBrowser(Browser):
                 notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
                 response, loaded = None, False
             except PlaywrightError as exc:
-                await _close_quietly(page)
+                await _close_page(page)
                 msg = _short(exc)
                 code = "download" if "Download is starting" in msg else "unreachable"
                 if code == "download":
@@ -613,7 +661,7 @@ class PlaywrightBrowser(Browser):
                 ctype = (await response.all_headers()).get("content-type", "").split(";")[0].strip().lower()
                 is_pdf = ctype == PDF_TYPE
                 if ctype and not is_pdf and not ctype.startswith(_TEXTUAL_TYPES) and "html" not in ctype:
-                    await _close_quietly(page)
+                    await _close_page(page)
                     return TabFailure(
                         tab_id=tab_id, url=url, code="not_html",
                         message=f"{url} is {ctype}, not a web page; chatagent reads web pages, text and PDFs.",
@@ -628,18 +676,45 @@ class PlaywrightBrowser(Browser):
         return await self.context.new_page()
 
     async def close(self) -> None:
+        self._stopping = True  # no page is made from now on; one being made closes itself
         try:
             if self._owned:
-                await self.context.close()
-                await self._browser.close()
+                await self.context.close()  # its pages with it
             else:
-                # Never close the user's own browser; just detach.
-                await self._browser.close()
+                # The user's own browser: close the pages we made, never theirs.
+                if self._making:
+                    await asyncio.wait(self._making, timeout=CLOSE_RETRY_S * CLOSE_TRIES)
+                for page in list(self._ours):
+                    self._close_soon(page)
+            while self._closing:  # each is bounded (`_close_page`)
+                await asyncio.wait(set(self._closing))
+            await self._browser.close()  # launched: it ends; attached: we detach
         except PlaywrightError:
             pass
         finally:
             self._files.close()
             await self._pw.stop()
+
+
+class _Share:
+    """The slots a call took (`TabSlots.take`), handed one to each page made for it."""
+
+    def __init__(self, slots: TabSlots | None, taken: int) -> None:
+        self.slots = slots
+        self._left = taken
+
+    def hand_one(self) -> TabSlots | None:
+        """The slots to give one back to once the page has closed; None: it holds none
+        (no bound, or a call naming more tabs than the bound: the rest)."""
+        if self._left <= 0:
+            return None
+        self._left -= 1
+        return self.slots
+
+    def give_back_unused(self) -> None:
+        if self.slots is not None:
+            self.slots.give(self._left)
+        self._left = 0
 
 
 class _TextRequests:
@@ -766,7 +841,7 @@ def _strip_fragment(url: str) -> str:
 def _refuse_popups(page: Page) -> None:
     """Chromium's pop-up blocker stops most pop-ups; one that gets through
     (opened while the page loads, say) is closed at once."""
-    page.on("popup", _close_quietly)
+    page.on("popup", _close_page)
 
 
 def _not_root() -> bool:
@@ -778,9 +853,20 @@ def _short(exc: BaseException) -> str:
     return text[0] if text else type(exc).__name__
 
 
-def _close_when_made(made: "asyncio.Future[Page]") -> None:
-    if not made.cancelled() and made.exception() is None:
-        asyncio.ensure_future(_close_quietly(made.result()))
+async def _close_page(page: Page) -> None:
+    """Close `page`, for certain: sent again (at CLOSE_RETRY_S) if Chromium lost
+    it. Cancelled, the caller stops waiting; the close goes on."""
+    closing = asyncio.ensure_future(_close_quietly(page))
+    for _ in range(CLOSE_TRIES):
+        if (await asyncio.wait({closing}, timeout=CLOSE_RETRY_S))[0]:
+            return
+        with suppress(PlaywrightError, TimeoutError):
+            async with asyncio.timeout(CLOSE_RETRY_S):  # the page's own session: the browser's may not be ours to use
+                session = await page.context.new_cdp_session(page)
+                target = (await session.send("Target.getTargetInfo"))["targetInfo"]["targetId"]
+                await session.send("Target.closeTarget", {"targetId": target})
+    if not (await asyncio.wait({closing}, timeout=CLOSE_RETRY_S))[0]:
+        log.warning("a tab did not close after %d tries: %s", CLOSE_TRIES, page.url)
 
 
 async def _close_quietly(page: Page) -> None:

@@ -222,7 +222,7 @@ class Daemon:
         timeout = args.timeout if args.timeout is not None else self.settings.timeout
         session = await self._session()
         try:
-            tabs = await session.open_tabs(targets, timeout_s=timeout)
+            tabs = await session.open_tabs(targets, timeout_s=timeout, slots=self.runtime.tab_slots)
         except BaseException as exc:
             await session.close()
             if isinstance(exc, asyncio.CancelledError):
@@ -331,7 +331,7 @@ class Daemon:
                         await head.close()
                         head = None
                     session = await self._session()
-                    tabs = await session.open_tabs(request.targets, timeout_s=request.timeout)
+                    tabs = await session.open_tabs(request.targets, timeout_s=request.timeout, slots=self.runtime.tab_slots)
                 model = await warm
             except ChatAgentError as exc:  # as `chatagent ask` fails in its own process: a setting to fix
                 await send(Failed(code=exc.code, message=exc.message))

@@ -1,0 +1,128 @@
+"""A loopback origin for tests of tabs' lifetimes and bounds: pages that
+stall, pages that come late, and a record of what it was asked. Plus the
+DevTools endpoint's view of an attached Chrome's tabs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
+
+HEAD = b"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Stalled</title></head><body><h1>A report</h1>\n"
+
+
+@dataclass
+class Record:
+    """What the origin was asked (paths, in order)."""
+
+    asked: list[str] = field(default_factory=list)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def count(self, prefix: str) -> int:
+        with self.lock:
+            return sum(p.startswith(prefix) for p in self.asked)
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    stopping: threading.Event
+    record: Record
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 - stdlib signature
+        pass
+
+    def do_GET(self) -> None:
+        record = self.server.record
+        with record.lock:
+            record.asked.append(self.path)
+        route = urlsplit(self.path).path
+        query = {k: v[0] for k, v in parse_qs(urlsplit(self.path).query).items()}
+        if route == "/stall":
+            self._stall()
+        elif route == "/late":
+            self.server.stopping.wait(float(query.get("s", "1")))
+            self._page(f"<title>Late {query.get('n', '')}</title><h1>Late page</h1><p>It came late, but whole.</p>")
+        else:
+            self.send_error(404)
+
+    def _page(self, html: str) -> None:
+        self._send(f"<!DOCTYPE html><html><head><meta charset='utf-8'></head><body>{html}</body></html>".encode())
+
+    def _send(self, body: bytes) -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _stall(self) -> None:
+        """The head of a page, then nothing until the origin stops: it never loads."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        try:
+            self.wfile.write(HEAD)
+            self.wfile.flush()
+            self.server.stopping.wait(600)
+        except OSError:
+            pass
+
+
+@dataclass(frozen=True)
+class Origin:
+    base: str
+    record: Record
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    async def asked(self, prefix: str, n: int = 1) -> None:
+        """Until the origin has been asked for `n` paths starting with `prefix`."""
+        while self.record.count(prefix) < n:
+            await asyncio.sleep(0.05)
+
+
+@contextmanager
+def serving() -> Iterator[Origin]:
+    server = _Server(("127.0.0.1", 0), _Handler)
+    server.stopping = threading.Event()
+    server.record = Record()
+    thread = threading.Thread(target=server.serve_forever, name="origin", daemon=True)
+    thread.start()
+    try:
+        yield Origin(f"http://127.0.0.1:{server.server_address[1]}", server.record)
+    finally:
+        server.stopping.set()
+        server.shutdown()
+        server.server_close()
+
+
+def page_targets(endpoint: str) -> list[str]:
+    """The URLs of the attached Chrome's tabs (page targets), from its DevTools endpoint."""
+    with urllib.request.urlopen(f"{endpoint}/json/list", timeout=10) as r:  # noqa: S310 - loopback
+        return [t["url"] for t in json.loads(r.read()) if t["type"] == "page"]
+
+
+async def tabs_settle_to(endpoint: str, users: list[str], within_s: float = 60) -> list[str]:
+    """The attached Chrome's tabs once they are the user's own again, or
+    as they are after `within_s` (closing tabs takes a moment; a tab left
+    behind stays for good)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        now = await asyncio.to_thread(page_targets, endpoint)
+        if sorted(now) == sorted(users) or time.monotonic() > deadline:
+            return now
+        await asyncio.sleep(0.2)

@@ -1,0 +1,87 @@
+"""What a server's browser may hold is bounded by its settings: no more than
+`max_tabs` tabs are open at once across concurrent `chatagent mcp` calls
+(calls beyond wait their turn, and say so in progress notifications).
+Through the real MCP SDK client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from chatagent.bench.server import debuggable_chromium
+
+from conftest import ROOT, Site
+from origin import serving
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+@contextlib.asynccontextmanager
+async def stdio_server(**env: str) -> AsyncIterator[ClientSession]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "chatagent", "mcp"], cwd=str(ROOT),
+        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def test_calls_beyond_max_tabs_wait_their_turn_and_say_so(site: Site) -> None:
+    """max_tabs 2, four calls at once of two pages each (pages that take a
+    moment to arrive): the attached Chrome never has more than 2 of the
+    calls' tabs open at once, every call is answered, and those that waited
+    were told so in progress notifications. A call naming more pages than the
+    bound still goes through, alone."""
+    from playwright.async_api import async_playwright
+
+    with serving() as origin:
+        async with debuggable_chromium(url=site.url("product")) as endpoint, async_playwright() as pw:
+            watcher = await pw.chromium.connect_over_cdp(endpoint)
+            cdp = await watcher.new_browser_cdp_session()
+            users: set[str] = set()
+            ours: set[str] = set()
+            most = 0
+
+            def created(event: dict[str, Any]) -> None:
+                nonlocal most
+                info = event["targetInfo"]
+                if info["type"] == "page" and info["targetId"] not in users:
+                    ours.add(info["targetId"])
+                    most = max(most, len(ours))
+
+            cdp.on("Target.targetCreated", created)
+            cdp.on("Target.targetDestroyed", lambda event: ours.discard(event["targetId"]))
+            users.update(t["targetId"] for t in (await cdp.send("Target.getTargets"))["targetInfos"] if t["type"] == "page")
+            await cdp.send("Target.setDiscoverTargets", {"discover": True})
+
+            waited: dict[int, list[str]] = {i: [] for i in range(4)}
+
+            def progress_of(i: int) -> Any:
+                async def on_progress(done: float, total: float | None, message: str | None) -> None:
+                    waited[i].append(message or "")
+                return on_progress
+
+            async with stdio_server(CHATAGENT_CDP=endpoint, CHATAGENT_MAX_TABS="2") as s:
+                results = await asyncio.gather(*(
+                    s.call_tool("read_pages", {"urls": [origin.url(f"/late?s=1&n={i}-{j}") for j in range(2)]},
+                                progress_callback=progress_of(i))
+                    for i in range(4)
+                ))
+                at_once = most
+                beyond = await s.call_tool("read_pages", {"urls": [origin.url(f"/late?s=0.2&n=beyond-{j}") for j in range(3)]})
+            await watcher.close()
+    for result in [*results, beyond]:
+        assert not result.is_error, result.content
+        assert all("Late page" in p["text"] for p in result.structured_content["pages"]), result.structured_content
+    assert at_once == 2, f"{at_once} tabs of the calls were open at once (2 is the bound, and what the calls want)"
+    told = [m for messages in waited.values() for m in messages if m.startswith("Waiting for")]
+    assert told, waited
+    assert all("max_tabs" in m for m in told)
