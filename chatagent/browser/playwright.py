@@ -561,13 +561,19 @@ class PlaywrightBrowser(Browser):
         waits its turn (`waiting` is told, see `TabSlots.take`), and each page
         made for it holds a slot until that page has closed."""
         share = _Share(slots, await slots.take(len(targets), waiting) if slots is not None else 0)
+        opening = [
+            asyncio.ensure_future(self._open(self._new_id(), t, timeout_s or DEFAULT_LOAD_TIMEOUT_S, share))
+            for t in targets
+        ]
         try:
-            ids = [self._new_id() for _ in targets]
-            return list(
-                await asyncio.gather(
-                    *(self._open(tab_id, t, timeout_s or DEFAULT_LOAD_TIMEOUT_S, share) for tab_id, t in zip(ids, targets))
-                )
-            )
+            return list(await asyncio.gather(*opening))
+        except BaseException:
+            # Cancelled, or one failed: gather drops what the others opened. Those still
+            # opening stop (and close their page); a tab already open is closed here.
+            for task in opening:
+                task.cancel()
+                task.add_done_callback(self._close_unreturned)
+            raise
         finally:
             share.give_back_unused()
 
@@ -628,6 +634,10 @@ class PlaywrightBrowser(Browser):
     def _close_when_made(self, made: "asyncio.Future[Page]") -> None:
         if not made.cancelled() and made.exception() is None:
             self._close_soon(made.result())
+
+    def _close_unreturned(self, opened: "asyncio.Future[Tab | TabFailure]") -> None:
+        if not opened.cancelled() and opened.exception() is None and isinstance(tab := opened.result(), PlaywrightTab):
+            self._close_soon(tab.page)
 
     async def _load(self, tab_id: str, url: str, address: str, page: Page, timeout_s: float) -> Tab | TabFailure:
         _refuse_popups(page)  # before it loads: a page can open windows from its first script
