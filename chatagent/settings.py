@@ -120,6 +120,8 @@ class Settings(BaseSettings):
     budget: int = Field(2000, ge=MIN_TAB_BUDGET, description="tokens of page text per tab")
     timeout: float = Field(15.0, gt=0, description="seconds to wait for each page to load")
     deadline: float = Field(180.0, gt=0, description="seconds after which a question is given up")
+    max_response_mb: float = Field(50.0, gt=0, description="a page, or a file it loads, larger than this many "
+                                   "MB is not loaded (the tab says so)")
     max_tabs: int = Field(20, ge=1, description="`chatagent mcp` and the daemon: tabs open at once across "
                           "calls; a call beyond waits its turn")
     input_budget: float = Field(8.0, ge=1, description="a question's input tokens, all model calls "

@@ -1,6 +1,8 @@
-"""A loopback origin for tests of tabs' lifetimes and bounds: pages that
-stall, pages that come late, and a record of what it was asked. Plus the
-DevTools endpoint's view of an attached Chrome's tabs."""
+"""A loopback origin for tests of tabs' lifetimes and bounds: pages that stall,
+pages that come late, bodies far larger than a tab may load (streamed without
+a Content-Length, or announced with one), and a record of what it was asked
+and what it sent. Plus the DevTools endpoint's view of an attached Chrome's
+tabs."""
 
 from __future__ import annotations
 
@@ -16,13 +18,22 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
 HEAD = b"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Stalled</title></head><body><h1>A report</h1>\n"
+FILLER = b"<p>" + b"Row of an endless ledger, line after line after line. " * 60 + b"</p>\n"
+BIG_MB = 200
+BIG_MB_PER_S = 40  # paced: whether the browser hung up before the end does not depend on how fast it reacts
+FETCHES_BIG = b"""<!DOCTYPE html><html><head><meta charset='utf-8'><title>Dashboard</title></head><body>
+<h1>Dashboard</h1><p>The figures load below.</p><pre id=out></pre><script>
+fetch('/big?mode=chunked&for=fetch').then(r => r.text()).then(t => { out.textContent = t.length; });
+</script></body></html>"""
 
 
 @dataclass
 class Record:
-    """What the origin was asked (paths, in order)."""
+    """What the origin was asked (paths, in order) and, per big body, how many bytes it sent."""
 
     asked: list[str] = field(default_factory=list)
+    sent: dict[str, int] = field(default_factory=dict)
+    finished: dict[str, bool] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def count(self, prefix: str) -> int:
@@ -54,6 +65,10 @@ class _Handler(BaseHTTPRequestHandler):
         elif route == "/late":
             self.server.stopping.wait(float(query.get("s", "1")))
             self._page(f"<title>Late {query.get('n', '')}</title><h1>Late page</h1><p>It came late, but whole.</p>")
+        elif route == "/big":
+            self._big(query.get("mode", "chunked"))
+        elif route == "/fetches-big":
+            self._send(FETCHES_BIG)
         else:
             self.send_error(404)
 
@@ -80,6 +95,35 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:
             pass
 
+    def _big(self, mode: str) -> None:
+        """BIG_MB of HTML at BIG_MB_PER_S: chunked with no length said, or with a Content-Length."""
+        total = BIG_MB * 1_000_000
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        if mode == "chunked":
+            self.send_header("Transfer-Encoding", "chunked")
+        else:
+            self.send_header("Content-Length", str(total))
+        self.end_headers()
+        sent, finished = 0, False
+        try:
+            while sent < total:
+                block = (HEAD if sent == 0 else b"") + FILLER * 64
+                block = block[: total - sent]
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(block), block) if mode == "chunked" else block)
+                sent += len(block)
+                if self.server.stopping.wait(len(block) / (BIG_MB_PER_S * 1_000_000)):
+                    break
+            finished = sent >= total
+            if finished and mode == "chunked":
+                self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        except OSError:
+            pass  # the browser closed the connection
+        with self.server.record.lock:
+            self.server.record.sent[self.path] = sent
+            self.server.record.finished[self.path] = finished
+
 
 @dataclass(frozen=True)
 class Origin:
@@ -93,6 +137,16 @@ class Origin:
         """Until the origin has been asked for `n` paths starting with `prefix`."""
         while self.record.count(prefix) < n:
             await asyncio.sleep(0.05)
+
+    def sent(self, path: str) -> tuple[int, bool]:
+        """Bytes sent for `path` and whether all of it went, once its answer has ended."""
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with self.record.lock:
+                if path in self.record.sent:
+                    return self.record.sent[path], self.record.finished[path]
+            time.sleep(0.05)
+        raise AssertionError(f"{path}: still sending after 60 s")
 
 
 @contextmanager

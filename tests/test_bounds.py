@@ -1,7 +1,8 @@
-"""What a server's browser may hold is bounded by its settings: no more than
-`max_tabs` tabs are open at once across concurrent `chatagent mcp` calls
-(calls beyond wait their turn, and say so in progress notifications).
-Through the real MCP SDK client."""
+"""What a server's browser may hold is bounded by its settings: a response
+larger than `max_response_mb` is not loaded (the tab says so, and the rest of
+it is never fetched), and no more than `max_tabs` tabs are open at once
+across concurrent `chatagent mcp` calls (calls beyond wait their turn, and say
+so in progress notifications). Through the real MCP SDK client."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from chatagent.bench.server import debuggable_chromium
 
 from conftest import ROOT, Site
-from origin import serving
+from origin import BIG_MB, serving
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -32,6 +33,29 @@ async def stdio_server(**env: str) -> AsyncIterator[ClientSession]:
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
+
+
+async def test_a_response_larger_than_max_response_mb_is_not_loaded(site: Site) -> None:
+    """200 MB pages, streamed with no Content-Length and announced with one,
+    and a page whose script fetches such a body, read with max_response_mb 5:
+    each tab says it is too large and which setting reads it, and the origin
+    saw the browser hang up before the end; a page beside them reads as usual."""
+    with serving() as origin:
+        # A load the bound would not stop gives up after 5 s.
+        async with stdio_server(CHATAGENT_MAX_RESPONSE_MB="5", CHATAGENT_TIMEOUT="5") as s:
+            read = await s.call_tool("read_pages", {"urls": [
+                origin.url("/big?mode=chunked"), origin.url("/big?mode=length"), origin.url("/fetches-big"),
+                site.url("product")]})
+        sent = {path: origin.sent(path) for path in ("/big?mode=chunked", "/big?mode=length", "/big?mode=chunked&for=fetch")}
+    assert not read.is_error, read.content
+    *big, product = read.structured_content["pages"]
+    for page in big:
+        assert "larger than 5 MB" in (page["error"] or ""), page
+        assert "raise max_response_mb" in page["error"] and not page["text"]
+    assert "loads a file larger" in big[2]["error"], "the page itself was small: one of its files was not"
+    assert "$1,349.00" in product["text"]
+    for path, (bytes_sent, whole) in sent.items():
+        assert not whole and bytes_sent < BIG_MB * 1_000_000, (path, bytes_sent)
 
 
 async def test_calls_beyond_max_tabs_wait_their_turn_and_say_so(site: Site) -> None:

@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sys
+import urllib.request
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from chatagent.bench.server import debuggable_chromium, free_port
+from chatagent.browser.playwright import SETTLE_CAP_S
 from chatagent.testing.gemini_server import GeminiServer
 
 from conftest import ROOT, Site
@@ -54,15 +56,27 @@ async def cancelled(call: "asyncio.Task[Any]") -> None:
         await call
 
 
+async def loaded(endpoint: str, url: str) -> None:
+    """Until the attached Chrome shows `url` parsed (its title), and the most
+    its tab takes to settle: its call holds it open, waiting for its other tabs."""
+    def parsed() -> bool:
+        with urllib.request.urlopen(f"{endpoint}/json/list", timeout=10) as r:  # noqa: S310 - loopback
+            return any(t["url"] == url and t["title"] not in ("", url) for t in json.loads(r.read()))
+
+    while not await asyncio.to_thread(parsed):
+        await asyncio.sleep(0.1)
+    await asyncio.sleep(SETTLE_CAP_S + 1)
+
+
 def slow_model(gemini: GeminiServer) -> dict[str, str]:
     return {"GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url, "CHATAGENT_MODEL": "gemini-2.5-flash"}
 
 
 async def test_cancelled_calls_leave_only_the_users_tabs_in_an_attached_chrome(site: Site) -> None:
-    """Cancelled once its pages are open (its question with the model), and
-    cancelled while they load (pages that never finish, each call cancelled as
-    its pages start to arrive, when Chromium may lose a close): none of the
-    calls' tabs stays, while the server runs on."""
+    """Cancelled once its pages are open (its question with the model), with
+    one page open and one still loading, and while they load (pages that never
+    finish, each call cancelled as its pages start to arrive, when Chromium may
+    lose a close): none of the calls' tabs stays, while the server runs on."""
     with serving() as origin, GeminiServer(ttft_s=float(NEVER_S)) as gemini:
         async with debuggable_chromium(url=site.url("product")) as endpoint:
             users = page_targets(endpoint)
@@ -72,6 +86,9 @@ async def test_cancelled_calls_leave_only_the_users_tabs_in_an_attached_chrome(s
                     "urls": [site.url("article"), site.url("table"), site.url("long")], "question": "Who wrote it?"}))
                 await until(lambda: gemini.generate_requests)  # its three tabs are open
                 await cancelled(asking)
+                half = asyncio.create_task(s.call_tool("read_pages", {"urls": [site.url("article"), origin.url("/stall?half")]}))
+                await loaded(endpoint, site.url("article"))
+                await cancelled(half)
                 for wave in range(3):
                     calls = [asyncio.create_task(s.call_tool("read_pages", {
                         "urls": [origin.url(f"/stall?w={wave}&c={i}&t={t}") for t in range(2)]})) for i in range(6)]
@@ -145,7 +162,7 @@ async def test_a_killed_client_or_a_closed_pipe_leaves_only_the_users_tabs(site:
             env = {"CHATAGENT_CDP": endpoint, "CHATAGENT_TIMEOUT": NEVER_S}
             async with http_server(**env) as url:
                 await killed_client(url, "read_pages", {"urls": [origin.url("/stall?http=1"), site.url("article")]},
-                                    lambda: origin.asked("/stall?http=1"))
+                                    lambda: asyncio.gather(origin.asked("/stall?http=1"), loaded(endpoint, site.url("article"))))
                 over_http = await tabs_settle_to(endpoint, users)
             proc = await raw_stdio_server(env)
             try:
@@ -217,8 +234,9 @@ async def test_launched_the_tabs_of_cancelled_calls_and_killed_clients_close_at_
     site: Site, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """The server's own browser: a call cancelled once its pages are open, and a
-    killed client's call, leave no page open in it (not until the server stops:
-    now). The server runs in this process so its browser can be watched."""
+    killed client's call (one page open, one loading), leave no page open in it
+    (not until the server stops: now). The server runs in this process so its
+    browser can be watched."""
     from chatagent import runtime as runtime_module
     from chatagent.mcp_server import serve_http
     from chatagent.settings import Settings
@@ -234,6 +252,14 @@ async def test_launched_the_tabs_of_cancelled_calls_and_killed_clients_close_at_
 
     def pages() -> int:
         return len(browsers[0].context.pages) if browsers else 0
+
+    async def article_loaded() -> None:  # as `loaded`, in the server's own browser
+        while True:
+            titles = [await p.title() for p in browsers[0].context.pages if p.url == site.url("article")]
+            if any(titles):
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(SETTLE_CAP_S + 1)
 
     async def settled() -> int:
         for _ in range(300):
@@ -263,7 +289,7 @@ async def test_launched_the_tabs_of_cancelled_calls_and_killed_clients_close_at_
                 await cancelled(asking)
                 after_cancel = await settled()
                 await killed_client(url, "read_pages", {"urls": [origin.url("/stall?launched=1"), site.url("article")]},
-                                    lambda: origin.asked("/stall?launched=1"))
+                                    lambda: asyncio.gather(origin.asked("/stall?launched=1"), article_loaded()))
                 after_kill = await settled()
         finally:
             serving_http.cancel()

@@ -16,7 +16,7 @@ import os
 import secrets
 from collections.abc import Callable
 from contextlib import suppress
-from typing import Any
+from typing import Any, NamedTuple
 
 from playwright.async_api import (
     Browser as PWBrowser,
@@ -66,6 +66,7 @@ LAUNCH_ARGS = (
 IGNORE_DEFAULT_ARGS = ("--disable-popup-blocking",)
 
 DEFAULT_LOAD_TIMEOUT_S: float = Settings.model_fields["timeout"].default
+DEFAULT_MAX_RESPONSE_MB: float = Settings.model_fields["max_response_mb"].default
 VIEWPORT = {"width": 1280, "height": 900}
 _TEXTUAL_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "image/svg")
 PDF_TYPE = "application/pdf"
@@ -245,9 +246,11 @@ class PlaywrightTab(Tab):
         self, tab_id: str, page: Page, notes: list[str] | None = None, *,
         local_files: frozenset[str] = frozenset(), display_url: Callable[[str], str] = str,
         status: tuple[int, str] | None = None, close_popups: bool = True, pdf: bool = False,
+        sizes: _ResponseSizes | None = None,
     ) -> None:
         self.tab_id = tab_id
         self.page = page
+        self._sizes = sizes  # counts its responses' bytes; one too large closes the page
         self._load_notes = list(notes or [])
         self._once_notes: list[str] = []  # said with the next snapshot only
         self.crashed = False
@@ -282,6 +285,8 @@ class PlaywrightTab(Tab):
 
     def _gone(self) -> str | None:
         """Why this tab cannot be used any more, if it cannot."""
+        if self._sizes is not None and self._sizes.over is not None:
+            return self._sizes.over.closed_tab(self.label)
         if self.crashed:
             return (
                 f"Tab {self.label} crashed again after it was reloaded (its page runs out of memory or hits "
@@ -455,13 +460,19 @@ class PlaywrightBrowser(Browser):
     or use one from a Playwright browser server (`connect_ws`).
 
     It keeps the pages it made (`_ours`) until each has closed: `close` closes
-    them all, over CDP too, where it must leave the user's own tabs open."""
+    them all, over CDP too, where it must leave the user's own tabs open.
+    `max_response_mb`: a tab whose page, or any file the page loads, is larger
+    than this is not loaded (None: no bound)."""
 
-    def __init__(self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool) -> None:
+    def __init__(
+        self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool,
+        max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+    ) -> None:
         self._pw = pw
         self._browser = browser
         self.context = context
         self._owned = owned
+        self._max_response_mb = max_response_mb
         self._next_id = 1
         self._files = LocalFiles()
         # One Tab per page, whoever asks: its id and its turn lock (tools take
@@ -479,6 +490,7 @@ class PlaywrightBrowser(Browser):
         executable_path: str | None = None,
         headless: bool = True,
         extra_args: list[str] | None = None,
+        max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
     ) -> "PlaywrightBrowser":
         exe = executable_path or find_browser()
         pw = await async_playwright().start()
@@ -498,10 +510,12 @@ class PlaywrightBrowser(Browser):
         except PlaywrightError as exc:
             await pw.stop()
             raise BrowserError(f"Could not start the browser at {exe}: {_short(exc)}") from exc
-        return cls(pw, browser, context, owned=True)
+        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb)
 
     @classmethod
-    async def connect_cdp(cls, endpoint: str) -> "PlaywrightBrowser":
+    async def connect_cdp(
+        cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+    ) -> "PlaywrightBrowser":
         """Attach to a Chrome started with --remote-debugging-port (the user's real tabs)."""
         pw = await async_playwright().start()
         try:
@@ -513,10 +527,12 @@ class PlaywrightBrowser(Browser):
                 "--remote-debugging-port=9222 and pass --cdp http://127.0.0.1:9222."
             ) from exc
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
-        return cls(pw, browser, context, owned=False)
+        return cls(pw, browser, context, owned=False, max_response_mb=max_response_mb)
 
     @classmethod
-    async def connect_ws(cls, endpoint: str) -> "PlaywrightBrowser":
+    async def connect_ws(
+        cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+    ) -> "PlaywrightBrowser":
         """Use a browser from a remote Playwright browser server (`playwright
         run-server`, Browserless, a grid): a context of our own in it, closed with us."""
         pw = await async_playwright().start()
@@ -529,7 +545,7 @@ class PlaywrightBrowser(Browser):
                 f"Could not use the browser server at {endpoint}: {_short(exc)}. Check the browser_ws setting "
                 "(`chatagent config set browser_ws ws://HOST:PORT/`, or --browser-ws)."
             ) from exc
-        return cls(pw, browser, context, owned=True)
+        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb)
 
     def _new_id(self) -> str:
         tab_id = str(self._next_id)
@@ -561,13 +577,19 @@ class PlaywrightBrowser(Browser):
         waits its turn (`waiting` is told, see `TabSlots.take`), and each page
         made for it holds a slot until that page has closed."""
         share = _Share(slots, await slots.take(len(targets), waiting) if slots is not None else 0)
+        opening = [
+            asyncio.ensure_future(self._open(self._new_id(), t, timeout_s or DEFAULT_LOAD_TIMEOUT_S, share))
+            for t in targets
+        ]
         try:
-            ids = [self._new_id() for _ in targets]
-            return list(
-                await asyncio.gather(
-                    *(self._open(tab_id, t, timeout_s or DEFAULT_LOAD_TIMEOUT_S, share) for tab_id, t in zip(ids, targets))
-                )
-            )
+            return list(await asyncio.gather(*opening))
+        except BaseException:
+            # Cancelled, or one failed: gather drops what the others opened. Those still
+            # opening stop (and close their page); a tab already open is closed here.
+            for task in opening:
+                task.cancel()
+                task.add_done_callback(self._close_unreturned)
+            raise
         finally:
             share.give_back_unused()
 
@@ -629,16 +651,36 @@ class PlaywrightBrowser(Browser):
         if not made.cancelled() and made.exception() is None:
             self._close_soon(made.result())
 
+    def _close_unreturned(self, opened: "asyncio.Future[Tab | TabFailure]") -> None:
+        if not opened.cancelled() and opened.exception() is None and isinstance(tab := opened.result(), PlaywrightTab):
+            self._close_soon(tab.page)
+
     async def _load(self, tab_id: str, url: str, address: str, page: Page, timeout_s: float) -> Tab | TabFailure:
         _refuse_popups(page)  # before it loads: a page can open windows from its first script
         notes: list[str] = []
         loaded = True
-        await page.add_init_script(_SETTLE_INIT_JS)
+        sizes: _ResponseSizes | None = None
+        if self._max_response_mb is None:
+            await page.add_init_script(_SETTLE_INIT_JS)
+        else:
+            _, sizes = await asyncio.gather(
+                page.add_init_script(_SETTLE_INIT_JS),
+                # One too large closes the page now, loading or loaded: the bytes stop coming.
+                _ResponseSizes.watch(page, self._max_response_mb, lambda: self._close_soon(page)),
+            )
+
+        def too_large() -> TabFailure | None:
+            if sizes is None or sizes.over is None:
+                return None
+            return TabFailure(tab_id=tab_id, url=url, code="too_large", message=sizes.over.not_loaded(url))
+
         with _TextRequests(page) as requests:  # from before the first request
             try:
                 # The HTML parsed is enough to start from: "load" would wait for every image and frame.
                 response = await page.goto(address, wait_until="domcontentloaded", timeout=timeout_s * 1000)
             except PlaywrightTimeout:
+                if failure := too_large():
+                    return failure
                 if page.url in ("", "about:blank"):  # no response at all: nothing rendered to keep
                     await _close_page(page)
                     return TabFailure(tab_id=tab_id, url=url, code="timeout",
@@ -648,6 +690,8 @@ class PlaywrightBrowser(Browser):
                 notes.append(f"The page did not finish loading within {timeout_s:g}s; using what had rendered.")
                 response, loaded = None, False
             except PlaywrightError as exc:
+                if failure := too_large():  # closed for it, which failed the navigation
+                    return failure
                 await _close_page(page)
                 msg = _short(exc)
                 code = "download" if "Download is starting" in msg else "unreachable"
@@ -668,8 +712,11 @@ class PlaywrightBrowser(Browser):
                     )
             if loaded and not is_pdf:  # data: and about: URLs have no response but may still render late
                 await _settle(page, requests, min(SETTLE_CAP_S, timeout_s), None)
+        if failure := too_large():  # a file it loaded as it settled
+            return failure
         status = (response.status, response.status_text) if response is not None else None
-        return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf)
+        return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf,
+                             sizes=sizes)
 
     async def _new_page(self) -> Page:
         """A page for a tab about to open."""
@@ -715,6 +762,76 @@ class _Share:
         if self.slots is not None:
             self.slots.give(self._left)
         self._left = 0
+
+
+class _Over(NamedTuple):
+    """A response past the bound (`_ResponseSizes`), and the words for it."""
+
+    limit_mb: float
+    document: bool  # the page itself, not a file it loads
+
+    def _what(self, subject: str) -> str:
+        return (f"{subject} is larger" if self.document else f"{subject} loads a file larger") + \
+            f" than {self.limit_mb:g} MB (the max_response_mb setting)"
+
+    def not_loaded(self, url: str) -> str:
+        return f"{self._what(url)}, so it was not loaded. To read it, raise max_response_mb."
+
+    def closed_tab(self, label: str) -> str:
+        return f"{self._what(f'Tab {label}')}, so it was closed. To read it, raise max_response_mb and open it again."
+
+
+class _ResponseSizes:
+    """The bytes of each response of a page, counted as they arrive, on a CDP
+    session of our own (its Network events: nothing is intercepted, so no
+    request waits on us). One response past the bound, the page's or a file's,
+    with a Content-Length or streamed without one, trips it, once: `over` says
+    which, and `on_over` is called (it closes the page: the bytes stop)."""
+
+    def __init__(self, limit_mb: float, on_over: Callable[[], object]) -> None:
+        self.limit_mb = limit_mb
+        self._limit = int(limit_mb * 1_000_000)
+        self._on_over = on_over
+        self.over: _Over | None = None
+        self._received: dict[str, int] = {}  # request id → bytes so far
+        self._documents: set[str] = set()
+        self._session: Any = None
+
+    @classmethod
+    async def watch(cls, page: Page, limit_mb: float, on_over: Callable[[], object]) -> "_ResponseSizes":
+        sizes = cls(limit_mb, on_over)
+        session = sizes._session = await page.context.new_cdp_session(page)
+        session.on("Network.responseReceived", sizes._response)
+        session.on("Network.dataReceived", sizes._data)
+        session.on("Network.loadingFinished", sizes._ended)
+        session.on("Network.loadingFailed", sizes._ended)
+        # No bodies kept for this session: Playwright's own keeps what it needs.
+        await session.send("Network.enable", {"maxTotalBufferSize": 0, "maxResourceBufferSize": 0})
+        return sizes
+
+    def _response(self, event: dict[str, Any]) -> None:
+        request = event["requestId"]
+        if event.get("type") == "Document":
+            self._documents.add(request)
+        headers = event.get("response", {}).get("headers", {})
+        length = str(next((v for k, v in headers.items() if k.lower() == "content-length"), "")).strip()
+        if length.isdigit() and int(length) > self._limit:  # said up front: no need to wait for the bytes
+            self._trip(request)
+
+    def _data(self, event: dict[str, Any]) -> None:
+        request = event["requestId"]
+        size = self._received[request] = self._received.get(request, 0) + int(event.get("dataLength") or 0)
+        if size > self._limit:
+            self._trip(request)
+
+    def _ended(self, event: dict[str, Any]) -> None:
+        self._received.pop(event["requestId"], None)
+        self._documents.discard(event["requestId"])
+
+    def _trip(self, request: str) -> None:
+        if self.over is None:
+            self.over = _Over(self.limit_mb, request in self._documents)
+            self._on_over()
 
 
 class _TextRequests:

@@ -70,7 +70,8 @@ class _AskBrowser(PlaywrightBrowser):
         except PlaywrightError:
             await context.close()
             raise
-        made = cls(browser._pw, launched, context, owned=False)  # noqa: SLF001 - the same driver
+        made = cls(browser._pw, launched, context, owned=False,  # noqa: SLF001 - the same driver and bounds
+                   max_response_mb=browser._max_response_mb)  # noqa: SLF001
         made._spare_page = page
         return made
 
