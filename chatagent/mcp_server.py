@@ -173,7 +173,7 @@ class PageTools:
         return TabList(tabs=out, unavailable=unavailable)
 
     @asynccontextmanager
-    async def _tabs(self, urls: list[str], progress: Progress) -> AsyncIterator[list[Tab | TabFailure]]:
+    async def _tabs(self, urls: list[str], progress: Progress | None) -> AsyncIterator[list[Tab | TabFailure]]:
         """The call's tabs, for the `with` block: listed tabs by id, the rest
         opened for it and closed after it (`Runtime.tabs`). How many URLs, a
         budget's range and a question's length are the tools' schemas to check."""
@@ -194,14 +194,17 @@ class PageTools:
         limit = self.runtime.settings.max_tabs
 
         async def waiting(tabs: int) -> None:
-            await progress(f"Waiting for {tabs} open tab{'s' if tabs > 1 else ''} to close "
-                           f"(at most {limit} are open at once: the max_tabs setting).")
+            if progress is not None:  # a caller in this process (the benchmark) need not be told
+                await progress(f"Waiting for {tabs} open tab{'s' if tabs > 1 else ''} to close "
+                               f"(at most {limit} are open at once: the max_tabs setting).")
 
         async with self.runtime.tabs(targets, waiting=waiting) as opened:
             it = iter(opened)
             yield [self._listed[u] if u in self._listed else next(it) for u in urls]
 
-    async def read_pages(self, urls: list[str], question: str | None, budget_per_tab: int, progress: Progress) -> ReadResult:
+    async def read_pages(
+        self, urls: list[str], question: str | None, budget_per_tab: int, progress: Progress | None = None,
+    ) -> ReadResult:
         question = (question or "").strip() or None
         async with self._tabs(urls, progress) as tabs:
             await self.runtime.load()
@@ -304,7 +307,8 @@ def build_server(runtime: Runtime) -> MCPServer:
     ) -> ReadResult:
         """Each page's main text within a token budget (untrusted content)."""
         with _told():
-            return await _while_connected(ctx, tools.read_pages(urls, question, budget_per_tab, _progress(ctx, runtime.scrubber)))
+            progress = _progress(ctx, runtime.scrubber)
+            return await _while_connected(ctx, tools.read_pages(urls, question, budget_per_tab, progress))
 
     @server.tool(annotations=annotations, structured_output=True)
     async def ask_pages(
