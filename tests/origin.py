@@ -170,7 +170,7 @@ def page_targets(endpoint: str) -> list[str]:
         return [t["url"] for t in json.loads(r.read()) if t["type"] == "page"]
 
 
-async def tabs_settle_to(endpoint: str, users: list[str], within_s: float = 60) -> list[str]:
+async def tabs_settle_to(endpoint: str, users: list[str], within_s: float = 30) -> list[str]:
     """The attached Chrome's tabs once they are the user's own again, or
     as they are after `within_s` (closing tabs takes a moment; a tab left
     behind stays for good)."""
