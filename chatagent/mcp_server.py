@@ -363,6 +363,8 @@ class _ClientWatch:
 
 
 class _Server(MCPServer):
+    """The SDK's server, its HTTP app watched for clients that go (`_ClientWatch`)."""
+
     def streamable_http_app(self, **kwargs: Any) -> Any:
         app = super().streamable_http_app(**kwargs)
         app.add_middleware(_ClientWatch)
