@@ -471,8 +471,9 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
         async with running(settings) as server:
             app = BearerToken(server.streamable_http_app(host=host), settings.secret("mcp_token") or "")
             # log_config=None: uvicorn's loggers write through ours (masked, sanitised), not handlers of their own.
+            # On Ctrl-C or SIGTERM, calls still running after a few seconds are cancelled (their tabs close).
             web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                                                log_config=None))
+                                                log_config=None, timeout_graceful_shutdown=5))
             serving = asyncio.ensure_future(web.serve(sockets=[listening]))
             try:
                 await asyncio.shield(serving)
