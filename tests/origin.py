@@ -164,6 +164,19 @@ def serving() -> Iterator[Origin]:
         server.server_close()
 
 
+async def listening(port: int, within_s: float) -> None:
+    """Until something accepts connections on 127.0.0.1:`port` (a server
+    starting), or `within_s` has passed: the caller's requests then say why."""
+    for _ in range(int(within_s * 10)):
+        try:
+            _, writer = await asyncio.open_connection("127.0.0.1", port)
+        except OSError:
+            await asyncio.sleep(0.1)
+            continue
+        writer.close()
+        return
+
+
 def page_targets(endpoint: str) -> list[str]:
     """The URLs of the attached Chrome's tabs (page targets), from its DevTools endpoint."""
     with urllib.request.urlopen(f"{endpoint}/json/list", timeout=10) as r:  # noqa: S310 - loopback

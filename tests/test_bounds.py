@@ -7,32 +7,17 @@ so in progress notifications). Through the real MCP SDK client."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import os
-import sys
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from chatagent.bench.server import debuggable_chromium
 
-from conftest import ROOT, Site
+from conftest import Site
 from origin import BIG_MB, serving
+from test_mcp import server as stdio_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
-
-
-@contextlib.asynccontextmanager
-async def stdio_server(**env: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "chatagent", "mcp"], cwd=str(ROOT),
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-    )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
 
 
 async def test_a_response_larger_than_max_response_mb_is_not_loaded(site: Site) -> None:

@@ -23,6 +23,7 @@ from chatagent.testing.gemini_server import GeminiServer, TextReply
 from chatagent.tokens import count_tokens
 
 from conftest import PAGES, ROOT, Site
+from origin import listening
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -475,12 +476,7 @@ async def test_over_http_two_clients_share_a_listed_tab_and_its_tools_take_turns
         serving = asyncio.create_task(serve_http(settings, "127.0.0.1", port))
         url = f"http://127.0.0.1:{port}/mcp"
         try:
-            for _ in range(300):
-                with contextlib.suppress(OSError):
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                await asyncio.sleep(0.1)
+            await listening(port, 30)
             async with http_client(url, token) as a, http_client(url, token) as b:
                 ids = []
                 for client in (a, b):  # each lists the tabs: the second listing must not orphan the first's ids

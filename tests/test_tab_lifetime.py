@@ -18,30 +18,20 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession
 
 from chatagent.bench.server import debuggable_chromium, free_port
 from chatagent.browser.playwright import SETTLE_CAP_S
 from chatagent.testing.gemini_server import GeminiServer
 
 from conftest import ROOT, Site
-from origin import page_targets, serving, tabs_settle_to
+from origin import listening, page_targets, serving, tabs_settle_to
+from test_mcp import server as stdio_server
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
 TOKEN = "token-of-the-test"
 NEVER_S = "600"  # a load timeout and a model's first token far beyond any test: a tab they keep open stays
-
-
-@contextlib.asynccontextmanager
-async def stdio_server(**env: str) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable, args=["-m", "chatagent", "mcp"], cwd=str(ROOT),
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-    )
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
 
 
 async def until(condition: Callable[[], object]) -> None:
@@ -115,12 +105,7 @@ async def http_server(**env: str) -> AsyncIterator[str]:
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )
     try:
-        for _ in range(600):
-            with contextlib.suppress(OSError):
-                _, writer = await asyncio.open_connection("127.0.0.1", port)
-                writer.close()
-                break
-            await asyncio.sleep(0.1)
+        await listening(port, 60)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         proc.terminate()
@@ -279,12 +264,7 @@ async def test_launched_the_tabs_of_cancelled_calls_and_killed_clients_close_at_
         serving_http = asyncio.create_task(serve_http(settings, "127.0.0.1", port))
         url = f"http://127.0.0.1:{port}/mcp"
         try:
-            for _ in range(600):
-                with contextlib.suppress(OSError):
-                    _, writer = await asyncio.open_connection("127.0.0.1", port)
-                    writer.close()
-                    break
-                await asyncio.sleep(0.1)
+            await listening(port, 60)
             async with http_client(url) as s:
                 asking = asyncio.create_task(s.call_tool("ask_pages", {
                     "urls": [site.url("article"), site.url("table"), site.url("long")], "question": "Who wrote it?"}))
