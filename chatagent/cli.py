@@ -28,11 +28,12 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, startup
+from .browser.base import DEFAULT_LOAD_TIMEOUT_S
 from .errors import ChatAgentError, ModelConfigError, UsageError
-from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
+from .limits import DEFAULT_DEADLINE_S, DEFAULT_TAB_BUDGET, INPUT_BUDGET_FACTOR, MIN_INPUT_BUDGET, MIN_TAB_BUDGET
 from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
 from .process import answer_status, run, setup_logging
-from .settings import Settings, check_model
+from .settings import DEFAULT_MODEL, Settings, check_model
 from .terminal import json_safe, no_echo, safe_text, sanitize, stderr_console
 
 if TYPE_CHECKING:
@@ -43,10 +44,6 @@ if TYPE_CHECKING:
 
     from .context import PageContext, TabContext
     from .runtime import Conversation, Runtime
-
-
-def _default(key: str) -> Any:
-    return Settings.model_fields[key].default
 
 
 class CLIError(ChatAgentError):
@@ -122,10 +119,10 @@ def _add_context(sub: Any) -> None:
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
     p.add_argument("-q", "--question", help="focus the budget on the parts of the pages relevant to this question")
     p.add_argument("--budget", type=_budget, metavar="TOKENS",
-                   help=f"tokens per tab; short tabs give their unused share to long ones (default {_default('budget')})")
+                   help=f"tokens per tab; short tabs give their unused share to long ones (default {DEFAULT_TAB_BUDGET})")
     p.add_argument("--json", action="store_true", help="print one JSON object (the PageContext) on stdout")
     p.add_argument("--timeout", type=_timeout, metavar="S",
-                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
+                   help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--cdp", metavar="URL",
                    help="attach to a Chrome started with --remote-debugging-port, e.g. http://127.0.0.1:9222")
     p.set_defaults(handler=cmd_context)
@@ -242,18 +239,18 @@ def _add_agent_args(p: argparse.ArgumentParser) -> None:
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
     p.add_argument("--model", metavar="M", type=_model,
                    help="extractive (offline), gemini-2.5-flash, openai:MODEL (default: the model setting, "
-                   f"see `chatagent config show`; else {_default('model')})")
+                   f"see `chatagent config show`; else {DEFAULT_MODEL})")
     p.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
     p.add_argument("--budget", type=_budget, metavar="TOKENS",
-                   help=f"tokens of page text per tab (default {_default('budget')})")
+                   help=f"tokens of page text per tab (default {DEFAULT_TAB_BUDGET})")
     p.add_argument("--timeout", type=_timeout, metavar="S",
-                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
+                   help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port")
     p.add_argument("--deadline", type=_timeout, metavar="S",
-                   help=f"give up on a question after this many seconds (default {_default('deadline'):g})")
+                   help=f"give up on a question after this many seconds (default {DEFAULT_DEADLINE_S:g})")
     p.add_argument("--input-budget", type=_factor, metavar="X",
                    help="a question's input tokens, all model calls together, stay within X times its first "
-                   f"request (never below {MIN_INPUT_BUDGET:,}; default {_default('input_budget'):g})")
+                   f"request (never below {MIN_INPUT_BUDGET:,}; default {INPUT_BUDGET_FACTOR:g})")
 
 
 USAGE_ERRORS = ("a bad or unknown option, an unknown model or another setting's bad value, from a flag, "
@@ -364,7 +361,7 @@ def _add_mcp(sub: Any) -> None:
     p.add_argument("--browser-ws", metavar="WS_URL", help="use browsers from a Playwright browser server "
                    "(playwright run-server, Browserless, a Selenium Grid) instead of launching one")
     p.add_argument("--timeout", type=_timeout, metavar="S",
-                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
+                   help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--http", metavar="[HOST:]PORT", type=_listen,
                    help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio, to clients that send the "
                    "mcp_token setting as a bearer token (HOST: 127.0.0.1 unless given, where a token is made "
@@ -517,7 +514,7 @@ def _add_bench(sub: Any) -> None:
     p.add_argument("--reps", type=int, metavar="N", help="latency repetitions per scenario (default: 5 quick, 15 full)")
     p.add_argument("--data", metavar="DIR", default="../shared/data",
                    help="the evaluation data (default: ../shared/data)")
-    p.add_argument("--budget", type=_budget, metavar="TOKENS", help=f"tokens per tab (default {_default('budget')})")
+    p.add_argument("--budget", type=_budget, metavar="TOKENS", help=f"tokens per tab (default {DEFAULT_TAB_BUDGET})")
     # Items per dataset and pass-1 questions per kind: a tiny end-to-end run for the tests.
     p.add_argument("--limit", type=int, help=argparse.SUPPRESS)
     p.set_defaults(handler=cmd_bench)

@@ -14,15 +14,13 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from chatagent.browser.base import DEFAULT_TOOL_TIMEOUT_S
 from chatagent.errors import ToolError
-from chatagent.settings import Settings
 
 from .errors import BridgeError
 from .messages import ToolName, ToolRequestMessage, ToolResultMessage
 
 log = logging.getLogger(__name__)
-
-DEFAULT_TOOL_TIMEOUT_S: float = Settings.model_fields["tool_timeout"].default
 
 SendFn = Callable[[ToolRequestMessage], Awaitable[Any]]
 
