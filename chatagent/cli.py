@@ -28,9 +28,15 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, startup
-from .browser.base import DEFAULT_LOAD_TIMEOUT_S
 from .errors import ChatAgentError, ModelConfigError, UsageError
-from .limits import DEFAULT_DEADLINE_S, DEFAULT_TAB_BUDGET, INPUT_BUDGET_FACTOR, MIN_INPUT_BUDGET, MIN_TAB_BUDGET
+from .limits import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_LOAD_TIMEOUT_S,
+    DEFAULT_TAB_BUDGET,
+    INPUT_BUDGET_FACTOR,
+    MIN_INPUT_BUDGET,
+    MIN_TAB_BUDGET,
+)
 from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
 from .process import answer_status, run, setup_logging
 from .settings import DEFAULT_MODEL, Settings, check_model

@@ -53,8 +53,16 @@ from pydantic_settings import (
 )
 
 from .errors import ChatAgentError, ModelConfigError, UsageError
-from .browser.base import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_RESPONSE_MB, DEFAULT_TOOL_TIMEOUT_S
-from .limits import DEFAULT_DEADLINE_S, DEFAULT_TAB_BUDGET, INPUT_BUDGET_FACTOR, MIN_INPUT_BUDGET, MIN_TAB_BUDGET
+from .limits import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_LOAD_TIMEOUT_S,
+    DEFAULT_MAX_RESPONSE_MB,
+    DEFAULT_TAB_BUDGET,
+    DEFAULT_TOOL_TIMEOUT_S,
+    INPUT_BUDGET_FACTOR,
+    MIN_INPUT_BUDGET,
+    MIN_TAB_BUDGET,
+)
 from .locations import config_dir, config_path, make_private_dirs, tighten_dir
 from .scrub import tail
 

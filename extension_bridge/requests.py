@@ -14,8 +14,8 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from chatagent.browser.base import DEFAULT_TOOL_TIMEOUT_S
 from chatagent.errors import ToolError
+from chatagent.limits import DEFAULT_TOOL_TIMEOUT_S
 
 from .errors import BridgeError
 from .messages import ToolName, ToolRequestMessage, ToolResultMessage

@@ -17,11 +17,6 @@ from .slots import TabSlots, Waiting
 
 ScrollDirection = Literal["up", "down", "top", "bottom"]
 
-# The backends' defaults (`Settings` reads them; this module is light to import).
-DEFAULT_LOAD_TIMEOUT_S = 15.0  # seconds a tab waits for its page to load (`Browser.open_tabs`)
-DEFAULT_MAX_RESPONSE_MB = 50.0  # a page, or a file it loads, larger than this is not loaded
-DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds a tab run elsewhere (the side panel's) waits for one tool
-
 
 class PageSnapshot(BaseModel):
     """What a tab shows at one moment: the raw material for extraction."""

@@ -31,16 +31,8 @@ from playwright.async_api import (
 )
 
 from ..errors import BrowserError, ChatAgentError, TabError, ToolError, UnnamedLocalFileError
-from .base import (
-    DEFAULT_LOAD_TIMEOUT_S,
-    DEFAULT_MAX_RESPONSE_MB,
-    Browser,
-    PageSnapshot,
-    ScrollDirection,
-    ScrollResult,
-    Tab,
-    TabFailure,
-)
+from ..limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_RESPONSE_MB
+from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .frames import FrameReader
 from .localfiles import LocalFiles, is_local
