@@ -28,20 +28,18 @@ from .hooks import RunHooks
 from .models import Model
 from .prompts import browser_state_message, build_messages, screenshot_message, tool_result_text, without_image
 from .retry import RetryPolicy, stream_reply
-from .limits import MAX_QUESTION_CHARS, MIN_INPUT_BUDGET
-from .settings import Settings
+from .limits import DEFAULT_DEADLINE_S, INPUT_BUDGET_FACTOR, MAX_QUESTION_CHARS, MIN_INPUT_BUDGET
 from .tools import ToolRunner, tool_specs
 
 MAX_TURNS = 20  # model calls in pass 2
 MAX_TOOL_CALLS = 24  # per question: a page cannot drive the agent into a loop
 MIN_OVERFLOW_BUDGET = 250  # tokens per tab: below this, shrinking cannot help
-# Every question ends within the deadline, with `done` or `error`. Its input
-# tokens, all model calls together, stay within `input_budget` times its pass-1
-# request (pass 2 resends the growing conversation every turn), but never below
-# MIN_INPUT_BUDGET: a small page's request is mostly fixed overhead
-# (instructions, tool schemas), and three scrolls would use up 8 times it.
-DEFAULT_DEADLINE_S: float = Settings.model_fields["deadline"].default
-INPUT_BUDGET_FACTOR: float = Settings.model_fields["input_budget"].default
+# Every question ends within the deadline (DEFAULT_DEADLINE_S), with `done` or
+# `error`. Its input tokens, all model calls together, stay within
+# `input_budget` (INPUT_BUDGET_FACTOR) times its pass-1 request (pass 2 resends
+# the growing conversation every turn), but never below MIN_INPUT_BUDGET: a
+# small page's request is mostly fixed overhead (instructions, tool schemas),
+# and three scrolls would use up 8 times it.
 _CITE = re.compile(r"\[Tab (\d+)(?:, pp?\. [\d–-]+)?\]")  # [Tab 2], and a PDF's [Tab 2, p. 3]
 
 Emit = Callable[[Event], None]

@@ -23,7 +23,8 @@ Two ways to fit a text that is too long:
   near the question's words, and the last quarter would go to rows that only
   share a word with it.
 Every marker says how much was left out, so neither the model nor the user
-mistakes a partial page for a whole one; a part kept after a gap is shown
+mistakes a partial page for a whole one (`markers.py` writes them and, for
+whoever reads the text back, recognises them); a part kept after a gap is shown
 under its heading path ("###### Specifications › Battery") when its own
 heading was left out, so the model knows where on the page it sits.
 
@@ -58,6 +59,7 @@ from pydantic import BaseModel
 from .ranking import ENGLISH, BM25Ranker, Query, Ranker, RankerFactory
 from .rows import has_rows, is_row, join_row, row_cells
 from .limits import MIN_TAB_BUDGET
+from .markers import columns_marker, omitted_marker
 from .tokens import count_tokens
 
 CHUNK_TOKENS = 96  # small enough to pick precisely, large enough to carry context
@@ -103,11 +105,6 @@ class Fitted(BaseModel):
     selected: bool = False  # question-relevant parts kept
     omitted_tokens: int = 0
     note: str = ""  # for a very long text: how it was fitted
-
-
-def omitted_marker(tokens: int, *, selected: bool) -> str:
-    why = "less related to the question" if selected else "further down the page"
-    return f"[… {tokens:,} tokens {why} left out …]"
 
 
 def allocate(needs: list[int], total: int) -> list[int]:
@@ -656,11 +653,6 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
     if tokens > budget:  # estimates drifted (joins, markers): trim from the least relevant end
         return _head(_split_units(text), budget, total)
     return Fitted(text=text, tokens=tokens, original_tokens=total, selected=True, omitted_tokens=omitted)
-
-
-def columns_marker(shown: list[str], width: int, tokens: int) -> str:
-    names = ", ".join(shown)
-    return f"[table shown with {len(shown)} of {width} columns: {names}; {tokens:,} tokens of other columns left out]"
 
 
 def _project(page: _Page, block: int, query: Query, room: int) -> list[_Chunk] | None:

@@ -29,10 +29,17 @@ from typing import TYPE_CHECKING, Any
 
 from . import __version__, startup
 from .errors import ChatAgentError, ModelConfigError, UsageError
-from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
+from .limits import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_LOAD_TIMEOUT_S,
+    DEFAULT_TAB_BUDGET,
+    INPUT_BUDGET_FACTOR,
+    MIN_INPUT_BUDGET,
+    MIN_TAB_BUDGET,
+)
 from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
 from .process import answer_status, run, setup_logging
-from .settings import Settings, check_model
+from .settings import DEFAULT_MODEL, Settings, check_model
 from .terminal import json_safe, no_echo, safe_text, sanitize, stderr_console
 
 if TYPE_CHECKING:
@@ -43,10 +50,6 @@ if TYPE_CHECKING:
 
     from .context import PageContext, TabContext
     from .runtime import Conversation, Runtime
-
-
-def _default(key: str) -> Any:
-    return Settings.model_fields[key].default
 
 
 class CLIError(ChatAgentError):
@@ -62,7 +65,8 @@ def _stdout() -> Console:
 # --- context -------------------------------------------------------------------
 
 
-def _budget(value: str) -> int:
+def budget_arg(value: str) -> int:
+    """An argparse `type`: tokens per tab (also for commands other packages add)."""
     try:
         n = int(value)
     except ValueError:
@@ -92,9 +96,10 @@ def _factor(value: str) -> float:
     return x
 
 
-def _model(value: str) -> str:
-    """A model name some provider serves: what the answering would refuse
-    after the pages opened is a usage error at once."""
+def model_arg(value: str) -> str:
+    """An argparse `type`: a model name some provider serves, so what the
+    answering would refuse after the pages opened is a usage error at once
+    (also for commands other packages add)."""
     from .models import provider_for  # light: a model's libraries load when it is made
 
     try:
@@ -121,11 +126,11 @@ def _add_context(sub: Any) -> None:
     p.add_argument("targets", nargs="*", metavar="URL",
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
     p.add_argument("-q", "--question", help="focus the budget on the parts of the pages relevant to this question")
-    p.add_argument("--budget", type=_budget, metavar="TOKENS",
-                   help=f"tokens per tab; short tabs give their unused share to long ones (default {_default('budget')})")
+    p.add_argument("--budget", type=budget_arg, metavar="TOKENS",
+                   help=f"tokens per tab; short tabs give their unused share to long ones (default {DEFAULT_TAB_BUDGET})")
     p.add_argument("--json", action="store_true", help="print one JSON object (the PageContext) on stdout")
     p.add_argument("--timeout", type=_timeout, metavar="S",
-                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
+                   help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--cdp", metavar="URL",
                    help="attach to a Chrome started with --remote-debugging-port, e.g. http://127.0.0.1:9222")
     p.set_defaults(handler=cmd_context)
@@ -240,20 +245,20 @@ def _print_context(ctx: PageContext) -> None:
 def _add_agent_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("targets", nargs="*", metavar="URL",
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
-    p.add_argument("--model", metavar="M", type=_model,
+    p.add_argument("--model", metavar="M", type=model_arg,
                    help="extractive (offline), gemini-2.5-flash, openai:MODEL (default: the model setting, "
-                   f"see `chatagent config show`; else {_default('model')})")
+                   f"see `chatagent config show`; else {DEFAULT_MODEL})")
     p.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
-    p.add_argument("--budget", type=_budget, metavar="TOKENS",
-                   help=f"tokens of page text per tab (default {_default('budget')})")
+    p.add_argument("--budget", type=budget_arg, metavar="TOKENS",
+                   help=f"tokens of page text per tab (default {DEFAULT_TAB_BUDGET})")
     p.add_argument("--timeout", type=_timeout, metavar="S",
-                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
+                   help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port")
     p.add_argument("--deadline", type=_timeout, metavar="S",
-                   help=f"give up on a question after this many seconds (default {_default('deadline'):g})")
+                   help=f"give up on a question after this many seconds (default {DEFAULT_DEADLINE_S:g})")
     p.add_argument("--input-budget", type=_factor, metavar="X",
                    help="a question's input tokens, all model calls together, stay within X times its first "
-                   f"request (never below {MIN_INPUT_BUDGET:,}; default {_default('input_budget'):g})")
+                   f"request (never below {MIN_INPUT_BUDGET:,}; default {INPUT_BUDGET_FACTOR:g})")
 
 
 USAGE_ERRORS = ("a bad or unknown option, an unknown model or another setting's bad value, from a flag, "
@@ -357,14 +362,14 @@ def _add_mcp(sub: Any) -> None:
         "streamable HTTP with --http. Logs go to stderr.",
         epilog=MCP_EXIT_STATUS,
     )
-    p.add_argument("--model", metavar="M", type=_model, help="the model ask_pages uses unless a call names one "
+    p.add_argument("--model", metavar="M", type=model_arg, help="the model ask_pages uses unless a call names one "
                    "(default: the model setting)")
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port: "
                    "list_tabs then lists its tabs")
     p.add_argument("--browser-ws", metavar="WS_URL", help="use browsers from a Playwright browser server "
                    "(playwright run-server, Browserless, a Selenium Grid) instead of launching one")
     p.add_argument("--timeout", type=_timeout, metavar="S",
-                   help=f"seconds to wait for each page to load (default {_default('timeout'):g})")
+                   help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--http", metavar="[HOST:]PORT", type=_listen,
                    help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio, to clients that send the "
                    "mcp_token setting as a bearer token (HOST: 127.0.0.1 unless given, where a token is made "
@@ -501,34 +506,6 @@ def cmd_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# --- bench ------------------------------------------------------------------------
-
-
-def _add_bench(sub: Any) -> None:
-    p = sub.add_parser(
-        "bench", help="measure latency, token cost and answer quality on the evaluation data",
-        description="Time to first token against the model's own, tokens per question and answer recall "
-        "against the full-text and head-truncation baselines, extraction F1, multi-tab cost and the pass-1 rate.",
-    )
-    p.add_argument("--quick", action="store_true", help="a smaller sample that finishes in a few minutes")
-    p.add_argument("--model", metavar="M", type=_model, help="also time this model for real, e.g. gemini-2.5-flash with GOOGLE_API_KEY")
-    p.add_argument("--out", metavar="DIR", default="bench-results",
-                   help="where results.json, report.md and the plots go (default: bench-results)")
-    p.add_argument("--reps", type=int, metavar="N", help="latency repetitions per scenario (default: 5 quick, 15 full)")
-    p.add_argument("--data", metavar="DIR", default="../shared/data",
-                   help="the evaluation data (default: ../shared/data)")
-    p.add_argument("--budget", type=_budget, metavar="TOKENS", help=f"tokens per tab (default {_default('budget')})")
-    # Items per dataset and pass-1 questions per kind: a tiny end-to-end run for the tests.
-    p.add_argument("--limit", type=int, help=argparse.SUPPRESS)
-    p.set_defaults(handler=cmd_bench)
-
-
-async def cmd_bench(args: argparse.Namespace) -> int:
-    from .bench.suite import run_bench  # heavy imports (matplotlib, the data loaders): only when asked
-
-    return await run_bench(args)
-
-
 # --- entry point ------------------------------------------------------------------
 
 
@@ -573,9 +550,8 @@ def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
     _add_config(sub)
     _add_mcp(sub)
     _add_daemon(sub)
-    _add_bench(sub)
-    # Front ends in other packages add their commands (`bridge`: extension_bridge),
-    # so this package does not import them.
+    # Other packages add their commands (`bridge`: extension_bridge; `bench`:
+    # benchmarks), so this package does not import them.
     if plugins:
         from importlib.metadata import entry_points
 
@@ -584,7 +560,7 @@ def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-BUILT_IN_COMMANDS = frozenset(("context", "ask", "chat", "config", "mcp", "daemon", "bench"))
+BUILT_IN_COMMANDS = frozenset(("context", "ask", "chat", "config", "mcp", "daemon"))
 
 
 def _names_built_in(argv: Sequence[str]) -> bool:

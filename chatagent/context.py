@@ -15,10 +15,8 @@ from .browser.localfiles import is_local
 from .budget import LONG_TEXT_CHARS, TextFitter, allocate, may_select
 from .errors import ChatAgentError, UnnamedLocalFileError
 from .extraction import Extracted, Extractor
-from .settings import Settings
+from .limits import DEFAULT_TAB_BUDGET
 from .tokens import count_tokens
-
-DEFAULT_TAB_BUDGET: int = Settings.model_fields["budget"].default
 
 log = logging.getLogger(__name__)
 

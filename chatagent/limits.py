@@ -1,4 +1,8 @@
-"""Hard limits, not settings: they bound what a page or a caller can make the agent do.
+"""What a question may cost. Hard limits, not settings: they bound what a
+page or a caller can make the agent do. And the defaults of the settings that
+tune the rest, owned here for the modules that use them (`context`, `agent`,
+`browser.playwright`, the bridge's `requests`: heavy to import, or above
+`chatagent`) and read by `Settings`.
 
 A module of their own, with no imports: the daemon's protocol checks them in
 an `ask` process that never loads the settings machinery."""
@@ -6,3 +10,12 @@ an `ask` process that never loads the settings machinery."""
 MIN_TAB_BUDGET = 64  # tokens: below this a tab cannot hold its title and a marker
 MAX_QUESTION_CHARS = 8000
 MIN_INPUT_BUDGET = 10_000  # a question's input-token budget never goes below this
+
+DEFAULT_TAB_BUDGET = 2000  # tokens of page text per tab (`context.ContextBuilder`)
+DEFAULT_DEADLINE_S = 180.0  # a question is given up after this (`agent.ChatAgent`)
+# A question's input tokens, all model calls together, stay within this many
+# times its pass-1 request (`agent.ChatAgent`), but never below MIN_INPUT_BUDGET.
+INPUT_BUDGET_FACTOR = 8.0
+DEFAULT_LOAD_TIMEOUT_S = 15.0  # seconds a tab waits for its page to load (`browser.playwright`)
+DEFAULT_MAX_RESPONSE_MB = 50.0  # a page, or a file it loads, larger than this is not loaded (`browser.playwright`)
+DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds the side panel's tab waits for the extension to run one tool

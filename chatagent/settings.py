@@ -53,7 +53,16 @@ from pydantic_settings import (
 )
 
 from .errors import ChatAgentError, ModelConfigError, UsageError
-from .limits import MIN_INPUT_BUDGET, MIN_TAB_BUDGET
+from .limits import (
+    DEFAULT_DEADLINE_S,
+    DEFAULT_LOAD_TIMEOUT_S,
+    DEFAULT_MAX_RESPONSE_MB,
+    DEFAULT_TAB_BUDGET,
+    DEFAULT_TOOL_TIMEOUT_S,
+    INPUT_BUDGET_FACTOR,
+    MIN_INPUT_BUDGET,
+    MIN_TAB_BUDGET,
+)
 from .locations import config_dir, config_path, make_private_dirs, tighten_dir
 from .scrub import tail
 
@@ -64,6 +73,7 @@ GOOGLE_ENDPOINT = "https://generativelanguage.googleapis.com"
 # Each provider's key, and the endpoint setting its requests (and so the key) go to.
 KEY_ENDPOINTS = {"google_api_key": "gemini_base_url", "openai_api_key": "openai_base_url"}
 LOOPBACK_NAMES = "localhost, 127.0.0.1, ::1"
+DEFAULT_MODEL = "extractive"  # the offline model: answers with no key and no server
 
 
 class ConfigError(ChatAgentError):
@@ -103,7 +113,7 @@ class Settings(BaseSettings):
         validate_default=True,
     )
 
-    model: str = Field("extractive", description="the model that answers: extractive (offline), "
+    model: str = Field(DEFAULT_MODEL, description="the model that answers: extractive (offline), "
                        "gemini-2.5-flash, openai:MODEL")
     google_api_key: SecretStr | None = Field(
         None, validation_alias=_env("GOOGLE_API_KEY", "GEMINI_API_KEY", "CHATAGENT_GOOGLE_API_KEY"),
@@ -117,14 +127,14 @@ class Settings(BaseSettings):
     openai_api_key: SecretStr | None = Field(
         None, validation_alias=_env("OPENAI_API_KEY", "CHATAGENT_OPENAI_API_KEY"),
         description="key for the OpenAI-compatible server, if it needs one")
-    budget: int = Field(2000, ge=MIN_TAB_BUDGET, description="tokens of page text per tab")
-    timeout: float = Field(15.0, gt=0, description="seconds to wait for each page to load")
-    deadline: float = Field(180.0, gt=0, description="seconds after which a question is given up")
-    max_response_mb: float = Field(50.0, gt=0, description="a page, or a file it loads, larger than this many "
+    budget: int = Field(DEFAULT_TAB_BUDGET, ge=MIN_TAB_BUDGET, description="tokens of page text per tab")
+    timeout: float = Field(DEFAULT_LOAD_TIMEOUT_S, gt=0, description="seconds to wait for each page to load")
+    deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="seconds after which a question is given up")
+    max_response_mb: float = Field(DEFAULT_MAX_RESPONSE_MB, gt=0, description="a page, or a file it loads, larger than this many "
                                    "MB is not loaded (the tab says so)")
     max_tabs: int = Field(20, ge=1, description="`chatagent mcp` and the daemon: tabs open at once across "
                           "calls; a call beyond waits its turn")
-    input_budget: float = Field(8.0, ge=1, description="a question's input tokens, all model calls "
+    input_budget: float = Field(INPUT_BUDGET_FACTOR, ge=1, description="a question's input tokens, all model calls "
                                 f"together, stay within this many times its first request (never below {MIN_INPUT_BUDGET:,})")
     cache: bool = Field(True, description="answer a repeated question about unchanged pages from memory "
                         "(chat and the side panel)")
@@ -135,7 +145,7 @@ class Settings(BaseSettings):
     browser: str | None = Field(None, description="the Chrome/Chromium executable to launch (default: found)")
     mcp_token: SecretStr | None = Field(None, description="`chatagent mcp --http`: the bearer token clients "
                                         "must send (made and saved by the first server on 127.0.0.1; set it first for another host)")
-    tool_timeout: float = Field(20.0, gt=0, description="side panel: seconds to wait for the extension "
+    tool_timeout: float = Field(DEFAULT_TOOL_TIMEOUT_S, gt=0, description="side panel: seconds to wait for the extension "
                                 "to run one browser tool")
     daemon: bool = Field(False, description="`chatagent ask` starts a background daemon on first use and "
                          "is answered by it, warm, from then on (`chatagent daemon`)")
@@ -438,7 +448,7 @@ def check_model(settings: Settings, flags: dict[str, Any] | None = None) -> None
         raise BadSettingError(
             f"Unknown model {name!r}, set in the settings file {origin.name}. Use {KNOWN_MODELS}: "
             f"`chatagent config set model NAME`, or `chatagent config unset model` for the default "
-            f"({Settings.model_fields['model'].default}){also}"
+            f"({DEFAULT_MODEL}){also}"
         )
     raise BadSettingError(unknown.message)
 

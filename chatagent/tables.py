@@ -4,9 +4,9 @@
 A table's caption is the one-cell rows just above its first row; its columns
 are its first row when that row holds no figures (a row with figures is data:
 an infobox has no header). A row repeating the column names is not data, and a
-row with other names starts a new table. Markers of left-out text inside a
-table ("[… 1,397 tokens … left out …]") are remembered: counting its rows would
-then miss some.
+row with other names starts a new table. The budgeter's markers of left-out
+text inside a table (`markers.is_marker`) are remembered: counting its rows
+would then miss some.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from .markers import is_marker
 from .rows import is_row, row_cells
 
-_MARKER = re.compile(r"^\[… .* left out …\]$|^\[table shown with .*\]$|^\(Note: .*\)$")
 _DIGIT = re.compile(r"\d")
 _LETTER = re.compile(r"[^\W\d_]")
 _YEAR = re.compile(r"(1[5-9]|20)\d\d")
@@ -171,7 +171,7 @@ def _blocks(text: str) -> list[_Block]:
         line = raw.strip()
         if not line or (is_row(line) and set(line) <= set("|-: ")):
             continue
-        if _MARKER.match(line):
+        if is_marker(line):
             if current is not None and current.rows:
                 current.gaps.add(len(current.rows) - 1)
             continue

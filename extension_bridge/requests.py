@@ -15,14 +15,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from chatagent.errors import ToolError
-from chatagent.settings import Settings
+from chatagent.limits import DEFAULT_TOOL_TIMEOUT_S
 
 from .errors import BridgeError
 from .messages import ToolName, ToolRequestMessage, ToolResultMessage
 
 log = logging.getLogger(__name__)
-
-DEFAULT_TOOL_TIMEOUT_S: float = Settings.model_fields["tool_timeout"].default
 
 SendFn = Callable[[ToolRequestMessage], Awaitable[Any]]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from chatagent.bench.server import PageServer  # noqa: E402
+from benchmarks.server import PageServer  # noqa: E402
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply  # noqa: E402
 from extension_bridge.harness import choose_gemini, chromium_with_extension, open_panel  # noqa: E402
 

@@ -17,8 +17,8 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from chatagent.bench.server import PageServer, fresh_url
-from chatagent.bench.stats import median, quantile, summary
+from benchmarks.server import PageServer, fresh_url
+from benchmarks.stats import median, quantile, summary
 from chatagent.cli import main
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
@@ -159,7 +159,7 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
 
 
 def test_bridge_latency_times_the_side_panels_first_question_and_a_follow_up(tmp_path: Path) -> None:
-    from chatagent.bench.bridge_latency import main as bridge_main
+    from benchmarks.bridge_latency import main as bridge_main
 
     out = tmp_path / "bridge.json"
     assert bridge_main(["--reps", "1", "--think-s", "0.5", "--ttft-ms", "50", "--out", str(out)]) == 0
@@ -175,7 +175,7 @@ def test_bridge_latency_times_the_side_panels_first_question_and_a_follow_up(tmp
 
 
 def test_offline_question_kinds_follow_the_documented_rule() -> None:
-    from chatagent.bench.offline import KINDS, question_kind
+    from benchmarks.offline import KINDS, question_kind
 
     cases = {
         "what city has a radio station called the wolf?": "lookup",
@@ -200,7 +200,7 @@ def test_offline_question_kinds_follow_the_documented_rule() -> None:
 
 
 def test_offline_matching_normalises_numbers_and_wants_every_listed_answer() -> None:
-    from chatagent.bench.offline import Asked, answer_body, answer_words, contains_gold
+    from benchmarks.offline import Asked, answer_body, answer_words, contains_gold
 
     # Numbers formatted differently: thousands separators, trailing decimal zeros, a currency sign.
     assert contains_gold(["2000"], "Attendance: 2,000 [Tab 1]")
@@ -225,7 +225,7 @@ def test_offline_matching_normalises_numbers_and_wants_every_listed_answer() -> 
 
 
 def test_offline_page_itself_is_scored_by_its_first_author_or_its_day() -> None:
-    from chatagent.bench.offline import Asked, score_self
+    from benchmarks.offline import Asked, score_self
 
     def said(answer: str) -> Asked:
         return Asked(answer=answer, stop_reason="answered")
@@ -239,7 +239,7 @@ def test_offline_page_itself_is_scored_by_its_first_author_or_its_day() -> None:
 
 
 def test_offline_deciding_evidence_and_verdicts() -> None:
-    from chatagent.bench.offline import deciding_sentences, names_first, quotes, states_answer
+    from benchmarks.offline import deciding_sentences, names_first, quotes, states_answer
 
     q = "Which building is taller, Bertelsmann Building or 432 Park Avenue?"
     titles = ("Bertelsmann Building", "432 Park Avenue")

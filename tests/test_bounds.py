@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from chatagent.bench.server import debuggable_chromium
+from benchmarks.server import debuggable_chromium
 
 from conftest import Site
 from origin import BIG_MB, serving

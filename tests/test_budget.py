@@ -12,6 +12,8 @@ from chatagent.browser.static import StaticTab
 from chatagent.budget import CONFIDENT_SHARE, LONG_TEXT_CHARS, TextFitter, allocate, fit_text
 from chatagent.context import ContextBuilder
 from chatagent.extraction import Extractor
+from chatagent.markers import is_columns_marker, is_marker, is_omitted_marker
+from chatagent.tables import tables
 from chatagent.tokens import count_tokens
 
 PAGES = Path(__file__).resolve().parent.parent / "fixtures" / "pages"
@@ -214,6 +216,29 @@ def _candidates() -> list[str]:
         f"Sponsor {i % 6}|Club {i % 8}|Won the regional heat in {1990 + i % 20} after a late surge|"
         for i in range(90)
     ]
+
+
+def test_each_marker_the_budgeter_writes_is_recognised_as_its_kind() -> None:
+    # What reads a fitted text back (tables.py, the offline answerer) tells the
+    # budgeter's markers from page text through `markers`: a marker worded anew
+    # with its recogniser left behind fails here.
+    text = _page_with_table(_candidates(), WIDE_HEADER)
+    further = fit_text(text, 400)
+    related = fit_text(text, 600, "Which candidate is from Town Bq?")
+    columns = fit_text(text, 2000, "How many candidates have a height over 1.80 m?")
+    written = {id(f): [line for line in f.text.splitlines() if line.startswith("[")] for f in (further, related, columns)}
+
+    assert written[id(further)] == [further.text.splitlines()[-1]] and "further down the page" in further.text
+    assert is_omitted_marker(further.text.splitlines()[-1])
+    assert written[id(related)] and all(is_omitted_marker(line) for line in written[id(related)])
+    cut = [line for line in written[id(columns)] if line.startswith("[table shown with")]
+    assert cut and all(is_columns_marker(line) and not is_omitted_marker(line) for line in cut)
+    # Recognised as markers: those lines, and no line of the page's own text.
+    for f in (further, related, columns):
+        assert [line for line in f.text.splitlines() if is_marker(line)] == written[id(f)]
+    # A table read back from a fit with rows left out knows it is not whole.
+    (table,) = tables(related.text)
+    assert not table.complete and len(table.rows) < 90
 
 
 def test_aggregate_question_over_a_wide_table_too_big_keeps_every_row_of_the_matching_column() -> None:

@@ -1,4 +1,4 @@
-"""The end-to-end bench (`chatagent.bench.e2e`) through its real processes:
+"""The end-to-end bench (`benchmarks.e2e`) through its real processes:
 `chatagent ask` and the minimal script, each a fresh process, against the local
 Gemini-compatible server. Figures are checked for being sane, never against timing goals."""
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from chatagent.bench.e2e import ANSWER, DAEMON, SIDES, format_report, has_token, run_e2e
+from benchmarks.e2e import ANSWER, DAEMON, SIDES, format_report, has_token, run_e2e
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
@@ -51,7 +51,7 @@ async def test_one_pair_runs_all_three_processes_end_to_end() -> None:
 
 @pytest.mark.skipif(not (DATA / "wtq" / "questions.tsv").is_file(), reason="evaluation data not present")
 async def test_the_page_floor_opens_and_reads_the_e2e_bench_s_pages_in_a_running_browser() -> None:
-    from chatagent.bench.page_floor import measure
+    from benchmarks.page_floor import measure
 
     result = await measure([1, 3], 1, DATA)
     assert set(result) == {1, 3} and all(len(ms) == 1 and ms[0] > 0 for ms in result.values())

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from chatagent.bench.server import free_port
+from benchmarks.server import free_port
 from chatagent.testing.gemini_server import GeminiServer, TextReply
 from chatagent.tokens import count_tokens
 
@@ -335,7 +335,7 @@ async def test_listening_beyond_loopback_needs_a_token() -> None:
 
 
 async def test_list_tabs_over_cdp_and_read_a_listed_tab(site: Site) -> None:
-    from chatagent.bench.server import debuggable_chromium
+    from benchmarks.server import debuggable_chromium
 
     async with debuggable_chromium(url=site.url("product")) as endpoint:
         async with server(CHATAGENT_CDP=endpoint) as s:
@@ -370,7 +370,7 @@ async def test_list_tabs_says_a_tab_showing_an_unnamed_local_file_is_there_witho
     file names). The other tabs are listed as before."""
     import asyncio
 
-    from chatagent.bench.server import debuggable_chromium
+    from benchmarks.server import debuggable_chromium
 
     secret = tmp_path / "secret-plans.txt"
     secret.write_text("TOP-SECRET-42\n")
@@ -449,7 +449,7 @@ async def test_over_http_two_clients_share_a_listed_tab_and_its_tools_take_turns
     scroll position. The server runs in this process so the tab can be watched."""
     import asyncio
 
-    from chatagent.bench.server import debuggable_chromium
+    from benchmarks.server import debuggable_chromium
     from chatagent.browser.playwright import PlaywrightTab
     from chatagent.mcp_server import serve_http
     from chatagent.settings import Settings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from chatagent.bench.scoring import answer_in_context, snippet_check, words
+from benchmarks.scoring import answer_in_context, snippet_check, words
 
 
 @pytest.mark.parametrize(

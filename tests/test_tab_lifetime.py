@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from chatagent.bench.server import debuggable_chromium, free_port
+from benchmarks.server import debuggable_chromium, free_port
 from chatagent.browser.playwright import SETTLE_CAP_S
 from chatagent.testing.gemini_server import GeminiServer
 

@@ -31,7 +31,7 @@ from playwright.async_api import (
 )
 
 from ..errors import BrowserError, ChatAgentError, TabError, ToolError, UnnamedLocalFileError
-from ..settings import Settings
+from ..limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_RESPONSE_MB
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .frames import FrameReader
@@ -65,8 +65,6 @@ LAUNCH_ARGS = (
 # window.open() then fills memory with windows. Keep the blocker.
 IGNORE_DEFAULT_ARGS = ("--disable-popup-blocking",)
 
-DEFAULT_LOAD_TIMEOUT_S: float = Settings.model_fields["timeout"].default
-DEFAULT_MAX_RESPONSE_MB: float = Settings.model_fields["max_response_mb"].default
 VIEWPORT = {"width": 1280, "height": 900}
 _TEXTUAL_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "image/svg")
 PDF_TYPE = "application/pdf"

@@ -1,6 +1,6 @@
 """Does the answer reach the model? Side-panel questions over pages of every kind.
 
-    python -m chatagent.bench.realistic [--data DIR] [--budget 2000] [--limit N] [--out FILE.json]
+    python -m benchmarks.realistic [--data DIR] [--budget 2000] [--limit N] [--out FILE.json]
 
 The questions of `../shared/data/realistic` (written as people type them in a
 side panel, over WCXB pages: articles, documentation, forums, products,
@@ -41,11 +41,12 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from ..browser.base import PageSnapshot
-from ..browser.playwright import PlaywrightBrowser
-from ..budget import fit_text
-from ..context import ContextBuilder
-from ..tokens import count_tokens
+from chatagent.browser.base import PageSnapshot
+from chatagent.browser.playwright import PlaywrightBrowser
+from chatagent.budget import fit_text
+from chatagent.context import ContextBuilder
+from chatagent.tokens import count_tokens
+
 from .context_bench import load_snapshots, process_pool, run_pool
 from .data import DEFAULT_DATA_DIR, RealisticComparison, RealisticQuestion, load_realistic
 from .report import machine, progress_bar, write_json
@@ -231,7 +232,7 @@ def markdown_section(r: dict[str, Any]) -> str:
     from .report import md_table
 
     return "\n".join([
-        f"Answer recall of the context at {r['budget']:,} tokens per tab (`python -m chatagent.bench.realistic`), "
+        f"Answer recall of the context at {r['budget']:,} tokens per tab (`python -m benchmarks.realistic`), "
         "scored with the set's own scorer: chatagent's context against the whole rendered text and its first "
         f"{r['budget']:,} tokens, and their median tokens (of both tabs for a comparison).", "",
         md_table(HEAD, table_rows(r)), "",
@@ -251,7 +252,7 @@ async def run(data_dir: Path, limit: int | None, budget: int, console: Console) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.realistic", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.realistic", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="evaluation data dir (default: ../shared/data)")
     ap.add_argument("--limit", type=int, default=None, help="questions and comparisons (evenly spread sample; default: all)")
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="tokens per tab (default: 2000)")

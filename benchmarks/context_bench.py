@@ -1,6 +1,6 @@
 """Context benchmark: what the model gets to see, how much it costs, how fast.
 
-    python -m chatagent.bench.context_bench [--data DIR] [--limit N] [--budget 2000] [--out FILE.json] [--hotpot]
+    python -m benchmarks.context_bench [--data DIR] [--limit N] [--budget 2000] [--out FILE.json] [--hotpot]
 
 1. WTQ answer recall at a per-tab token budget: every page is served from a
    local HTTP server (gunzipped on the fly), loaded once in headless Chromium
@@ -42,13 +42,14 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from ..browser.base import PageSnapshot, Tab
-from ..browser.playwright import PlaywrightBrowser
-from ..browser.static import StaticTab
-from ..budget import fit_text
-from ..context import ContextBuilder
-from ..extraction import Extractor, extract_snapshot
-from ..tokens import count_tokens
+from chatagent.browser.base import PageSnapshot, Tab
+from chatagent.browser.playwright import PlaywrightBrowser
+from chatagent.browser.static import StaticTab
+from chatagent.budget import fit_text
+from chatagent.context import ContextBuilder
+from chatagent.extraction import Extractor, extract_snapshot
+from chatagent.tokens import count_tokens
+
 from .data import (
     DEFAULT_DATA_DIR, AebPage, HotpotQuestion, WcxbPage, WtqQuestion, load_aeb, load_hotpot, load_wcxb, load_wtq,
     read_html,
@@ -591,7 +592,7 @@ def _dump(path: Path, snapshots: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.context_bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.context_bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="evaluation data dir (default: ../shared/data)")
     ap.add_argument("--limit", type=int, default=None, help="pages per dataset (evenly spread sample; default: all)")
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="tokens per tab (default: 2000)")

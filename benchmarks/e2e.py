@@ -2,7 +2,7 @@
 `chatagent ask`, against the minimal script (`minimal_script`: plain Playwright
 and LangChain) doing the same job.
 
-    python -m chatagent.bench.e2e [--pairs 12] [--ttft-ms 300] [--tabs 1,10] [--out FILE.json] [--data DIR]
+    python -m benchmarks.e2e [--pairs 12] [--ttft-ms 300] [--tabs 1,10] [--out FILE.json] [--data DIR]
                                   [--seed 20] [--network-as-is] [--no-daemon] [--gap 1]
 
 Setup: WikiTableQuestions pages (real Wikipedia pages) served on 127.0.0.1
@@ -10,7 +10,7 @@ Setup: WikiTableQuestions pages (real Wikipedia pages) served on 127.0.0.1
 (`chatagent.testing.gemini_server`, a fixed model TTFT, a scripted answer),
 both in this process. Each run is a fresh process of this interpreter, as a
 user starts one: `python -m chatagent ask URL... -q Q --json` or `python -m
-chatagent.bench.minimal_script URL... -q Q`, with GOOGLE_GEMINI_BASE_URL and
+benchmarks.minimal_script URL... -q Q`, with GOOGLE_GEMINI_BASE_URL and
 GOOGLE_API_KEY pointing both at the local server (and chatagent's own settings
 file and CHATAGENT_* variables left out, so its defaults hold).
 
@@ -80,15 +80,16 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
-from ..browser.discovery import find_browser
-from ..testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+from chatagent.browser.discovery import find_browser
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+
 from .data import DEFAULT_DATA_DIR, WtqQuestion, load_wtq, sample
 from .report import describe_machine, machine, md_table, plural, progress_bar, write_json
 from .scoring import answer_in_context
 from .server import PageServer, free_port, fresh_url
 from .stats import median, summary
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 MODEL_NAME = "gemini-2.5-flash"
 ANSWER = "The answer is in the table on this page [Tab 1]."
 TOKENS_PER_S = 50.0
@@ -171,7 +172,7 @@ def command(side: str, task: Task, browser: str) -> list[str]:
     if side in ("chatagent", DAEMON):
         return [sys.executable, "-m", "chatagent", "ask", *task.urls, "-q", task.question.question, "--json",
                 "--model", MODEL_NAME, *(["-v"] if side == DAEMON else [])]
-    return [sys.executable, "-m", "chatagent.bench.minimal_script", *task.urls, "-q", task.question.question,
+    return [sys.executable, "-m", "benchmarks.minimal_script", *task.urls, "-q", task.question.question,
             "--model", MODEL_NAME, "--browser", browser]
 
 
@@ -447,7 +448,7 @@ def format_report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.e2e", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.e2e", description=__doc__.split("\n\n")[0])
     ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--ttft-ms", type=float, default=300.0, help="the local server's model TTFT")
     ap.add_argument("--tabs", default="1,10", help="tab counts, comma-separated (default 1,10)")

@@ -1,6 +1,6 @@
 """Plots of benchmark results (matplotlib, Agg backend: no display needed).
 
-    from chatagent.bench.plots import plot_ttft, plot_overhead, plot_tokens_recall
+    from benchmarks.plots import plot_ttft, plot_overhead, plot_tokens_recall
     plot_ttft(latency, "ttft.png"); plot_overhead(latency, "overhead.png")
     plot_tokens_recall(wtq, "tokens_recall.png")
 

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any, AsyncIterator
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
-from ..browser.playwright import PlaywrightBrowser
-from ..settings import Settings
+from chatagent.browser.playwright import PlaywrightBrowser
+from chatagent.settings import Settings
 
 OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 # A page's own <meta charset> wins, as it would on the web where the header usually
@@ -184,7 +184,7 @@ async def debuggable_chromium(extra_args: Sequence[str] = (), url: str = "about:
     import tempfile
     import urllib.request
 
-    from ..browser.discovery import find_browser
+    from chatagent.browser.discovery import find_browser
 
     port = free_port()
     endpoint = f"http://127.0.0.1:{port}"

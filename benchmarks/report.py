@@ -1,7 +1,7 @@
 """How benchmark results are shown: the machine they came from, the progress bar
 while they run, the summary table at the end and the Markdown report.
 
-`result` is what `chatagent.bench.suite.measure` returns (or its results.json,
+`result` is what `benchmarks.suite.measure` returns (or its results.json,
 loaded back); the section helpers skip whatever part a run did not measure.
 """
 
@@ -366,12 +366,12 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
     if o := result.get("offline"):
         from .offline import markdown_section
 
-        out += ["", "## Offline answers: the `extractive` model (`python -m chatagent.bench.offline`)", "",
+        out += ["", "## Offline answers: the `extractive` model (`python -m benchmarks.offline`)", "",
                 markdown_section(o).rstrip()]
     if e := result.get("e2e"):
         from .e2e import markdown_section as e2e_section
 
-        out += ["", "## End to end: `chatagent ask` against a minimal script (`python -m chatagent.bench.e2e`)", "",
+        out += ["", "## End to end: `chatagent ask` against a minimal script (`python -m benchmarks.e2e`)", "",
                 e2e_section(e).rstrip()]
     if m := result.get("mcp"):
         from .mcp_bench import report as mcp_report

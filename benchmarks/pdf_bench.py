@@ -1,6 +1,6 @@
 """PDF benchmark: the same WikiTableQuestions pages read as HTML and printed to PDF.
 
-    python -m chatagent.bench.pdf_bench [--data DIR] [--pages 100] [--budget 2000] [--out FILE.json]
+    python -m benchmarks.pdf_bench [--data DIR] [--pages 100] [--budget 2000] [--out FILE.json]
 
 1. `--pages` WTQ pages, evenly spread over the sorted page ids (`load_wtq`'s
    sample: the same pages on every run), with all of their questions.
@@ -42,9 +42,10 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from .. import pdf
-from ..browser.base import PageSnapshot, Tab
-from ..browser.playwright import PlaywrightBrowser, PlaywrightTab
+from chatagent import pdf
+from chatagent.browser.base import PageSnapshot, Tab
+from chatagent.browser.playwright import PlaywrightBrowser, PlaywrightTab
+
 from .context_bench import DEFAULT_BUDGET, group_by_page, process_pool, run_pool, summarise_wtq, wtq_page
 from .data import DEFAULT_DATA_DIR, WtqQuestion, load_wtq
 from .report import describe_machine, machine, progress_bar, write_json
@@ -372,7 +373,7 @@ async def run(data_dir: Path, pages: int, budget: int, console: Console) -> dict
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.pdf_bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.pdf_bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="evaluation data dir (default: ../shared/data)")
     ap.add_argument("--pages", type=int, default=DEFAULT_PAGES, help="WTQ pages (evenly spread sample; default: 100)")
     ap.add_argument("--budget", type=int, default=DEFAULT_BUDGET, help="tokens per tab (default: 2000)")

@@ -1,7 +1,7 @@
 """The end-to-end benchmark's baseline: the smallest script that answers a question
 about web pages with the same libraries chatagent uses, and nothing else.
 
-    python -m chatagent.bench.minimal_script URL... -q QUESTION [--model gemini-2.5-flash] [--budget 2000]
+    python -m benchmarks.minimal_script URL... -q QUESTION [--model gemini-2.5-flash] [--budget 2000]
 
 Plain Playwright and LangChain, written as a newcomer would from their docs:
 launch headless Chromium, open every URL in one context (concurrently), `goto`
@@ -73,7 +73,7 @@ async def answer(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.minimal_script", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.minimal_script", description=__doc__.split("\n\n")[0])
     ap.add_argument("urls", nargs="+", metavar="URL")
     ap.add_argument("-q", "--question", required=True)
     ap.add_argument("--model", default="gemini-2.5-flash")

@@ -83,12 +83,12 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
-from ..browser.base import Tab, TabFailure
-from ..browser.playwright import PlaywrightBrowser
-from ..context import PageContext
-from ..events import Done, ErrorEvent, ToolCall
-from ..hooks import RunHooks
-from ..runtime import Runtime
+from chatagent.browser.base import Tab, TabFailure
+from chatagent.browser.playwright import PlaywrightBrowser
+from chatagent.context import PageContext
+from chatagent.events import Done, ErrorEvent, ToolCall
+from chatagent.hooks import RunHooks
+from chatagent.runtime import Runtime
 from .data import DEFAULT_DATA_DIR, HotpotQuestion, WcxbPage, WtqQuestion, load_hotpot, load_wcxb, load_wtq, sample
 from .report import machine, progress_bar
 from .scoring import NormalizedText, normalize, strip_markdown, words
@@ -97,7 +97,7 @@ from .stats import finite, median
 
 T = TypeVar("T")
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pages"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pages"
 MODEL = "extractive"
 # `--quick` (and the quick `chatagent bench`): WTQ pages (with all their
 # questions), HotpotQA questions taken from those whose data holds both gold
@@ -761,7 +761,7 @@ def hotpot_sample(data_dir: Path, plan: OfflinePlan) -> list[HotpotQuestion]:
 
 def _git() -> str:
     try:
-        root = Path(__file__).resolve().parents[2]
+        root = Path(__file__).resolve().parents[1]
         head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5)
         dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root, capture_output=True,
                                text=True, timeout=5)

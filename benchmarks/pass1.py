@@ -27,17 +27,18 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 from rich.progress import Progress
 
-from ..browser.base import Browser, Tab
-from ..events import Done, ErrorEvent, ToolCall
-from ..hooks import RunHooks
-from ..runtime import Runtime
-from ..settings import Settings
+from chatagent.browser.base import Browser, Tab
+from chatagent.events import Done, ErrorEvent, ToolCall
+from chatagent.hooks import RunHooks
+from chatagent.runtime import Runtime
+from chatagent.settings import Settings
+
 from .data import sample
 from .scoring import answer_in_context
 from .server import PageServer
 from .stats import median, summary
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "pages"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "pages"
 
 
 @dataclass(frozen=True)

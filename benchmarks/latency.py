@@ -1,7 +1,7 @@
 """Latency benchmark: time from a question to its first streamed token.
 
-    python -m chatagent.bench.latency [--reps N] [--ttft-ms 300] [--tokens-per-s 50] [--out FILE.json] [--plots DIR]
-    python -m chatagent.bench.latency --model gemini-2.5-flash   # the real service (GOOGLE_API_KEY)
+    python -m benchmarks.latency [--reps N] [--ttft-ms 300] [--tokens-per-s 50] [--out FILE.json] [--plots DIR]
+    python -m benchmarks.latency --model gemini-2.5-flash   # the real service (GOOGLE_API_KEY)
 
 A thin layer over `chatagent.runtime.Runtime`, as the CLI and the side panel's
 host are: one runtime (extraction workers, context builder, model client) built
@@ -76,7 +76,7 @@ own TTFT cannot be seen, so each question's TTFT is split into `local` (ask()
 scenarios; each question stops at its first token, which spares the service
 the rest of the answer.
 
-Percentiles: `chatagent.bench.stats` (linear interpolation between ranks).
+Percentiles: `benchmarks.stats` (linear interpolation between ranks).
 """
 
 from __future__ import annotations
@@ -101,13 +101,14 @@ from langchain_core.messages import BaseMessage
 from rich.console import Console
 from rich.progress import Progress
 
-from ..browser.base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
-from ..browser.playwright import PlaywrightBrowser
-from ..context import PageContext
-from ..events import Done, ErrorEvent, Token
-from ..hooks import RunHooks
-from ..runtime import Conversation, Runtime
-from ..testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+from chatagent.browser.base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
+from chatagent.browser.playwright import PlaywrightBrowser
+from chatagent.context import PageContext
+from chatagent.events import Done, ErrorEvent, Token
+from chatagent.hooks import RunHooks
+from chatagent.runtime import Conversation, Runtime
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+
 from .data import DEFAULT_DATA_DIR
 from .report import machine, progress_bar
 from .server import PageServer, bench_settings, browser_version, fresh_url, launch_browser
@@ -115,7 +116,7 @@ from .stats import median, summary
 
 log = logging.getLogger(__name__)
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures" / "pages"
 TEN_TABS = 10
 MODEL_NAME = "gemini-2.5-flash"
@@ -586,7 +587,7 @@ def format_report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.latency", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.latency", description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--ttft-ms", type=float, default=300)
     ap.add_argument("--tokens-per-s", type=float, default=50)

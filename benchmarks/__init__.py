@@ -1,14 +1,17 @@
 """Benchmarks over the public evaluation data in `../shared/data` (see its README).
 
-`chatagent bench` (`suite.run_bench`) runs them all in one process; each part
-also runs on its own.
+A package of their own beside `chatagent`: they import the runtime, the
+runtime never imports them. `chatagent bench` (`cli.register`, added to the
+CLI through the `chatagent.commands` entry point; `suite.run_bench`) runs them
+all in one process; each part also runs on its own (`python -m benchmarks.<part>`).
 
+- `cli`: the `bench` command's flags.
 - `suite`: the plan (`--quick` or everything), the summary and goals, the outputs.
 - `latency`: question → first token through a `Runtime` and the real Gemini
   client against the local server; overhead by phase, timed through the run
-  hooks (`python -m chatagent.bench.latency`).
+  hooks (`python -m benchmarks.latency`).
 - `context_bench`: WTQ answer recall and token cost, AEB/WCXB extraction F1,
-  HotpotQA multi-tab cost (`python -m chatagent.bench.context_bench`).
+  HotpotQA multi-tab cost (`python -m benchmarks.context_bench`).
 - `pass1`: the pass-1 rate and pass-2 cost on the fixture questions.
 - `data`: loaders for WikiTableQuestions, AEB, WCXB and HotpotQA.
 - `scoring`: lenient answer matching, word-level precision/recall/F1, WCXB snippet checks.

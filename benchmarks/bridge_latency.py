@@ -1,6 +1,6 @@
 """The side panel's first question, timed through the real native-messaging host.
 
-    python -m chatagent.bench.bridge_latency [--reps 5] [--think-s 2] [--ttft-ms 300] [--out FILE.json]
+    python -m benchmarks.bridge_latency [--reps 5] [--think-s 2] [--ttft-ms 300] [--out FILE.json]
 
 Each rep starts a fresh host (`python -m extension_bridge`, as Chrome does when
 the panel connects) with the real Gemini client pointed at the local server,
@@ -24,7 +24,8 @@ from typing import Any
 from extension_bridge.protocol import FrameReader, FrameWriter
 from extension_bridge.spawn import spawn_host
 
-from ..testing.gemini_server import GeminiServer
+from chatagent.testing.gemini_server import GeminiServer
+
 from .latency import FIXTURES
 from .report import machine
 from .stats import summary
@@ -106,7 +107,7 @@ def format_report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.bridge_latency", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.bridge_latency", description=__doc__.split("\n\n")[0])
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--think-s", type=float, default=2.0, help="seconds between connecting and the first question")
     ap.add_argument("--ttft-ms", type=float, default=300)

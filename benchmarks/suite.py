@@ -37,11 +37,12 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from ..context import PageContext, TabContext
-from ..errors import ChatAgentError
-from ..models import load_model
-from ..prompts import build_messages
-from ..tokens import count_tokens
+from chatagent.context import PageContext, TabContext
+from chatagent.errors import ChatAgentError
+from chatagent.models import load_model
+from chatagent.prompts import build_messages
+from chatagent.tokens import count_tokens
+
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
 from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_wcxb, load_wtq
 from .e2e import run_e2e

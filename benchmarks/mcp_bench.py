@@ -2,7 +2,7 @@
 against the page representation Playwright MCP returns, and what the protocol
 itself costs.
 
-    python -m chatagent.bench.mcp_bench [--pages 20] [--reps 15] [--budget 2000] [--out FILE.json]
+    python -m benchmarks.mcp_bench [--pages 20] [--reps 15] [--budget 2000] [--out FILE.json]
 
 Setup: WikiTableQuestions pages served on 127.0.0.1 and opened in one headless
 Chromium (third-party hosts unresolvable, as in every benchmark here) with a
@@ -38,13 +38,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from ..tokens import count_tokens, truncate_to_tokens
+from chatagent.tokens import count_tokens, truncate_to_tokens
+
 from .data import DEFAULT_DATA_DIR, load_wtq, sample
 from .scoring import answer_in_context
 from .server import OFFLINE_ARGS, PageServer, bench_settings, debuggable_chromium, fresh_url
 from .stats import median
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def schema_tokens(tools: list[Any]) -> dict[str, int]:
@@ -79,8 +80,8 @@ async def _aria(runtime: Any, url: str) -> str:
 
 
 async def run_mcp_bench(data_dir: Path, pages: int, reps: int, budget: int) -> dict[str, Any]:
-    from ..mcp_server import PageTools
-    from ..runtime import Runtime
+    from chatagent.mcp_server import PageTools
+    from chatagent.runtime import Runtime
 
     by_page: dict[str, list[Any]] = defaultdict(list)
     for q in load_wtq(data_dir):
@@ -169,7 +170,7 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.mcp_bench", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.mcp_bench", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     ap.add_argument("--pages", type=int, default=20)
     ap.add_argument("--reps", type=int, default=15)

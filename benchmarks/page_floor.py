@@ -1,11 +1,11 @@
 """The floor under a warm daemon's first token: how long a browser that is
 already running takes to open pages no one has read and give up their text.
 
-    python -m chatagent.bench.page_floor [--tabs 1,10] [--reps 6] [--data DIR]
+    python -m benchmarks.page_floor [--tabs 1,10] [--reps 6] [--data DIR]
 
 Plain Playwright, no chatagent in the loop: one Chromium launched once (as a
 daemon keeps one), then for each repetition the e2e bench's pages
-(`chatagent.bench.e2e.tasks`: a WikiTableQuestions page and the ones after it,
+(`benchmarks.e2e.tasks`: a WikiTableQuestions page and the ones after it,
 served on 127.0.0.1 with a query no cache has seen) opened in new tabs at once,
 `goto` to DOMContentLoaded, then `innerText`. Every other host is refused at
 once, as in the e2e bench. What this takes is time no agent can save on this
@@ -23,7 +23,8 @@ from pathlib import Path
 
 from playwright.async_api import BrowserContext, async_playwright
 
-from ..browser.discovery import find_browser
+from chatagent.browser.discovery import find_browser
+
 from .data import DEFAULT_DATA_DIR
 from .e2e import tasks
 from .server import PageServer, fresh_url
@@ -64,7 +65,7 @@ async def measure(tab_counts: list[int], reps: int, data_dir: Path) -> dict[int,
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.page_floor", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.page_floor", description=__doc__.split("\n\n")[0])
     ap.add_argument("--tabs", default="1,10", help="tab counts, comma-separated (default 1,10)")
     ap.add_argument("--reps", type=int, default=6, help="timed repetitions per tab count (default 6)")
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="the shared data directory")

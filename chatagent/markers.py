@@ -1,0 +1,46 @@
+"""The markers the budgeter writes into a tab's text where it leaves text out,
+each written and recognised here only, so that what writes a marker and what
+reads it cannot drift apart.
+
+- `omitted_marker`: "[… 1,397 tokens less related to the question left out …]"
+  (or "… further down the page …"), a line of its own where text was cut.
+- `columns_marker`: "[table shown with 2 of 9 columns: Name, Height; 5,120
+  tokens of other columns left out]", the line above a table cut to the
+  columns a question matches.
+
+`budget.py` writes them; `tables.py` and the offline answerer recognise them
+(`is_marker`). Standard library only, so a reader need not load the budgeter.
+"""
+
+from __future__ import annotations
+
+import re
+
+
+def omitted_marker(tokens: int, *, selected: bool) -> str:
+    """`selected`: text was left out for being less related to the question
+    (else: for being further down the page than the budget reaches)."""
+    why = "less related to the question" if selected else "further down the page"
+    return f"[… {tokens:,} tokens {why} left out …]"
+
+
+def columns_marker(shown: list[str], width: int, tokens: int) -> str:
+    names = ", ".join(shown)
+    return f"[table shown with {len(shown)} of {width} columns: {names}; {tokens:,} tokens of other columns left out]"
+
+
+_OMITTED = re.compile(r"\[… [\d,]+ tokens (?:less related to the question|further down the page) left out …\]")
+_COLUMNS = re.compile(r"\[table shown with \d+ of \d+ columns: .*; [\d,]+ tokens of other columns left out\]")
+
+
+def is_omitted_marker(line: str) -> bool:
+    return _OMITTED.fullmatch(line.strip()) is not None
+
+
+def is_columns_marker(line: str) -> bool:
+    return _COLUMNS.fullmatch(line.strip()) is not None
+
+
+def is_marker(line: str) -> bool:
+    """Whether `line` is a marker the budgeter wrote (either kind), not page text."""
+    return is_omitted_marker(line) or is_columns_marker(line)
