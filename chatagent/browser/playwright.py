@@ -517,14 +517,19 @@ class PlaywrightBrowser(Browser):
         cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
     ) -> "PlaywrightBrowser":
         """Attach to a Chrome started with --remote-debugging-port (the user's real tabs)."""
+        port = await _nothing_listening(endpoint)
+        if port is not None:  # the common mistake, said plainly: not as Playwright's ECONNREFUSED
+            raise BrowserError(f"Nothing is listening at {endpoint}: start Chrome with "
+                               f"--remote-debugging-port={port}, or leave out --cdp.")
         pw = await async_playwright().start()
         try:
             browser = await pw.chromium.connect_over_cdp(endpoint, timeout=10_000)
         except PlaywrightError as exc:
             await pw.stop()
+            port = _port(endpoint)
             raise BrowserError(
-                f"Could not attach to Chrome at {endpoint}: {_short(exc)}. Start Chrome with "
-                "--remote-debugging-port=9222 and pass --cdp http://127.0.0.1:9222."
+                f"Could not attach to Chrome at {endpoint}: {_short(exc)}. Is it a Chrome started with "
+                f"--remote-debugging-port={port or 'PORT'}? If not, start one so, or leave out --cdp."
             ) from exc
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
         return cls(pw, browser, context, owned=False, max_response_mb=max_response_mb)
@@ -963,6 +968,35 @@ def _refuse_popups(page: Page) -> None:
 
 def _not_root() -> bool:
     return not (hasattr(os, "geteuid") and os.geteuid() == 0)
+
+
+def _port(endpoint: str) -> int | None:
+    """The TCP port a CDP endpoint (http://HOST:PORT, ws://HOST:PORT/…) names, or its scheme implies."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(endpoint)
+        return parts.port or {"http": 80, "ws": 80, "https": 443, "wss": 443}.get(parts.scheme)
+    except ValueError:
+        return None
+
+
+async def _nothing_listening(endpoint: str) -> int | None:
+    """The endpoint's port if its host refuses a connection to it (no Chrome
+    there); None if something answers, or it cannot tell (Playwright then tries)."""
+    from urllib.parse import urlsplit
+
+    port, host = _port(endpoint), urlsplit(endpoint).hostname
+    if port is None or not host:
+        return None
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=5)
+    except ConnectionRefusedError:
+        return port
+    except (OSError, TimeoutError):
+        return None
+    writer.close()
+    return None
 
 
 def _short(exc: BaseException) -> str:
