@@ -284,7 +284,7 @@ def _add_chat(sub: Any) -> None:
                        description="Keep the pages open and answer questions until Ctrl-D (EOF): at a prompt "
                        "on a terminal, else one line of standard input at a time. The conversation is kept, so "
                        "follow-up questions work. Lines starting with / are commands: /open URL, /tabs, /close N, "
-                       "/model NAME, /new, /help, /quit.",
+                       "/model NAME, /clear, /help, /quit (clear, help and quit also without the slash).",
                        epilog=CHAT_EXIT_STATUS)
     _add_agent_args(p)
     p.add_argument("--no-cache", dest="cache", action="store_false", default=None,
