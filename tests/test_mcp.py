@@ -165,6 +165,27 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
     assert not ok.is_error and "$1,349.00" in ok.structured_content["pages"][0]["text"]
 
 
+async def test_bad_arguments_are_named_with_what_they_must_be() -> None:
+    """The caller (a model, often) reads which argument is wrong and what it
+    must be, in the schema's names: not pydantic's report on a class of its own."""
+    page = str(PAGES / "product.html")
+    async with server() as s:
+        said = {
+            words: (await call(s, name, args)).content[0].text
+            for name, args, words in [
+                ("read_pages", {"urls": []}, "Bad arguments to read_pages: urls must list at least 1 item (it has 0)."),
+                ("read_pages", {"urls": [page], "budget_per_tab": 5},
+                 "Bad arguments to read_pages: budget_per_tab must be at least 64 (it was 5)."),
+                ("read_pages", {"urls": "https://example.com/"},
+                 "Bad arguments to read_pages: urls must be a list (it was 'https://example.com/')."),
+                ("ask_pages", {"urls": [page]}, "Bad arguments to ask_pages: question is required."),
+            ]
+        }
+    for words, text in said.items():
+        assert text == words
+        assert "pydantic" not in text and "validation error" not in text and "Arguments" not in text
+
+
 async def test_ctrl_c_stops_the_stdio_server_with_its_browser_while_its_client_keeps_stdin_open(site: Site) -> None:
     """The SDK reads stdin in a thread a cancel cannot stop: Ctrl-C must still end the
     server (a person running `chatagent mcp` in a terminal), and its browser with it."""
