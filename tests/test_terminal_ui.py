@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+from chatagent.prompts import ESCALATION_MARKER
+from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, GeminiServer, RecordedRequest, Reply, TextReply
 
 from conftest import ROOT, Site
 from pty_terminal import Terminal
@@ -92,6 +93,28 @@ def test_clear_typed_alone_forgets_the_conversation_and_never_reaches_the_model(
     first, second = gemini.generate_requests  # "clear" was not a question
     assert second.last_user_text() == "What is it?" and "How much" not in str(second.contents), "forgotten"
     assert not any("clear" == r.last_user_text() for r in gemini.generate_requests)
+
+
+def test_browser_tools_are_said_in_words_as_the_side_panel_says_them(site: Site, terminals: list[Terminal]) -> None:
+    calls = [FunctionCall("refresh_browser_state_tool", {"tab_id": "1"}),
+             FunctionCall("scroll_tool", {"tab_id": "1", "direction": "down"}),
+             FunctionCall("screenshot_tool", {})]
+
+    def respond(request: RecordedRequest) -> Reply:
+        if not request.tool_names():
+            return TextReply(text=f"{ESCALATION_MARKER} the page must be looked at")
+        turn = str(request.contents).count("functionResponse")  # tool results so far
+        return FunctionCallReply(calls=[calls[turn]]) if turn < len(calls) else TextReply(text="It is $1,349.00 [Tab 1].")
+
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=respond) as gemini:
+        term = Terminal("ask", site.url("product"), "-q", "How much is it?", "--model", "gemini-2.5-flash",
+                        env=gemini.env())
+        terminals.append(term)
+        assert term.wait_exit() == 0
+    screen = term.text()
+    assert "→ Reading Tab 1 again…" in screen and "→ Scrolling down Tab 1…" in screen
+    assert "→ Looking at the tab…" in screen, "a call that names no tab (one is open)"
+    assert "_tool" not in screen and "tab_id=" not in screen, "no function-call syntax"
 
 
 def test_chat_commands_on_a_terminal(gemini: GeminiServer, site: Site, terminals: list[Terminal]) -> None:
