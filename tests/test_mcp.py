@@ -252,6 +252,16 @@ async def test_pages_that_cannot_be_read_say_why(site: Site) -> None:
     assert asked.is_error and "HTTP 404" in asked.content[0].text
 
 
+async def test_a_page_that_cannot_be_read_is_named_by_its_url_not_by_a_counter_the_caller_never_saw(site: Site) -> None:
+    async with server() as s:
+        await call(s, "read_pages", {"urls": [site.url("product")]})  # the server's tabs are counted from here on
+        read = await call(s, "read_pages", {"urls": [site.url("product"), site.url("/404")]})
+    missing = read.structured_content["pages"][1]
+    assert missing["error"] == (f"The page at {site.url('/404')} is an error page: the server answered "
+                                "HTTP 404 Not Found. Check the address.")
+    assert not any("Tab " in note for note in missing["notes"])
+
+
 # --- streamable HTTP ---------------------------------------------------------------------
 
 
