@@ -140,14 +140,13 @@ class ChatAgent:
             async with asyncio.timeout(self.deadline_s):
                 await self._answer(question, emit, _Run())
         except TimeoutError:
-            emit(ErrorEvent(code="deadline", message=(
-                f"No complete answer within {self.deadline_s:g} s, so I stopped. "
-                "Ask again, or allow more time with --deadline."
-            )))
+            stopped = f"No complete answer within {self.deadline_s:g} s, so I stopped."
+            emit(ErrorEvent(code="deadline", message=f"{stopped} Ask again, or allow more time with --deadline.",
+                            reason=stopped, setting="deadline"))
         except asyncio.CancelledError:
             emit(ErrorEvent(code="aborted", message="Stopped: the question was cancelled."))
         except ChatAgentError as exc:
-            emit(ErrorEvent(code=exc.code, message=exc.message))
+            emit(ErrorEvent.of(exc))
         except Exception as exc:  # noqa: BLE001 - a run must end with an event, never a hang
             emit(ErrorEvent(code="internal", message=f"{type(exc).__name__}: {exc}"))
 

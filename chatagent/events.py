@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .errors import ChatAgentError
+
 
 class _Event(BaseModel):
     # `pass` is a Python keyword: the field is `pass_`, spelled "pass" on the wire.
@@ -95,9 +97,21 @@ class Done(_Event):
 
 
 class ErrorEvent(_Event):
+    """`message` in the command line's words; `reason` and `setting` as on
+    `ChatAgentError`, for a front end that says what to change in its own
+    words (the side panel). Both absent where the message names no setting."""
+
     type: Literal["error"] = "error"
     code: str
     message: str
+    reason: str | None = None
+    setting: str | None = None
+
+    @classmethod
+    def of(cls, exc: ChatAgentError) -> "ErrorEvent":
+        if exc.setting is None:
+            return cls(code=exc.code, message=exc.message)
+        return cls(code=exc.code, message=exc.message, reason=exc.reason, setting=exc.setting)
 
 
 Event = Annotated[

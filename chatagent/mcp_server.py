@@ -240,7 +240,7 @@ class PageTools:
                 await progress(f"Browser tool: {event.name}.")
             elif isinstance(event, ErrorEvent):
                 # The notes say why each page could not be read: a tool error is all the caller sees.
-                raise _tool_error(" ".join([*notes, f"{event.message} ({event.code})"]))
+                raise _tool_error(" ".join([*notes, f"{_in_mcp_words(event)} ({event.code})"]))
             elif isinstance(event, Done):
                 return AskResult(
                     answer=event.answer, pass_=event.pass_, stop_reason=event.stop_reason,
@@ -249,6 +249,15 @@ class PageTools:
                     cached=event.cached, notes=notes,
                 )
         raise _tool_error("The question ended without an answer.")
+
+
+def _in_mcp_words(error: ErrorEvent) -> str:
+    """An error as a caller of ask_pages reads it: a model it cannot use is
+    told as its `model` argument, not as the command line's --model. Other
+    settings are the server's (its owner's flags and `chatagent config`)."""
+    if error.setting == "model" and error.reason:
+        return f"{error.reason} Name another in the model argument, or leave it out for the server's model."
+    return error.message
 
 
 class _Server(MCPServer):

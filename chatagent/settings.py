@@ -77,10 +77,6 @@ class BadValueError(ConfigError):
     (`check_value`). `reason`: why, without the setting's name, for a front
     end that names the setting its own way (the side panel)."""
 
-    def __init__(self, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason or message
-
 
 class BadSettingError(ConfigError, UsageError):
     """A setting has a value it cannot take, whichever gave it (a flag, a
@@ -599,7 +595,7 @@ def check_value(key: str, value: str) -> Any:
         Settings.__pydantic_validator__.validate_assignment(probe, key, value)
     except ValidationError as exc:
         reason = str(exc.errors()[0]["msg"])
-        raise BadValueError(f"Bad value for {key}: {reason}.", reason) from None
+        raise BadValueError(f"Bad value for {key}: {reason}.", reason=reason, setting=key) from None
     checked = getattr(probe, key)
     if key == "model":
         from .models import provider_for
@@ -607,7 +603,7 @@ def check_value(key: str, value: str) -> Any:
         try:
             provider_for(checked.strip())
         except ModelConfigError as exc:
-            raise BadValueError(exc.message) from None
+            raise BadValueError(exc.message, reason=exc.reason, setting=key) from None
     return checked.get_secret_value() if isinstance(checked, SecretStr) else checked
 
 

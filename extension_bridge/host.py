@@ -23,6 +23,7 @@ from chatagent.scrub import NO_SECRETS, EventStream, LogScrubber, Secrets, confi
 
 from .errors import BadToolResultError, BridgeClosedError, MessageError, ProtocolError
 from .install import EXTENSION_ORIGIN
+from .panel_settings import in_panel_words
 from .messages import (
     PROTOCOL_VERSION,
     AskMessage,
@@ -224,6 +225,8 @@ class BridgeHost:
 
         try:
             async for ev in stream:
+                if isinstance(ev, ErrorEvent):
+                    ev = in_panel_words(ev)
                 for shown in [ev] if isinstance(ev, dict) else scrubbed(ev):  # dicts: a stand-in's (tests)
                     await emit(shown)
                 if finished:
@@ -241,7 +244,7 @@ class BridgeHost:
             raise
         except ChatAgentError as exc:
             if not finished:
-                await self._send_error(ask.id, exc.code, exc.message)
+                await self.send(EventMessage.wrap(ask.id, in_panel_words(ErrorEvent.of(exc))))
         except Exception as exc:  # noqa: BLE001 - one bad ask must not kill the host
             log.exception("ask %s failed", ask.id)
             if not finished:

@@ -186,6 +186,16 @@ async def test_bad_arguments_are_named_with_what_they_must_be() -> None:
         assert "pydantic" not in text and "validation error" not in text and "Arguments" not in text
 
 
+async def test_a_model_it_cannot_use_is_told_as_the_model_argument() -> None:
+    async with server() as s:
+        result = await call(s, "ask_pages", {"urls": [str(PAGES / "product.html")], "question": "How much is it?",
+                                             "model": "gpt-nonsense"})
+    text = result.content[0].text
+    assert result.is_error and "Unknown model 'gpt-nonsense'." in text
+    assert "Name another in the model argument, or leave it out for the server's model." in text
+    assert "--model" not in text and "chatagent config" not in text
+
+
 async def test_ctrl_c_stops_the_stdio_server_with_its_browser_while_its_client_keeps_stdin_open(site: Site) -> None:
     """The SDK reads stdin in a thread a cancel cannot stop: Ctrl-C must still end the
     server (a person running `chatagent mcp` in a terminal), and its browser with it."""
