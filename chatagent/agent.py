@@ -284,7 +284,7 @@ class ChatAgent:
             if self.model.provider.metered and run.spent() + need > run.input_budget:
                 stop = AIMessage(
                     f"I stopped looking: another step would take this question past its input-token budget "
-                    f"of {run.input_budget:,} tokens. Ask a more specific question, or allow more with --input-budget."
+                    f"of {run.input_budget:,} tokens. Ask a more specific question."  # the CLI adds its flag (render.py)
                 )
                 return self._finish([*messages[turn_start:], stop], 2, ctx, emit, run, stop_reason="input_budget")
             run.sent_tokens += need

@@ -28,7 +28,7 @@ from .terminal import json_safe, link, safe_text, sanitize
 # any other reason is shown by its name.
 _STOP_WHY = {
     "max_turns": "the model used all its turns in the browser",
-    "input_budget": "the question's input-token budget was spent",
+    "input_budget": "the question's input-token budget was spent (--input-budget allows more)",
 }
 
 
