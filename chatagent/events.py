@@ -35,6 +35,25 @@ class ToolCall(_Event):
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
 
+    def in_words(self) -> str:
+        """The call as a person is told it while it runs ("Scrolling down Tab 1…"):
+        the side panel's words (extension_bridge/extension/sidepanel.js,
+        `toolStatus`), the tab named by its label, as the terminal and MCP name it."""
+        tab = str(self.args.get("tab_id") or "").strip().removeprefix("Tab ").strip()
+        where = f"Tab {tab}" if tab else "the tab"
+        tool = self.name.removesuffix("_tool")
+        if tool == "scroll":
+            if to := str(self.args.get("to_text") or ""):
+                return f"Scrolling {where} to “{to[:40]}”…"
+            return {"up": f"Scrolling up {where}…", "top": f"Going to the top of {where}…",
+                    "bottom": f"Going to the end of {where}…"}.get(str(self.args.get("direction")),
+                                                                  f"Scrolling down {where}…")
+        if tool == "screenshot":
+            return f"Looking at {where}…"
+        if tool == "refresh_browser_state":
+            return f"Reading {where} again…"
+        return f"Working on {where}…"
+
 
 class ToolResult(_Event):
     type: Literal["tool_result"] = "tool_result"

@@ -32,25 +32,6 @@ _STOP_WHY = {
 }
 
 
-def doing(call: ToolCall) -> str:
-    """A browser tool call in words ("Scrolling down Tab 1…"): the side panel's
-    words for it (extension_bridge/extension/sidepanel.js, `toolStatus`), with
-    the tab named as the terminal names it."""
-    tab = str(call.args.get("tab_id") or "").strip().removeprefix("Tab ").strip()
-    where = f"Tab {tab}" if tab else "the tab"
-    tool = call.name.removesuffix("_tool")
-    if tool == "scroll":
-        if to := str(call.args.get("to_text") or ""):
-            return f"Scrolling {where} to “{to[:40]}”…"
-        return {"up": f"Scrolling up {where}…", "top": f"Going to the top of {where}…",
-                "bottom": f"Going to the end of {where}…"}.get(str(call.args.get("direction")), f"Scrolling down {where}…")
-    if tool == "screenshot":
-        return f"Looking at {where}…"
-    if tool == "refresh_browser_state":
-        return f"Reading {where} again…"
-    return f"Working on {where}…"
-
-
 def _is_terminal(stream: TextIO) -> bool:
     """Whether `stream` is a terminal that can redraw lines (not TERM=dumb)."""
     try:
@@ -128,7 +109,7 @@ class EventPrinter:
             where = f"tab {event.tab_id}: " if event.tab_id else ""
             self._err(("note", "yellow"), f" {where}{event.text}")
         elif isinstance(event, ToolCall):
-            self._err((f"→ {doing(event)}", "dim"))
+            self._err((f"→ {event.in_words()}", "dim"))
         elif isinstance(event, ToolResult):
             mark = ("✓", "green") if event.ok else ("✗", "red")
             self._err(("  ", "dim"), mark, (f" {event.text}", "dim"))

@@ -310,8 +310,7 @@ def _file_source(settings_cls: type[BaseSettings]) -> PydanticBaseSettingsSource
         return _File(settings_cls, toml_file=path)
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         raise ConfigError(
-            f"The settings file {path} cannot be read ({exc}). Fix it, or remove it to start again "
-            "(`chatagent config path` shows where it is)."
+            f"The settings file {path} cannot be read ({exc}). Fix it, or remove it to start again."
         ) from None
 
 

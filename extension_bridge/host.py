@@ -23,7 +23,6 @@ from chatagent.scrub import NO_SECRETS, EventStream, LogScrubber, Secrets, confi
 
 from .errors import BadToolResultError, BridgeClosedError, MessageError, ProtocolError
 from .install import EXTENSION_ORIGIN
-from .panel_settings import in_panel_words
 from .messages import (
     PROTOCOL_VERSION,
     AskMessage,
@@ -39,6 +38,7 @@ from .messages import (
     ToolResultMessage,
     parse_message,
 )
+from .panel_settings import in_panel_words
 from .protocol import FrameReader, FrameWriter, open_stdio, protect_stdout
 from .requests import DEFAULT_TOOL_TIMEOUT_S, ToolRequester
 from .tab import BridgeTab, tabs_from_ask

@@ -140,7 +140,7 @@ async def test_a_broken_settings_file_is_named_in_the_panel_and_retry_works_once
     await panel.wait_for_selector("#error:not([hidden])")
     text = await panel.inner_text("#error-text")
     assert f"The settings file {private_settings} cannot be read" in text and "Fix it, or remove it" in text, text
-    assert "stopped unexpectedly" not in text
+    assert "stopped unexpectedly" not in text and "chatagent config" not in text, "in the panel's words"
     assert "cannot be read" in (await panel.get_attribute("#host-status", "title") or "")
     # The worker keeps trying (with backoff): the banner stays the same.
     await panel.wait_for_timeout(2_500)

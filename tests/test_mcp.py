@@ -122,7 +122,8 @@ async def test_progress_rises_with_every_step_of_an_answer_that_uses_the_browser
         again = await call(s, "ask_pages", {"urls": [site.url("article")],
                                             "question": "What is the warehouse code for returns?"})
     assert not result.is_error and result.structured_content["pass"] == 2, result.content
-    assert len(progress) >= 3 and any("Browser tool" in (m or "") for _, m in progress)
+    assert len(progress) >= 3 and any((m or "").endswith(" Tab 1…") for _, m in progress), "each tool, in words"
+    assert not any("_tool" in (m or "") for _, m in progress)
     steps = [done for done, _ in progress]
     assert steps == sorted(set(steps)), steps
     assert not result.structured_content["cached"] and again.structured_content["cached"]
