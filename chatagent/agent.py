@@ -138,14 +138,13 @@ class ChatAgent:
             async with asyncio.timeout(self.deadline_s):
                 await self._answer(question, emit, _Run())
         except TimeoutError:
-            emit(ErrorEvent(code="deadline", message=(
-                f"No complete answer within {self.deadline_s:g} s, so I stopped. "
-                "Ask again, or allow more time with --deadline."
-            )))
+            stopped = f"No complete answer within {self.deadline_s:g} s, so I stopped."
+            emit(ErrorEvent(code="deadline", message=f"{stopped} Ask again, or allow more time with --deadline.",
+                            reason=stopped, setting="deadline"))
         except asyncio.CancelledError:
             emit(ErrorEvent(code="aborted", message="Stopped: the question was cancelled."))
         except ChatAgentError as exc:
-            emit(ErrorEvent(code=exc.code, message=exc.message))
+            emit(ErrorEvent.of(exc))
         except Exception as exc:  # noqa: BLE001 - a run must end with an event, never a hang
             emit(ErrorEvent(code="internal", message=f"{type(exc).__name__}: {exc}"))
 
@@ -283,7 +282,7 @@ class ChatAgent:
             if self.model.provider.metered and run.spent() + need > run.input_budget:
                 stop = AIMessage(
                     f"I stopped looking: another step would take this question past its input-token budget "
-                    f"of {run.input_budget:,} tokens. Ask a more specific question, or allow more with --input-budget."
+                    f"of {run.input_budget:,} tokens. Ask a more specific question."  # the CLI adds its flag (render.py)
                 )
                 return self._finish([*messages[turn_start:], stop], 2, ctx, emit, run, stop_reason="input_budget")
             run.sent_tokens += need

@@ -3,7 +3,8 @@
 On a terminal it is a prompt (prompt_toolkit: line editing, Up-arrow
 history); otherwise standard input is read a line at a time. In both, a line
 that starts with `/` is a command (`/help` lists them), so sessions can be
-scripted. While an answer or a command runs, Ctrl-C stops it (keys typed
+scripted; a command that takes no argument may also be typed as a bare word
+(`clear`, `quit`), as in a shell. While an answer or a command runs, Ctrl-C stops it (keys typed
 meanwhile wait for the next prompt: `cli.cmd_chat` holds them).
 """
 
@@ -37,10 +38,13 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tabs": ("", "list the tabs with their numbers"),
     "close": ("N", "close tab N (a tab of your own browser stays open there)"),
     "model": ("[NAME]", "answer the next questions with model NAME; without NAME, say which model answers"),
-    "new": ("", "start a new conversation: the earlier questions are forgotten"),
+    "clear": ("", "forget the conversation so far (the tabs stay open)"),
+    "new": ("", "the same as /clear"),
     "help": ("", "this list"),
     "quit": ("", "leave (so does Ctrl-D)"),
 }
+# Typed alone, without the slash, these are the command, as in a shell: a question is never one word of these.
+BARE_COMMANDS = frozenset(("clear", "new", "tabs", "help", "quit", "exit"))
 PROMPT = "› "
 _LIST_TIMEOUT_S = 15.0
 
@@ -98,8 +102,9 @@ class ChatSession:
         # Drawn on the terminal even when stdout goes to a file.
         session: PromptSession[str] = PromptSession(history=InMemoryHistory(),
                                                     output=create_output(always_prefer_tty=True))
-        self.err.print(Text("Ask a question and press Enter. /help lists the commands; Ctrl-C stops an answer, "
-                            "Ctrl-D quits.", style="dim"), soft_wrap=False)
+        commands = ", ".join(f"/{name}" for name in COMMANDS if name != "new")  # /new: /clear's old name
+        self.err.print(Text(f"Ask a question and press Enter. Commands: {commands} (/help says more). "
+                            "Ctrl-C stops an answer, Ctrl-D quits.", style="dim"), soft_wrap=False)
         hint = FormattedText([("ansibrightblack", "ask about the pages, or /help")])
         while True:
             try:
@@ -121,6 +126,8 @@ class ChatSession:
         line = line.rstrip("\r\n")
         if line.startswith("/"):
             return await self._command(line)
+        if line.strip().lower() in BARE_COMMANDS:
+            return await self._command("/" + line.strip())
         question = line.strip()
         if question:
             await self._interruptible(self._ask(question), stop=self.conversation.cancel)
@@ -178,9 +185,10 @@ class ChatSession:
             await self._close(arg)
         elif name == "model":
             await self._interruptible(self._model(arg))
-        elif name == "new":
+        elif name in ("clear", "new"):
             self.conversation = self.runtime.conversation(model=self.conversation.model_name)
-            self.out.print(Text("New conversation: the earlier questions are forgotten."))
+            self.out.print(Text("Cleared: the conversation so far is forgotten; the tabs stay open. "
+                                "The next question starts afresh."))
         else:
             self._fail(f"Unknown command /{name}: /help lists the commands. "
                        "(To ask a question that starts with /, type a space first.)")
@@ -193,8 +201,10 @@ class ChatSession:
         for name, (args, what) in COMMANDS.items():
             table.add_row(f"/{name} {args}".rstrip(), what)
         self.out.print(table)
-        self.out.print(Text("Anything else is a question about the tabs. Up and Down recall earlier lines; "
-                            "Ctrl-C stops an answer, Ctrl-D quits.", style="dim"), soft_wrap=False)
+        bare = ", ".join(sorted(BARE_COMMANDS))
+        self.out.print(Text(f"These work without the slash too: {bare}. Anything else is a question about the tabs. "
+                            "Up and Down recall earlier lines; Ctrl-C stops an answer, Ctrl-D quits.", style="dim"),
+                       soft_wrap=False)
 
     async def _open(self, arg: str) -> None:
         try:

@@ -289,7 +289,7 @@ def _add_chat(sub: Any) -> None:
                        description="Keep the pages open and answer questions until Ctrl-D (EOF): at a prompt "
                        "on a terminal, else one line of standard input at a time. The conversation is kept, so "
                        "follow-up questions work. Lines starting with / are commands: /open URL, /tabs, /close N, "
-                       "/model NAME, /new, /help, /quit.",
+                       "/model NAME, /clear, /help, /quit (clear, help and quit also without the slash).",
                        epilog=CHAT_EXIT_STATUS)
     _add_agent_args(p)
     p.add_argument("--no-cache", dest="cache", action="store_false", default=None,
@@ -520,7 +520,8 @@ class _Parser(argparse.ArgumentParser):
 
     An argument the command does not take is refused by the command's own
     parser, with its usage (`chatagent ask [-h] ...`): argparse would hand it
-    back to the top-level parser, whose usage names no command's options."""
+    back to the top-level parser, whose usage names no command's options. An
+    option it does not take is called unknown, with the one it is closest to."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -528,10 +529,29 @@ class _Parser(argparse.ArgumentParser):
                           help=VERBOSE_HELP)
 
     def parse_known_args(self, args: Any = None, namespace: Any = None) -> tuple[argparse.Namespace, list[str]]:
+        if self._subparsers is None:  # a command's own parser: a parser of commands leaves its options to them
+            self._refuse_unknown_option(sys.argv[1:] if args is None else list(args))
         parsed, extras = super().parse_known_args(args, namespace)
         if extras:  # nothing after a command's name is the top-level parser's to take
             self.error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed, extras
+
+    def _refuse_unknown_option(self, args: list[str]) -> None:
+        """An option this command does not take is said to be unknown, with the
+        one it is closest to, before anything else: argparse would first report
+        what the misspelt option left missing (`--qestion`: "-q is required")."""
+        from difflib import get_close_matches
+
+        for arg in args:
+            if arg == "--":
+                return
+            # argparse's own reading of the word: an option it knows (or a prefix of one), a value, or unknown.
+            found = self._parse_optional(arg)
+            if found is None or any(option[0] is not None for option in (found if isinstance(found, list) else [found])):
+                continue
+            name = arg.partition("=")[0]
+            close = get_close_matches(name, [o for o in self._option_string_actions if len(o) > 2], n=1, cutoff=0.75)
+            self.error(f"unknown option {name}" + (f"; did you mean {close[0]}?" if close else ""))
 
 
 def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:

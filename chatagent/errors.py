@@ -4,13 +4,24 @@ from __future__ import annotations
 
 
 class ChatAgentError(Exception):
-    """Base class for every error chatagent raises on purpose."""
+    """Base class for every error chatagent raises on purpose.
+
+    `message` says what happened and what to do in the words of the command
+    line (its flags, `chatagent config`, the environment), which MCP and the
+    daemon share. `reason` is what happened alone, and `setting` the setting
+    (a `Settings` key) whose value would fix it: a front end that names its
+    settings otherwise (the side panel: "Settings → Gemini API key") says
+    `reason` and its own way to change `setting`."""
 
     code = "error"
+    setting: str | None = None
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, *, reason: str | None = None, setting: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.reason = reason or message
+        if setting is not None:
+            self.setting = setting
 
 
 class UsageError(ChatAgentError):
@@ -59,8 +70,9 @@ class ModelError(ChatAgentError):
     retryable = False
     advice = ""
 
-    def __init__(self, message: str, *, retry_after_s: float | None = None) -> None:
-        super().__init__(message)
+    def __init__(self, message: str, *, retry_after_s: float | None = None, reason: str | None = None,
+                 setting: str | None = None) -> None:
+        super().__init__(message, reason=reason, setting=setting)
         self.retry_after_s = retry_after_s
 
 
@@ -117,6 +129,7 @@ class ModelMalformedReplyError(ModelError):
     code = "model_malformed"
     retryable = True
     advice = "Ask again, or pick another model with --model."
+    setting = "model"
 
 
 class ModelEmptyReplyError(ModelError):
@@ -127,6 +140,7 @@ class ModelEmptyReplyError(ModelError):
     code = "model_empty"
     retryable = True
     advice = "Ask again, or pick another model with --model."
+    setting = "model"
 
 
 class ModelBlockedError(ModelError):
@@ -142,3 +156,5 @@ class ModelUnexpectedToolCallError(ModelError):
     the model to call tools), so asking the same again tends to repeat it."""
 
     code = "model_unexpected_tool_call"
+    advice = "Ask again, or pick another model with --model (a page that tells the model to call tools can cause this)."
+    setting = "model"

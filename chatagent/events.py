@@ -7,6 +7,8 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
+from .errors import ChatAgentError
+
 
 class _Event(BaseModel):
     # `pass` is a Python keyword: the field is `pass_`, spelled "pass" on the wire.
@@ -32,6 +34,25 @@ class ToolCall(_Event):
     id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+
+    def in_words(self) -> str:
+        """The call as a person is told it while it runs ("Scrolling down Tab 1…"):
+        the side panel's words (extension_bridge/extension/sidepanel.js,
+        `toolStatus`), the tab named by its label, as the terminal and MCP name it."""
+        tab = str(self.args.get("tab_id") or "").strip().removeprefix("Tab ").strip()
+        where = f"Tab {tab}" if tab else "the tab"
+        tool = self.name.removesuffix("_tool")
+        if tool == "scroll":
+            if to := str(self.args.get("to_text") or ""):
+                return f"Scrolling {where} to “{to[:40]}”…"
+            return {"up": f"Scrolling up {where}…", "top": f"Going to the top of {where}…",
+                    "bottom": f"Going to the end of {where}…"}.get(str(self.args.get("direction")),
+                                                                  f"Scrolling down {where}…")
+        if tool == "screenshot":
+            return f"Looking at {where}…"
+        if tool == "refresh_browser_state":
+            return f"Reading {where} again…"
+        return f"Working on {where}…"
 
 
 class ToolResult(_Event):
@@ -95,9 +116,21 @@ class Done(_Event):
 
 
 class ErrorEvent(_Event):
+    """`message` in the command line's words; `reason` and `setting` as on
+    `ChatAgentError`, for a front end that says what to change in its own
+    words (the side panel). Both absent where the message names no setting."""
+
     type: Literal["error"] = "error"
     code: str
     message: str
+    reason: str | None = None
+    setting: str | None = None
+
+    @classmethod
+    def of(cls, exc: ChatAgentError) -> "ErrorEvent":
+        if exc.setting is None:
+            return cls(code=exc.code, message=exc.message)
+        return cls(code=exc.code, message=exc.message, reason=exc.reason, setting=exc.setting)
 
 
 Event = Annotated[

@@ -34,7 +34,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 from . import __version__, startup
 from .browser.base import Tab, TabFailure
@@ -237,10 +237,10 @@ class PageTools:
             elif isinstance(event, PassStart) and event.pass_ == 2:
                 await progress(f"The page text was not enough; using the browser ({event.reason}).")
             elif isinstance(event, ToolCall):
-                await progress(f"Browser tool: {event.name}.")
+                await progress(event.in_words())
             elif isinstance(event, ErrorEvent):
                 # The notes say why each page could not be read: a tool error is all the caller sees.
-                raise _tool_error(" ".join([*notes, f"{event.message} ({event.code})"]))
+                raise _tool_error(" ".join([*notes, f"{_in_mcp_words(event)} ({event.code})"]))
             elif isinstance(event, Done):
                 return AskResult(
                     answer=event.answer, pass_=event.pass_, stop_reason=event.stop_reason,
@@ -249,6 +249,15 @@ class PageTools:
                     cached=event.cached, notes=notes,
                 )
         raise _tool_error("The question ended without an answer.")
+
+
+def _in_mcp_words(error: ErrorEvent) -> str:
+    """An error as a caller of ask_pages reads it: a model it cannot use is
+    told as its `model` argument, not as the command line's --model. Other
+    settings are the server's (its owner's flags and `chatagent config`)."""
+    if error.setting == "model" and error.reason:
+        return f"{error.reason} Name another in the model argument, or leave it out for the server's model."
+    return error.message
 
 
 class _Server(MCPServer):
@@ -270,6 +279,8 @@ class _Server(MCPServer):
         except UnexpectedToolError:
             raise
         except ToolError as exc:
+            if isinstance(exc.__cause__, ValidationError):  # the arguments, in words: not pydantic's report
+                raise ToolError(self.scrubber.text(bad_arguments(name, exc.__cause__))) from exc.__cause__
             raise ToolError(self.scrubber.text(str(exc))) from exc.__cause__
         return self.scrubber.model(result)
 
@@ -277,6 +288,47 @@ class _Server(MCPServer):
         app = super().streamable_http_app(**kwargs)
         app.add_middleware(_ClientWatch)  # defined below, with `_while_connected`
         return app
+
+
+def bad_arguments(tool: str, exc: ValidationError) -> str:
+    """What is wrong with a call's arguments, named as the tool's schema names
+    them and said as what each must be: "budget_per_tab must be at least 64 (it
+    was 5)", not "1 validation error for read_pagesArguments ..."."""
+    return f"Bad arguments to {tool}: " + "; ".join(_must(e) for e in exc.errors(include_url=False)) + "."
+
+
+# pydantic's error types, as what the argument must be; {…} from the error's context.
+_MUST = {
+    "missing": "is required",
+    "too_short": "must list at least {min_length} item{s}",
+    "too_long": "must list at most {max_length} item{s}",
+    "string_too_short": "must not be empty",
+    "string_too_long": "must be at most {max_length:,} characters long",
+    "greater_than_equal": "must be at least {ge:,}",
+    "less_than_equal": "must be at most {le:,}",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "string_type": "must be a string",
+    "list_type": "must be a list",
+}
+
+
+def _must(error: Any) -> str:
+    loc = error["loc"]
+    where = (str(loc[0]) + "".join(f"[{i}]" for i in loc[1:])) if loc else "the arguments"
+    ctx = error.get("ctx") or {}
+    bound = ctx.get("min_length", ctx.get("max_length", 0))
+    try:
+        what = _MUST[error["type"]].format(**ctx, s="" if bound == 1 else "s")
+    except (KeyError, ValueError, IndexError):  # a type without words here: pydantic's sentence
+        what = error["msg"][:1].lower() + error["msg"][1:]
+    given = error.get("input")
+    if isinstance(given, list) and error["type"] in ("too_short", "too_long"):
+        what += f" (it has {len(given)})"
+    elif error["type"] != "missing" and (isinstance(given, (int, float)) or (isinstance(given, str) and len(given) <= 40)):
+        what += f" (it was {given!r})"
+    return f"{where} {what}"
 
 
 Urls = Annotated[list[str], Field(

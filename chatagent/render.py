@@ -28,7 +28,7 @@ from .terminal import json_safe, link, safe_text, sanitize
 # any other reason is shown by its name.
 _STOP_WHY = {
     "max_turns": "the model used all its turns in the browser",
-    "input_budget": "the question's input-token budget was spent",
+    "input_budget": "the question's input-token budget was spent (--input-budget allows more)",
 }
 
 
@@ -109,8 +109,7 @@ class EventPrinter:
             where = f"tab {event.tab_id}: " if event.tab_id else ""
             self._err(("note", "yellow"), f" {where}{event.text}")
         elif isinstance(event, ToolCall):
-            args = ", ".join(f"{k}={v!r}" for k, v in event.args.items())
-            self._err((f"→ {event.name}({args})", "dim"))
+            self._err((f"→ {event.in_words()}", "dim"))
         elif isinstance(event, ToolResult):
             mark = ("✓", "green") if event.ok else ("✗", "red")
             self._err(("  ", "dim"), mark, (f" {event.text}", "dim"))

@@ -101,7 +101,9 @@ async def stream_reply(
         delay = policy.delay(attempt, err.retry_after_s)
         if not err.retryable or attempt == policy.attempts or waited + delay > policy.budget_s:
             if err.retryable:
-                err.message += f" Gave up after {attempt} tries in {waited:.1f} s of waiting."
+                gave_up = f" Gave up after {attempt} tries in {waited:.1f} s of waiting."
+                err.message += gave_up
+                err.reason += gave_up
             if err.advice:
                 err.message += f" {err.advice}"
             raise err from cause
@@ -201,8 +203,7 @@ def _unusable(seen: _Seen, tools_bound: bool) -> ModelError | None:
         named = [n for n in dict.fromkeys(seen.tool_calls) if n.isidentifier()][:3]
         return ModelUnexpectedToolCallError(
             f"The model asked to use a tool{' (' + ', '.join(named) + ')' if named else ''} although none "
-            "was offered at this step, and wrote no answer. Ask again, or pick another model with --model "
-            "(a page that tells the model to call tools can cause this)."
+            "was offered at this step, and wrote no answer."
         )
     if seen.finish_reason in _FILTERED:
         return ModelBlockedError(
@@ -268,12 +269,13 @@ _OVERFLOW = re.compile(
 )
 
 
-def classify(exc: BaseException, key_setting: str = "the model's API key") -> ModelError:
+def classify(exc: BaseException, key_setting: str = "the model's API key", key: str | None = None) -> ModelError:
     """Map whatever the client raised onto chatagent's typed model errors.
 
     LangChain's standard exceptions (`langchain_core.exceptions.Model*Error`)
     come first: provider packages raise them for HTTP statuses, whoever serves
-    the model. Transport failures (httpx) and malformed replies follow."""
+    the model. Transport failures (httpx) and malformed replies follow.
+    `key_setting`: how the command line sets the key; `key`: that setting."""
     if isinstance(exc, ModelError):
         return exc
     said = detail(exc)
@@ -281,14 +283,12 @@ def classify(exc: BaseException, key_setting: str = "the model's API key") -> Mo
         isinstance(exc, lc.ModelInvalidRequestError | ValueError) and _OVERFLOW.search(str(exc))
     ):
         return ContextOverflowError(f"The request is larger than the model's context window ({said}).")
+    refused = f"The model service refused the credentials ({said})."
+    unknown = f"The model service does not know this model ({said})."
     if isinstance(exc, lc.ModelAuthenticationError | lc.ModelPermissionDeniedError):
-        return ModelAuthError(
-            f"The model service refused the credentials ({said}). Check {key_setting}."
-        )
+        return ModelAuthError(f"{refused} Check {key_setting}.", reason=refused, setting=key)
     if isinstance(exc, lc.ModelNotFoundError):
-        return ModelNotFoundError(
-            f"The model service does not know this model ({said}). Check the --model name."
-        )
+        return ModelNotFoundError(f"{unknown} Check the --model name.", reason=unknown, setting="model")
     if isinstance(exc, lc.ModelRateLimitError):
         return ModelRateLimitError(f"The model service is rate-limiting us ({said}).", retry_after_s=_retry_after(exc))
     if isinstance(exc, lc.ModelTimeoutError):
@@ -303,9 +303,9 @@ def classify(exc: BaseException, key_setting: str = "the model's API key") -> Mo
     if status == 429:
         return ModelRateLimitError(f"The model service is rate-limiting us ({said}).", retry_after_s=_retry_after(exc))
     if status in (401, 403):
-        return ModelAuthError(f"The model service refused the credentials ({said}). Check {key_setting}.")
+        return ModelAuthError(f"{refused} Check {key_setting}.", reason=refused, setting=key)
     if status == 404:
-        return ModelNotFoundError(f"The model service does not know this model ({said}). Check the --model name.")
+        return ModelNotFoundError(f"{unknown} Check the --model name.", reason=unknown, setting="model")
     if status is not None and status >= 500:
         return ModelUnavailableError(f"The model service failed ({said}).")
     return ModelError(f"The model call failed: {said}")

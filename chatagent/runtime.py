@@ -73,7 +73,7 @@ class Conversation:
         try:
             agent = self._agent_for(list(tabs) if tabs is not None else self.tabs, model or self.model_name, cache)
         except ChatAgentError as exc:  # the model cannot be made: a setting to fix
-            yield ErrorEvent(code=exc.code, message=exc.message)
+            yield ErrorEvent.of(exc)
             return
         stream = agent.ask(question)
         try:

@@ -87,10 +87,6 @@ class BadValueError(ConfigError):
     (`check_value`). `reason`: why, without the setting's name, for a front
     end that names the setting its own way (the side panel)."""
 
-    def __init__(self, message: str, reason: str | None = None) -> None:
-        super().__init__(message)
-        self.reason = reason or message
-
 
 class BadSettingError(ConfigError, UsageError):
     """A setting has a value it cannot take, whichever gave it (a flag, a
@@ -324,8 +320,7 @@ def _file_source(settings_cls: type[BaseSettings]) -> PydanticBaseSettingsSource
         return _File(settings_cls, toml_file=path)
     except (OSError, ValueError) as exc:  # tomllib.TOMLDecodeError is a ValueError
         raise ConfigError(
-            f"The settings file {path} cannot be read ({exc}). Fix it, or remove it to start again "
-            "(`chatagent config path` shows where it is)."
+            f"The settings file {path} cannot be read ({exc}). Fix it, or remove it to start again."
         ) from None
 
 
@@ -609,7 +604,7 @@ def check_value(key: str, value: str) -> Any:
         Settings.__pydantic_validator__.validate_assignment(probe, key, value)
     except ValidationError as exc:
         reason = str(exc.errors()[0]["msg"])
-        raise BadValueError(f"Bad value for {key}: {reason}.", reason) from None
+        raise BadValueError(f"Bad value for {key}: {reason}.", reason=reason, setting=key) from None
     checked = getattr(probe, key)
     if key == "model":
         from .models import provider_for
@@ -617,7 +612,7 @@ def check_value(key: str, value: str) -> Any:
         try:
             provider_for(checked.strip())
         except ModelConfigError as exc:
-            raise BadValueError(exc.message) from None
+            raise BadValueError(exc.message, reason=exc.reason, setting=key) from None
     return checked.get_secret_value() if isinstance(checked, SecretStr) else checked
 
 

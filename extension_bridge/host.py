@@ -38,6 +38,7 @@ from .messages import (
     ToolResultMessage,
     parse_message,
 )
+from .panel_settings import in_panel_words
 from .protocol import FrameReader, FrameWriter, open_stdio, protect_stdout
 from .requests import DEFAULT_TOOL_TIMEOUT_S, ToolRequester
 from .tab import BridgeTab, tabs_from_ask
@@ -224,6 +225,8 @@ class BridgeHost:
 
         try:
             async for ev in stream:
+                if isinstance(ev, ErrorEvent):
+                    ev = in_panel_words(ev)
                 for shown in [ev] if isinstance(ev, dict) else scrubbed(ev):  # dicts: a stand-in's (tests)
                     await emit(shown)
                 if finished:
@@ -241,7 +244,7 @@ class BridgeHost:
             raise
         except ChatAgentError as exc:
             if not finished:
-                await self._send_error(ask.id, exc.code, exc.message)
+                await self.send(EventMessage.wrap(ask.id, in_panel_words(ErrorEvent.of(exc))))
         except Exception as exc:  # noqa: BLE001 - one bad ask must not kill the host
             log.exception("ask %s failed", ask.id)
             if not finished:

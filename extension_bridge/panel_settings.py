@@ -14,7 +14,8 @@ from typing import Any
 from pydantic.alias_generators import to_camel
 
 from chatagent import settings as config
-from chatagent.errors import ChatAgentError
+from chatagent.errors import ChatAgentError, ModelConfigError, ModelNotFoundError
+from chatagent.events import ErrorEvent
 from chatagent.models import provider_for
 from chatagent.settings import KEY_ENDPOINTS, Settings
 
@@ -28,6 +29,33 @@ PANEL_NAMES = {
     "openai_base_url": "Server URL",
     "openai_api_key": "Server API key",
 }
+
+
+def in_panel_words(error: ErrorEvent) -> ErrorEvent:
+    """An error as the panel says it: what happened, then what to change in
+    the panel's Settings, instead of the flag, variable or `chatagent config`
+    command the command line's message names. A setting the panel does not
+    show is not named at all: what happened is said, and what the panel can do."""
+    if error.setting is None:
+        return error
+    reason = error.reason or error.message
+    fix = _fix_in_panel(error.code, error.setting)
+    return error.model_copy(update={"message": f"{reason} {fix}" if fix else reason, "reason": None})
+
+
+def _fix_in_panel(code: str, setting: str) -> str:
+    field = f"Settings (⚙) → {PANEL_NAMES[setting]}" if setting in PANEL_NAMES else ""
+    if setting in KEY_ENDPOINTS:  # an API key: missing, or refused
+        return f"Enter one in {field}, or choose Offline." if code == ModelConfigError.code else f"Check {field}."
+    if setting in KEY_ENDPOINTS.values():  # an endpoint
+        return f"Is the server running there? To use another, change {field}."
+    if setting == "model":  # a name the service does not know, or a reply that was no answer
+        if code in (ModelConfigError.code, ModelNotFoundError.code):
+            return f"Choose another in {field}."
+        return f"Ask again, or choose another model in {field}."
+    if setting == "deadline":
+        return "Ask again; a narrower question, or fewer tabs, is answered sooner."
+    return ""
 
 
 class PanelSettingError(ChatAgentError):

@@ -118,6 +118,7 @@ async def test_panel_settings_are_saved_in_the_settings_file_and_bad_ones_change
         refused = await peer.recv()
         assert refused["type"] == "error" and refused["id"] == "s2" and refused["code"] == "bad_setting"
         assert refused["message"].startswith("Model: Unknown model 'gpt-nonsense'")
+        assert "--model" not in refused["message"] and "chatagent config" not in refused["message"], "the panel's words"
         assert not private_settings.exists(), "a bad value saves nothing"
         await peer.send({"type": "settings_set", "id": "s2b", "values": {"model": "gemini-2.5-flash"}})
         keyless = await peer.recv()

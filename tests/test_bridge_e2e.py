@@ -140,7 +140,7 @@ async def test_a_broken_settings_file_is_named_in_the_panel_and_retry_works_once
     await panel.wait_for_selector("#error:not([hidden])")
     text = await panel.inner_text("#error-text")
     assert f"The settings file {private_settings} cannot be read" in text and "Fix it, or remove it" in text, text
-    assert "stopped unexpectedly" not in text
+    assert "stopped unexpectedly" not in text and "chatagent config" not in text, "in the panel's words"
     assert "cannot be read" in (await panel.get_attribute("#host-status", "title") or "")
     # The worker keeps trying (with backoff): the banner stays the same.
     await panel.wait_for_timeout(2_500)
@@ -283,6 +283,30 @@ async def test_settings_saved_by_the_host_are_used_by_the_next_answer_and_markdo
         assert overflow <= 0, "a long URL wraps instead of widening the panel"
         [chip] = await answer.locator(".chip").all()
         assert (await chip.inner_text()).startswith("Aurora X14 Pro")
+
+
+async def test_an_error_names_the_panel_s_settings_not_the_command_line_s(
+    private_settings: Path, panel_browser: Any, site: Site, tmp_path: Path,
+) -> None:
+    """A refused key: the error's details say where to fix it in the panel
+    (Settings → Gemini API key), not GOOGLE_API_KEY or `chatagent config set`."""
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, api_key="the-right-key") as gemini:
+        await _tabs(panel_browser, [site.url("product")])
+        panel = await open_panel(panel_browser, [site.url("product")])
+        await choose_gemini(panel, endpoint=gemini.url, key="a-wrong-key")
+        await panel.click("#settings-cancel")
+        result = await ask(panel, "What does it cost?")
+    assert result["error"]["code"] == "model_auth", result
+    error = panel.locator(".turn .turn-error")
+    assert await error.locator("p").first.inner_text() == (
+        "The model service refused the API key. Open Settings (⚙) and enter a valid key.")
+    await error.locator("summary").click()
+    details = await error.locator("details p").inner_text()
+    assert details == ("The Gemini API refused the key (400 API key not valid. Please pass a valid API key.). "
+                       "Check Settings (⚙) → Gemini API key."), details
+    shown = await error.inner_text()
+    assert not any(word in shown for word in ("GOOGLE_API_KEY", "chatagent config", "--model", "_api_key"))
+    await panel.screenshot(path=str(tmp_path / "panel-error.png"))
 
 
 async def test_saving_gemini_without_a_key_says_that_a_key_is_needed(

@@ -122,7 +122,8 @@ async def test_progress_rises_with_every_step_of_an_answer_that_uses_the_browser
         again = await call(s, "ask_pages", {"urls": [site.url("article")],
                                             "question": "What is the warehouse code for returns?"})
     assert not result.is_error and result.structured_content["pass"] == 2, result.content
-    assert len(progress) >= 3 and any("Browser tool" in (m or "") for _, m in progress)
+    assert len(progress) >= 3 and any((m or "").endswith(" Tab 1…") for _, m in progress), "each tool, in words"
+    assert not any("_tool" in (m or "") for _, m in progress)
     steps = [done for done, _ in progress]
     assert steps == sorted(set(steps)), steps
     assert not result.structured_content["cached"] and again.structured_content["cached"]
@@ -163,6 +164,37 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
             assert words in result.content[0].text, result.content[0].text
         ok = await call(s, "read_pages", {"urls": [page], "question": ""})  # "": no question, as none
     assert not ok.is_error and "$1,349.00" in ok.structured_content["pages"][0]["text"]
+
+
+async def test_bad_arguments_are_named_with_what_they_must_be() -> None:
+    """The caller (a model, often) reads which argument is wrong and what it
+    must be, in the schema's names: not pydantic's report on a class of its own."""
+    page = str(PAGES / "product.html")
+    async with server() as s:
+        said = {
+            words: (await call(s, name, args)).content[0].text
+            for name, args, words in [
+                ("read_pages", {"urls": []}, "Bad arguments to read_pages: urls must list at least 1 item (it has 0)."),
+                ("read_pages", {"urls": [page], "budget_per_tab": 5},
+                 "Bad arguments to read_pages: budget_per_tab must be at least 64 (it was 5)."),
+                ("read_pages", {"urls": "https://example.com/"},
+                 "Bad arguments to read_pages: urls must be a list (it was 'https://example.com/')."),
+                ("ask_pages", {"urls": [page]}, "Bad arguments to ask_pages: question is required."),
+            ]
+        }
+    for words, text in said.items():
+        assert text == words
+        assert "pydantic" not in text and "validation error" not in text and "Arguments" not in text
+
+
+async def test_a_model_it_cannot_use_is_told_as_the_model_argument() -> None:
+    async with server() as s:
+        result = await call(s, "ask_pages", {"urls": [str(PAGES / "product.html")], "question": "How much is it?",
+                                             "model": "gpt-nonsense"})
+    text = result.content[0].text
+    assert result.is_error and "Unknown model 'gpt-nonsense'." in text
+    assert "Name another in the model argument, or leave it out for the server's model." in text
+    assert "--model" not in text and "chatagent config" not in text
 
 
 async def test_ctrl_c_stops_the_stdio_server_with_its_browser_while_its_client_keeps_stdin_open(site: Site) -> None:
@@ -229,6 +261,16 @@ async def test_pages_that_cannot_be_read_say_why(site: Site) -> None:
     assert missing["url"] == site.url("/404") and "HTTP 404" in (missing["error"] or "")
     assert "$1,349.00" in product["text"]
     assert asked.is_error and "HTTP 404" in asked.content[0].text
+
+
+async def test_a_page_that_cannot_be_read_is_named_by_its_url_not_by_a_counter_the_caller_never_saw(site: Site) -> None:
+    async with server() as s:
+        await call(s, "read_pages", {"urls": [site.url("product")]})  # the server's tabs are counted from here on
+        read = await call(s, "read_pages", {"urls": [site.url("product"), site.url("/404")]})
+    missing = read.structured_content["pages"][1]
+    assert missing["error"] == (f"The page at {site.url('/404')} is an error page: the server answered "
+                                "HTTP 404 Not Found. Check the address.")
+    assert not any("Tab " in note for note in missing["notes"])
 
 
 # --- streamable HTTP ---------------------------------------------------------------------

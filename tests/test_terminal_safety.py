@@ -307,8 +307,11 @@ def test_a_browser_that_cannot_start_is_one_clear_error(command: str, case: str,
                                                          tmp_path: Path) -> None:
     question = ["-q", "x"] if command == "ask" else []
     if case == "cdp":
-        proc = run(command, "--cdp", closed_port_url.rstrip("/"), *question, stdin="x\n")
-        says = "Could not attach to Chrome"
+        cdp = closed_port_url.rstrip("/")
+        proc = run(command, "--cdp", cdp, *question, stdin="x\n")
+        # What happened and what to do, with the port given: not Playwright's ECONNREFUSED, nor another port.
+        says = (f"Nothing is listening at {cdp}: start Chrome with --remote-debugging-port={cdp.rsplit(':', 1)[1]}, "
+                "or leave out --cdp.")
     else:
         proc = run(command, str(Site.path("article")), *question, stdin="x\n",
                    env={"CHATAGENT_BROWSER": str(tmp_path / "nonexistent")})

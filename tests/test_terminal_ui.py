@@ -14,7 +14,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+from chatagent.prompts import ESCALATION_MARKER
+from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, GeminiServer, RecordedRequest, Reply, TextReply
 
 from conftest import ROOT, Site
 from pty_terminal import Terminal
@@ -71,6 +72,51 @@ def test_an_answer_is_rendered_markdown_on_a_terminal_and_the_plain_reply_when_p
     assert piped.stdout == (MARKDOWN + "\n").encode(), "piped, the reply exactly as the model wrote it"
 
 
+def test_clear_typed_alone_forgets_the_conversation_and_never_reaches_the_model(
+    gemini: GeminiServer, site: Site, terminals: list[Terminal]
+) -> None:
+    term = Terminal("chat", site.url("product"), "--model", "gemini-2.5-flash", env=gemini.env())
+    terminals.append(term)
+    screen = " ".join(term.wait_for_prompt(1).split())  # as read: wherever the line wraps
+    assert "Commands: /open, /tabs, /close, /model, /clear, /help, /quit" in screen, "the first line lists them"
+
+    gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."), TextReply(text="A laptop [Tab 1]."))
+    term.line("How much does the laptop cost?")
+    term.wait_for_prompt(2)
+    term.line("clear")
+    screen = term.wait_for_prompt(3)
+    assert "Cleared: the conversation so far is forgotten; the tabs stay open." in screen[screen.rindex("› clear"):]
+    term.line("What is it?")
+    term.wait_for_prompt(4)
+    term.press("ctrl-d")
+    assert term.wait_exit() == 0
+    first, second = gemini.generate_requests  # "clear" was not a question
+    assert second.last_user_text() == "What is it?" and "How much" not in str(second.contents), "forgotten"
+    assert not any("clear" == r.last_user_text() for r in gemini.generate_requests)
+
+
+def test_browser_tools_are_said_in_words_as_the_side_panel_says_them(site: Site, terminals: list[Terminal]) -> None:
+    calls = [FunctionCall("refresh_browser_state_tool", {"tab_id": "1"}),
+             FunctionCall("scroll_tool", {"tab_id": "1", "direction": "down"}),
+             FunctionCall("screenshot_tool", {})]
+
+    def respond(request: RecordedRequest) -> Reply:
+        if not request.tool_names():
+            return TextReply(text=f"{ESCALATION_MARKER} the page must be looked at")
+        turn = str(request.contents).count("functionResponse")  # tool results so far
+        return FunctionCallReply(calls=[calls[turn]]) if turn < len(calls) else TextReply(text="It is $1,349.00 [Tab 1].")
+
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=respond) as gemini:
+        term = Terminal("ask", site.url("product"), "-q", "How much is it?", "--model", "gemini-2.5-flash",
+                        env=gemini.env())
+        terminals.append(term)
+        assert term.wait_exit() == 0
+    screen = term.text()
+    assert "→ Reading Tab 1 again…" in screen and "→ Scrolling down Tab 1…" in screen
+    assert "→ Looking at the tab…" in screen, "a call that names no tab (one is open)"
+    assert "_tool" not in screen and "tab_id=" not in screen, "no function-call syntax"
+
+
 def test_chat_commands_on_a_terminal(gemini: GeminiServer, site: Site, terminals: list[Terminal]) -> None:
     term = Terminal("chat", site.url("product"), env=gemini.env())  # the offline model until /model
     terminals.append(term)
@@ -78,7 +124,7 @@ def test_chat_commands_on_a_terminal(gemini: GeminiServer, site: Site, terminals
 
     term.line("/help")
     screen = term.wait_for_prompt(2)
-    for usage in ("/open URL", "/tabs", "/close N", "/model [NAME]", "/new", "/help", "/quit"):
+    for usage in ("/open URL", "/tabs", "/close N", "/model [NAME]", "/clear", "/new", "/help", "/quit"):
         assert usage in screen
 
     term.line(f"/open {site.url('two_a')}")
@@ -120,7 +166,7 @@ def test_chat_commands_on_a_terminal(gemini: GeminiServer, site: Site, terminals
 
     term.line("/new")
     screen = term.wait_for_prompt(11)
-    assert "New conversation" in screen
+    assert "the conversation so far is forgotten" in screen
     gemini.enqueue(TextReply(text="About 182,400 people [Tab 2]."))
     term.line("How many people live there?")
     term.wait_for_prompt(12)

@@ -214,6 +214,7 @@ async def test_a_question_stops_at_its_input_token_budget(site: Site, open_tabs)
     done = events[-1]
     assert isinstance(done, Done) and done.stop_reason == "input_budget"
     assert "input-token budget" in done.answer
+    assert "--input-budget" not in done.answer, "the answer is every front end's (the panel's too): no flag in it"
     assert len(sent) < MAX_TURNS
     # What was sent, counted as the agent counts it (text only; it adds per-message framing).
     budget = max(INPUT_BUDGET_FACTOR * count_tokens(sent[0]), MIN_INPUT_BUDGET)

@@ -105,6 +105,22 @@ class Tab(abc.ABC):
     def label(self, value: str) -> None:
         self._label = value
 
+    @property
+    def name(self) -> str:
+        """How a message names the tab: "Tab 2" once a conversation has
+        labelled it (its user and model see that number); before, "The tab"
+        (MCP's read_pages and list_tabs, `chatagent context`: their reader
+        knows the page by its address, and a backend's own counter means
+        nothing to it). Not its address: a local file's name is not said."""
+        return f"Tab {self._label}" if self._label else "The tab"
+
+    @property
+    def name_and_url(self) -> str:
+        """The tab's name with its address: "Tab 2 (https://…)", "The page at https://…"."""
+        if not self.url:
+            return self.name
+        return f"Tab {self._label} ({self.url})" if self._label else f"The page at {self.url}"
+
     @abc.abstractmethod
     async def snapshot(self) -> PageSnapshot:
         """Current url, title, html and rendered text."""

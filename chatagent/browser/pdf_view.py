@@ -37,14 +37,14 @@ class PdfView:
     current: int = 0  # the page the tools are on, from 0
 
     @classmethod
-    async def fetch(cls, context: BrowserContext, url: str, label: str) -> "PdfView":
+    async def fetch(cls, context: BrowserContext, url: str, name: str) -> "PdfView":
         """The document at `url`: over HTTP in `context`, or, for a local file
         (a tab of the user's own browser showing one they had open), from disk."""
-        data = await (asyncio.to_thread(_read_file, url, label) if is_local(url) else _download(context, url, label))
+        data = await (asyncio.to_thread(_read_file, url, name) if is_local(url) else _download(context, url, name))
         try:
             pages = await asyncio.to_thread(pdf.page_count, data)
         except pdf.PdfError as exc:
-            raise TabError(f"Tab {label} shows a PDF that cannot be read (damaged, or protected by a password): {exc}") from exc
+            raise TabError(f"{name} shows a PDF that cannot be read (damaged, or protected by a password): {exc}") from exc
         return cls(url=url, data=data, digest=hashlib.sha256(data).hexdigest(), pages=pages)
 
     def snapshot(self, tab_id: str, url: str, title: str, notes: list[str]) -> PageSnapshot:
@@ -79,29 +79,29 @@ class PdfView:
         )
 
 
-def _too_large(label: str, size: int) -> TabError:
-    return TabError(f"Tab {label} is a PDF of {size / 1e6:.0f} MB; chatagent reads PDFs up to {MAX_PDF_BYTES / 1e6:.0f} MB.")
+def _too_large(name: str, size: int) -> TabError:
+    return TabError(f"{name} is a PDF of {size / 1e6:.0f} MB; chatagent reads PDFs up to {MAX_PDF_BYTES / 1e6:.0f} MB.")
 
 
-async def _download(context: BrowserContext, url: str, label: str) -> bytes:
+async def _download(context: BrowserContext, url: str, name: str) -> bytes:
     try:
         response = await context.request.get(url, timeout=FETCH_TIMEOUT_S * 1000, fail_on_status_code=True)
         size = int(response.headers.get("content-length") or 0)
         if size > MAX_PDF_BYTES:
-            raise _too_large(label, size)
+            raise _too_large(name, size)
         data = await response.body()
     except PlaywrightError as exc:
-        raise TabError(f"Tab {label} shows a PDF that could not be fetched again to read it: {exc}") from exc
+        raise TabError(f"{name} shows a PDF that could not be fetched again to read it: {exc}") from exc
     if len(data) > MAX_PDF_BYTES:
-        raise _too_large(label, len(data))
+        raise _too_large(name, len(data))
     return data
 
 
-def _read_file(url: str, label: str) -> bytes:
+def _read_file(url: str, name: str) -> bytes:
     path = Path(url2pathname(unquote(urlsplit(url).path)))
     try:
         if path.stat().st_size > MAX_PDF_BYTES:
-            raise _too_large(label, path.stat().st_size)
+            raise _too_large(name, path.stat().st_size)
         return path.read_bytes()
     except OSError as exc:
-        raise TabError(f"Tab {label} shows a PDF file that could not be read: {exc}") from exc
+        raise TabError(f"{name} shows a PDF file that could not be read: {exc}") from exc

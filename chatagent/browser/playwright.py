@@ -284,14 +284,14 @@ class PlaywrightTab(Tab):
     def _gone(self) -> str | None:
         """Why this tab cannot be used any more, if it cannot."""
         if self._sizes is not None and self._sizes.over is not None:
-            return self._sizes.over.closed_tab(self.label)
+            return self._sizes.over.closed_tab(self.name)
         if self.crashed:
             return (
-                f"Tab {self.label} crashed again after it was reloaded (its page runs out of memory or hits "
+                f"{self.name} crashed again after it was reloaded (its page runs out of memory or hits "
                 "a browser bug), so it is not reloaded again; open the page anew to read it."
             )
         if self.page.is_closed():
-            return f"Tab {self.label} was closed."
+            return f"{self.name} was closed."
         return None
 
     def _unnamed_local_file(self) -> str | None:
@@ -307,15 +307,13 @@ class PlaywrightTab(Tab):
         if self._unnamed_local_file():
             raise (UnnamedLocalFileError if error is TabError else error)(
                 # Not its address: this message reaches the model and MCP clients, and a file's name says much.
-                f"Tab {self.label} shows a local file you did not name; {what} refused. "
+                f"{self.name} shows a local file you did not name; {what} refused. "
                 "chatagent reads only the local files given on its command line."
             )
         if self._status and self._status[0] >= 400:
             code, text = self._status
-            raise error(
-                f"Tab {self.label} is an error page: the server answered HTTP {code} {text}".rstrip()
-                + f" for {self._display_url(self.page.url)}. Check the address."
-            )
+            raise error(f"{self.name_and_url} is an error page: the server answered "
+                        + f"HTTP {code} {text}".rstrip() + ". Check the address.")
 
     async def _reload_after_crash(self) -> None:
         """A crashed renderer is gone for good: open the same URL in a new page, once."""
@@ -333,8 +331,8 @@ class PlaywrightTab(Tab):
         except PlaywrightTimeout:
             pass  # keep what has rendered, as on a first load
         except PlaywrightError as exc:
-            raise TabError(f"Tab {self.label} crashed, and reloading it failed: {_short(exc)}") from exc
-        self._once_notes.append(f"Tab {self.label} had crashed; reloaded it.")
+            raise TabError(f"{self.name} crashed, and reloading it failed: {_short(exc)}") from exc
+        self._once_notes.append(f"{self.name} had crashed; reloaded it.")
 
     async def snapshot(self) -> PageSnapshot:
         if self.crashed and not self._reloaded and not self.page.is_closed():
@@ -353,11 +351,11 @@ class PlaywrightTab(Tab):
                     data = await self._reader.read(self.page, None)
         except TimeoutError:
             raise TabError(
-                f"Tab {self.label} ({self._display_url(self.page.url)}) is not responding: its page has been busy "
+                f"{self.name_and_url} is not responding: its page has been busy "
                 f"for over {SNAPSHOT_TIMEOUT_S:g} s."
             ) from None
         except PlaywrightError as exc:
-            raise TabError(self._gone() or f"Tab {self.label} ({self._display_url(self.page.url)}) could not be read: {_short(exc)}") from exc
+            raise TabError(self._gone() or f"{self.name_and_url} could not be read: {_short(exc)}") from exc
         # After the read, not before: the page may have navigated meanwhile.
         self._check_readable("reading it is")
         if not data.get("same") and await self._is_pdf_viewer(data):
@@ -397,7 +395,7 @@ class PlaywrightTab(Tab):
         self._check_readable("reading it is")
         view = self._pdf_view()
         if view is None:
-            view = self._pdf = await PdfView.fetch(self.page.context, self.page.url, self.label)
+            view = self._pdf = await PdfView.fetch(self.page.context, self.page.url, self.name)
             self._pdf_loaded = False
         notes = [*self._load_notes, *self._once_notes]
         self._once_notes.clear()
@@ -515,14 +513,19 @@ class PlaywrightBrowser(Browser):
         cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
     ) -> "PlaywrightBrowser":
         """Attach to a Chrome started with --remote-debugging-port (the user's real tabs)."""
+        port = await _nothing_listening(endpoint)
+        if port is not None:  # the common mistake, said plainly: not as Playwright's ECONNREFUSED
+            raise BrowserError(f"Nothing is listening at {endpoint}: start Chrome with "
+                               f"--remote-debugging-port={port}, or leave out --cdp.")
         pw = await async_playwright().start()
         try:
             browser = await pw.chromium.connect_over_cdp(endpoint, timeout=10_000)
         except PlaywrightError as exc:
             await pw.stop()
+            port = _port(endpoint)
             raise BrowserError(
-                f"Could not attach to Chrome at {endpoint}: {_short(exc)}. Start Chrome with "
-                "--remote-debugging-port=9222 and pass --cdp http://127.0.0.1:9222."
+                f"Could not attach to Chrome at {endpoint}: {_short(exc)}. Is it a Chrome started with "
+                f"--remote-debugging-port={port or 'PORT'}? If not, start one so, or leave out --cdp."
             ) from exc
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
         return cls(pw, browser, context, owned=False, max_response_mb=max_response_mb)
@@ -775,8 +778,8 @@ class _Over(NamedTuple):
     def not_loaded(self, url: str) -> str:
         return f"{self._what(url)}, so it was not loaded. To read it, raise max_response_mb."
 
-    def closed_tab(self, label: str) -> str:
-        return f"{self._what(f'Tab {label}')}, so it was closed. To read it, raise max_response_mb and open it again."
+    def closed_tab(self, name: str) -> str:
+        return f"{self._what(name)}, so it was closed. To read it, raise max_response_mb and open it again."
 
 
 class _ResponseSizes:
@@ -961,6 +964,35 @@ def _refuse_popups(page: Page) -> None:
 
 def _not_root() -> bool:
     return not (hasattr(os, "geteuid") and os.geteuid() == 0)
+
+
+def _port(endpoint: str) -> int | None:
+    """The TCP port a CDP endpoint (http://HOST:PORT, ws://HOST:PORT/…) names, or its scheme implies."""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(endpoint)
+        return parts.port or {"http": 80, "ws": 80, "https": 443, "wss": 443}.get(parts.scheme)
+    except ValueError:
+        return None
+
+
+async def _nothing_listening(endpoint: str) -> int | None:
+    """The endpoint's port if its host refuses a connection to it (no Chrome
+    there); None if something answers, or it cannot tell (Playwright then tries)."""
+    from urllib.parse import urlsplit
+
+    port, host = _port(endpoint), urlsplit(endpoint).hostname
+    if port is None or not host:
+        return None
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout=5)
+    except ConnectionRefusedError:
+        return port
+    except (OSError, TimeoutError):
+        return None
+    writer.close()
+    return None
 
 
 def _short(exc: BaseException) -> str:

@@ -36,7 +36,8 @@ def provider_for(name: str) -> Provider:
         if provider.matches(name):
             return provider
     raise ModelConfigError(
-        f"Unknown model {name!r}. Use {KNOWN_MODELS}; set it with --model or `chatagent config set model NAME`."
+        f"Unknown model {name!r}. Use {KNOWN_MODELS}; set it with --model or `chatagent config set model NAME`.",
+        reason=f"Unknown model {name!r}. Use {KNOWN_MODELS}.", setting="model",
     )
 
 

@@ -94,9 +94,12 @@ class Model:
         from ..retry import classify as classify_generic
         from ..retry import detail, is_connection_error
 
-        err = self.provider.classify(exc) or classify_generic(exc, self.provider.key_setting)
+        err = self.provider.classify(exc) or classify_generic(exc, self.provider.key_setting, self.provider.api_key)
         if isinstance(err, ModelUnavailableError) and is_connection_error(exc) and self.endpoint:
-            err.message = f"Could not connect to the model service at {self.endpoint} ({detail(exc)})."
+            from ..settings import KEY_ENDPOINTS
+
+            err.message = err.reason = f"Could not connect to the model service at {self.endpoint} ({detail(exc)})."
+            err.setting = KEY_ENDPOINTS.get(self.provider.api_key or "")
             err.advice = (
                 f"Is the server running there? To use another, set {self.provider.endpoint_setting}."
                 if self.provider.endpoint_setting else ""

@@ -32,16 +32,17 @@ class GeminiProvider(Provider):
 
         key = settings.secret(self.required_key)
         if not key and (elsewhere := settings.key_elsewhere(self.required_key)):
+            reason = (f"Model {model!r} has no Gemini API key for {self.endpoint(settings)}: {elsewhere.describe()} "
+                      f"is for {elsewhere.endpoint}, and a key goes only to the endpoint it was saved for.")
             raise ModelConfigError(
-                f"Model {model!r} has no Gemini API key for {self.endpoint(settings)}: {elsewhere.describe()} "
-                f"is for {elsewhere.endpoint}, and a key goes only to the endpoint it was saved for. Save the "
-                "key for this endpoint with `chatagent config set google_api_key KEY` (or use the offline "
-                "model: --model extractive)."
+                f"{reason} Save the key for this endpoint with `chatagent config set google_api_key KEY` (or use "
+                "the offline model: --model extractive).", reason=reason, setting=self.required_key,
             )
         if not key:
             raise ModelConfigError(
                 f"Model {model!r} needs a Gemini API key: set GOOGLE_API_KEY or run "
-                "`chatagent config set google_api_key KEY` (or use the offline model: --model extractive)."
+                "`chatagent config set google_api_key KEY` (or use the offline model: --model extractive).",
+                reason=f"Model {model!r} needs a Gemini API key.", setting=self.required_key,
             )
         # One attempt per call: chatagent.retry retries, visibly and within bounds
         # (the SDK's default retries silently for up to a minute).
@@ -66,9 +67,8 @@ class GeminiProvider(Provider):
                 return malformed(e)
             # A bad key is a 400 INVALID_ARGUMENT whose ErrorInfo reason says so.
             if isinstance(e, APIError) and "API_KEY_INVALID" in _reasons(e):
-                return ModelAuthError(
-                    f"The Gemini API refused the key ({e.code} {e.message}). Check {self.key_setting}."
-                )
+                refused = f"The Gemini API refused the key ({e.code} {e.message})."
+                return ModelAuthError(f"{refused} Check {self.key_setting}.", reason=refused, setting=self.api_key)
         return None
 
     async def warm(self, chat: BaseChatModel) -> None:
