@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 
 from ..ask_args import ASK_FLAGS
 from ..limits import MIN_TAB_BUDGET
-from .paths import BUILD, DaemonError
+from .paths import DaemonError
 
 if TYPE_CHECKING:
     from ..settings import Settings
