@@ -79,8 +79,10 @@ def parse_ask(argv: Sequence[str]) -> argparse.Namespace | None:
 def ask_request(args: argparse.Namespace, *, cwd: str, env: Mapping[str, str]) -> bytes:
     """The `protocol.AskRequest` frame of an `ask` command line (`args`, as
     `parse_ask` or the CLI read it) run in `cwd` with `env`."""
+    # The daemon resolves the paths from `cwd`; "~" is this user's home as this process knows it.
+    targets = [os.path.expanduser(t) if t.startswith("~") else t for t in args.targets]
     frame = {"type": "ask", "build": BUILD, "inputs": settings_inputs(env, cwd), "cwd": cwd,
-             "targets": list(args.targets), "question": args.question,
+             "targets": targets, "question": args.question,
              "flags": {key: getattr(args, key) for key in ASK_FLAGS}}
     return json.dumps(frame).encode() + b"\n"
 

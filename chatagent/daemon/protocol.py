@@ -98,7 +98,7 @@ class AskRequest(_Frame):
     build: str
     inputs: str  # `paths.settings_inputs` of the ask's environment
     cwd: str  # the ask's directory: its relative paths name files there, never in the daemon's
-    targets: list[str] = Field(min_length=1, max_length=1000)  # as typed
+    targets: list[str] = Field(min_length=1, max_length=1000)  # as typed, "~" expanded; paths from `cwd`
     question: str
     flags: AskFlags
 
