@@ -7,7 +7,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from chatagent.cli import budget_arg, model_arg
+from chatagent.ask_args import budget as budget_arg
+from chatagent.cli import model_arg
 from chatagent.limits import DEFAULT_TAB_BUDGET
 
 

@@ -1,8 +1,8 @@
 """`python -m chatagent` and the `chatagent` command.
 
-An `ask` first gives a running daemon its command line (`daemon.early`),
-before the CLI and its settings are imported: the daemon opens the pages at
-once, and answers from the command line when it can."""
+An `ask` first gives a running daemon the ask (`daemon.early`), before the
+CLI and its settings are imported: the daemon opens the pages at once, and
+loads the ask's settings itself when it can."""
 
 import signal
 
@@ -26,14 +26,15 @@ def _main() -> int:
     try:
         from .daemon.early import answer, head_start
 
-        early = head_start(sys.argv[1:])
-        if early is not None:
-            # The daemon answers from the command line: no CLI, no settings here.
-            status = answer(early, loaded=_deliver_ctrl_c)
+        head = head_start(sys.argv[1:])
+        early = None
+        if head is not None:
+            # The daemon loads the ask's settings itself: no CLI, no settings here.
+            status = answer(head, loaded=_deliver_ctrl_c)
             if status is not None:
                 return status
-            if early.fileno() == -1:
-                early = None
+            if head.sock.fileno() != -1:  # the daemon waits for the ask's settings there
+                early = head.sock
             _hold_ctrl_c()
         from .cli import main as cli_main
 

@@ -28,18 +28,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, startup
+from .ask_args import add_agent_args, add_question
+from .ask_args import budget as budget_arg
+from .ask_args import timeout as _timeout
 from .errors import ChatAgentError, ModelConfigError, UsageError
-from .limits import (
-    DEFAULT_DEADLINE_S,
-    DEFAULT_LOAD_TIMEOUT_S,
-    DEFAULT_TAB_BUDGET,
-    INPUT_BUDGET_FACTOR,
-    MIN_INPUT_BUDGET,
-    MIN_TAB_BUDGET,
-)
+from .limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_TAB_BUDGET
 from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
 from .process import answer_status, run, setup_logging
-from .settings import DEFAULT_MODEL, Settings, check_model
+from .settings import Settings, check_model
 from .terminal import json_safe, no_echo, safe_text, sanitize, stderr_console
 
 if TYPE_CHECKING:
@@ -63,37 +59,6 @@ def _stdout() -> Console:
 
 
 # --- context -------------------------------------------------------------------
-
-
-def budget_arg(value: str) -> int:
-    """An argparse `type`: tokens per tab (also for commands other packages add)."""
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tokens") from None
-    if n < MIN_TAB_BUDGET:
-        raise argparse.ArgumentTypeError(f"a tab needs at least {MIN_TAB_BUDGET} tokens, got {n}")
-    return n
-
-
-def _timeout(value: str) -> float:
-    try:
-        s = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number of seconds") from None
-    if s <= 0:
-        raise argparse.ArgumentTypeError("the timeout must be positive")
-    return s
-
-
-def _factor(value: str) -> float:
-    try:
-        x = float(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{value!r} is not a number") from None
-    if not x >= 1:  # also refuses nan
-        raise argparse.ArgumentTypeError("the input budget is at least 1 (times the first request)")
-    return x
 
 
 def model_arg(value: str) -> str:
@@ -243,22 +208,7 @@ def _print_context(ctx: PageContext) -> None:
 
 
 def _add_agent_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("targets", nargs="*", metavar="URL",
-                   help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
-    p.add_argument("--model", metavar="M", type=model_arg,
-                   help="extractive (offline), gemini-2.5-flash, openai:MODEL (default: the model setting, "
-                   f"see `chatagent config show`; else {DEFAULT_MODEL})")
-    p.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
-    p.add_argument("--budget", type=budget_arg, metavar="TOKENS",
-                   help=f"tokens of page text per tab (default {DEFAULT_TAB_BUDGET})")
-    p.add_argument("--timeout", type=_timeout, metavar="S",
-                   help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
-    p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port")
-    p.add_argument("--deadline", type=_timeout, metavar="S",
-                   help=f"give up on a question after this many seconds (default {DEFAULT_DEADLINE_S:g})")
-    p.add_argument("--input-budget", type=_factor, metavar="X",
-                   help="a question's input tokens, all model calls together, stay within X times its first "
-                   f"request (never below {MIN_INPUT_BUDGET:,}; default {INPUT_BUDGET_FACTOR:g})")
+    add_agent_args(p, model=model_arg)
 
 
 USAGE_ERRORS = ("a bad or unknown option, an unknown model or another setting's bad value, from a flag, "
@@ -280,7 +230,7 @@ def _add_ask(sub: Any) -> None:
                        description="Stream an answer to one question about the given pages.",
                        epilog=ASK_EXIT_STATUS)
     _add_agent_args(p)
-    p.add_argument("-q", "--question", required=True, help="the question")
+    add_question(p)
     p.set_defaults(handler=cmd_ask)
 
 
@@ -311,8 +261,7 @@ async def cmd_ask(args: argparse.Namespace) -> int:
     # A running daemon answers, warm (chatagent/daemon/client.py); None: this process answers.
     from .daemon.client import ask as ask_daemon
 
-    printer = await ask_daemon(args.targets, args.question, settings_of(args, model=True), json_mode=args.json,
-                               early=args.early)
+    printer = await ask_daemon(args, settings_of(args, model=True), early=args.early)
     if printer is not None:
         return answer_status(printer)
     with no_echo():  # see cmd_chat

@@ -11,6 +11,7 @@ MIN_TAB_BUDGET = 64  # tokens: below this a tab cannot hold its title and a mark
 MAX_QUESTION_CHARS = 8000
 MIN_INPUT_BUDGET = 10_000  # a question's input-token budget never goes below this
 
+DEFAULT_MODEL = "extractive"  # the offline model: answers with no key and no server
 DEFAULT_TAB_BUDGET = 2000  # tokens of page text per tab (`context.ContextBuilder`)
 DEFAULT_DEADLINE_S = 180.0  # a question is given up after this (`agent.ChatAgent`)
 # A question's input tokens, all model calls together, stay within this many

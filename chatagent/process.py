@@ -1,8 +1,8 @@
 """What every `chatagent` command does around its work: logging to stderr,
 errors told as one actionable line, and the exit status.
 
-Its own module, light to import: an `ask` that a daemon answers from its
-command line (`daemon.early`) runs through `run` without loading the CLI.
+Its own module, light to import: an `ask` whose settings a daemon loads
+itself (`daemon.early`) runs through `run` without loading the CLI.
 """
 
 from __future__ import annotations

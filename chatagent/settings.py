@@ -57,6 +57,7 @@ from .limits import (
     DEFAULT_DEADLINE_S,
     DEFAULT_LOAD_TIMEOUT_S,
     DEFAULT_MAX_RESPONSE_MB,
+    DEFAULT_MODEL,
     DEFAULT_TAB_BUDGET,
     DEFAULT_TOOL_TIMEOUT_S,
     INPUT_BUDGET_FACTOR,
@@ -73,7 +74,6 @@ GOOGLE_ENDPOINT = "https://generativelanguage.googleapis.com"
 # Each provider's key, and the endpoint setting its requests (and so the key) go to.
 KEY_ENDPOINTS = {"google_api_key": "gemini_base_url", "openai_api_key": "openai_base_url"}
 LOOPBACK_NAMES = "localhost, 127.0.0.1, ::1"
-DEFAULT_MODEL = "extractive"  # the offline model: answers with no key and no server
 
 
 class ConfigError(ChatAgentError):

@@ -13,7 +13,7 @@ from chatagent.browser import discovery
 from chatagent.browser.base import Tab, TabFailure
 from chatagent.browser.playwright import PlaywrightBrowser, PlaywrightTab
 from chatagent.context import ContextBuilder
-from chatagent.errors import BrowserNotFoundError, ToolError
+from chatagent.errors import BrowserNotFoundError, TabError, ToolError
 from chatagent.extraction import extract_snapshot
 
 from conftest import ROOT, Site, record_evaluate
@@ -43,6 +43,24 @@ class TestOpenTabs:
             assert snap.title.startswith("Northport opens its first tram line")
         # The local path was turned into a file:// URL, not mistaken for a domain.
         assert (await _tab(tabs[1]).snapshot()).url == path.as_uri()
+
+    async def test_a_session_is_a_browser_of_its_own_and_closes_alone(
+        self, chromium: PlaywrightBrowser, site: Site, open_tabs,
+    ) -> None:
+        """What the daemon gives each ask: its tabs end with it; another
+        session's tabs, and the browser, go on."""
+        first, second = await chromium.session(), await chromium.session()
+        try:
+            (mine,) = await first.open_tabs([site.url("product")])
+            (theirs,) = await second.open_tabs([site.url("product")])
+        finally:
+            await first.close()
+        with pytest.raises(TabError, match="was closed"):
+            await _tab(mine).snapshot()
+        assert "$1,349.00" in (await _tab(theirs).snapshot()).visible_text
+        await second.close()
+        (again,) = await open_tabs([site.url("product")])
+        assert "$1,349.00" in (await _tab(again).snapshot()).visible_text
 
     async def test_relative_local_path_opens(self, open_tabs, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.chdir(ROOT)

@@ -273,13 +273,14 @@ def _raw(daemon: Daemon, frame: bytes) -> dict[str, Any] | None:
     return json.loads(reply) if reply else None
 
 
-def test_the_socket_takes_only_well_formed_requests_with_absolute_targets(daemon: Daemon) -> None:
-    ask = {"type": "ask", "build": BUILD, "settings": {}, "question": "What is this?", "model": "extractive",
-           "budget": 2000, "timeout": 15, "deadline": 180, "input_budget": 8}
-    relative = _raw(daemon, json.dumps({**ask, "targets": ["product.html"]}).encode() + b"\n")
-    assert relative is not None and relative["type"] == "refused" and "not an absolute URL" in relative["reason"]
-    unknown = _raw(daemon, json.dumps({**ask, "targets": ["https://example.com/"], "run": "rm -rf /"}).encode() + b"\n")
+def test_the_socket_takes_only_well_formed_requests_from_an_absolute_directory(daemon: Daemon) -> None:
+    ask = _ask_frame(daemon, ["https://example.com/"], "What is this?")
+    relative = _raw(daemon, json.dumps({**ask, "cwd": "here"}).encode() + b"\n")
+    assert relative is not None and relative["type"] == "refused" and "not an absolute path" in relative["reason"]
+    unknown = _raw(daemon, json.dumps({**ask, "run": "rm -rf /"}).encode() + b"\n")
     assert unknown is not None and unknown["type"] == "refused"
+    blank = _raw(daemon, json.dumps({**ask, "question": "   "}).encode() + b"\n")
+    assert blank is not None and blank["type"] == "refused" and "the question is empty" in blank["reason"]
     huge = _raw(daemon, b'{"type": "status", "pad": "' + b"x" * (MAX_REQUEST_BYTES + 10) + b'"}\n')
     assert huge is None or huge["type"] == "refused"
     assert status(daemon.env)["pid"] == daemon.pid, "still serving"
@@ -418,64 +419,70 @@ def test_the_daemons_socket_is_private_from_the_moment_it_can_be_seen(tmp_path: 
 # --- the head start ---------------------------------------------------------------------------
 
 
-def test_an_ask_gives_the_daemon_its_pages_before_its_settings_and_an_unused_head_start_is_closed(
+def test_an_ask_gives_the_daemon_its_pages_before_its_settings_and_pages_no_ask_follows_are_closed(
     site: Site, daemon: Daemon,
 ) -> None:
-    """`ask` sends its command line first (`daemon.early`), so the daemon opens
-    the pages while the client loads its settings; what no ask follows is closed."""
+    """`ask` sends the ask first (`daemon.early`), so the daemon opens the
+    pages while the client loads its settings; what no ask follows is closed."""
     proc = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v", env=daemon.env)
     assert proc.returncode == 0 and "$1,349.00" in ending(proc)["answer"]
     assert "its pages were opened ahead, from its command line" in daemon.paths.log.read_text()
 
     asks = status(daemon.env)["asks"]
-    with socket.socket(socket.AF_UNIX) as s:  # a head start, then nothing: the client went away
+    with socket.socket(socket.AF_UNIX) as s:  # an ask, then nothing: the client went away
         s.connect(str(daemon.paths.socket))
-        frame = _open(daemon, ["ask", site.url("product"), "-q", QUESTION], inputs="another environment")
+        frame = _ask_frame(daemon, [site.url("product")], QUESTION, inputs="another environment")
         s.sendall(json.dumps(frame).encode() + b"\n")
-        assert json.loads(s.makefile("rb").readline())["type"] == "ask_needed"
+        assert json.loads(s.makefile("rb").readline())["type"] == "settings_needed"
         time.sleep(0.5)
-    wait_until(lambda: "closed the pages opened ahead for a connection that did not ask for them"
+    wait_until(lambda: "closed the pages opened ahead for an ask that did not follow"
                in daemon.paths.log.read_text(), "the daemon to close what it opened")
-    assert status(daemon.env)["asks"] == asks, "a head start alone is no ask"
+    assert status(daemon.env)["asks"] == asks, "an ask whose settings never came is not answered"
 
 
-def _open(daemon: Daemon, argv: list[str], **fields: str) -> dict[str, Any]:
-    """The head start `chatagent ask ARGV` sends from ROOT in the daemon's environment."""
-    return {"type": "open", "build": BUILD, "inputs": settings_inputs(daemon.env, str(ROOT)), "argv": argv,
-            "cwd": str(ROOT), **fields}
+def _ask_frame(daemon: Daemon, targets: list[str], question: str, **fields: Any) -> dict[str, Any]:
+    """The ask `chatagent ask TARGETS -q QUESTION` sends from ROOT in the daemon's environment."""
+    return {"type": "ask", "build": BUILD, "inputs": settings_inputs(daemon.env, str(ROOT)), "cwd": str(ROOT),
+            "targets": targets, "question": question, "flags": {}, **fields}
 
 
-def test_a_head_start_that_is_not_an_ask_opens_nothing(daemon: Daemon) -> None:
+def test_an_ask_naming_a_file_that_is_not_there_opens_nothing_and_the_client_answers_it(
+    tmp_path: Path, daemon: Daemon,
+) -> None:
+    """The daemon resolves the ask's paths from the ask's directory; one that
+    is not there is the client's to report, in a failed tab's words."""
     closed = daemon.paths.log.read_text().count("closed the pages opened ahead")
-    for argv in (["config", "show"], ["ask", "--cdp", "http://127.0.0.1:9/", "-q", "Q"], ["ask", "-q"],
-                 ["ask", "no-such-file.html", "-q", "Q"], ["ask", "https://example.org/", "-q", "   "]):
-        reply = _raw(daemon, json.dumps(_open(daemon, argv)).encode() + b"\n")
-        assert reply is not None and reply["type"] == "ask_needed", f"{argv}: the command line is not the daemon's to answer"
+    frame = _ask_frame(daemon, ["no-such-file.html"], "What is this?", cwd=str(tmp_path))
+    reply = _raw(daemon, json.dumps(frame).encode() + b"\n")
+    assert reply is not None and reply["type"] == "settings_needed" and "No such file" in reply["reason"]
     assert daemon.paths.log.read_text().count("closed the pages opened ahead") == closed, "none was opened"
-    relative = _raw(daemon, json.dumps(_open(daemon, ["ask"], cwd="here")).encode() + b"\n")
-    assert relative is not None and relative["type"] == "refused" and "not an absolute path" in relative["reason"]
-    assert status(daemon.env)["pid"] == daemon.pid, "still serving"
+
+    asks = status(daemon.env)["asks"]
+    proc = run("ask", "no-such-file.html", "-q", "What is this?", "--json", env=daemon.env, cwd=tmp_path)
+    assert proc.returncode == 1 and ending(proc)["code"] == "no_readable_tabs"
+    assert [e["text"] for e in events(proc) if e["type"] == "note"] == ["No such file: 'no-such-file.html'."]
+    assert status(daemon.env)["asks"] == asks
 
 
 def test_a_head_start_opened_otherwise_than_the_ask_wants_is_opened_again(site: Site, daemon: Daemon) -> None:
-    """The head start opens the pages as the command line says; an ask whose
-    environment is not the daemon's (its page timeout, here) sends its own
-    settings, and gets its pages opened again with them."""
+    """The pages open as the ask's flags say; an ask whose environment is not
+    the daemon's (its page timeout, here) sends its own settings, and gets its
+    pages opened again with them."""
     log = daemon.paths.log.read_text()
-    used, needed = log.count("its pages were opened ahead"), log.count("an ask's settings are needed")
+    used, needed = log.count("its pages were opened ahead,"), log.count("an ask's settings are needed")
     proc = run("ask", site.url("product"), "-q", QUESTION, "--json", "-v",
                env={**daemon.env, "CHATAGENT_TIMEOUT": "25"})
     assert proc.returncode == 0 and SERVED.format(pid=daemon.pid) in proc.stderr
     assert "$1,349.00" in ending(proc)["answer"]
     log = daemon.paths.log.read_text()
-    assert log.count("its pages were opened ahead") == used
+    assert log.count("its pages were opened ahead,") == used
     assert log.count("an ask's settings are needed") == needed + 1
-    assert "its head start opened its pages otherwise than it asks; opening them again" in log
+    assert "its pages were opened ahead with another timeout than its settings give; opening them again" in log
 
 
 def test_an_ask_in_the_daemons_environment_is_answered_from_its_command_line_alone(site: Site, daemon: Daemon) -> None:
     """The ask process never loads the CLI or the settings: the daemon loads
-    them from its command line, so the answer waits only for the page."""
+    the ask's settings itself, so the answer waits only for the page."""
     needed = daemon.paths.log.read_text().count("an ask's settings are needed")
     proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "chatagent", "ask", site.url("product"), "-q", QUESTION,
                            "--json", "-v"], cwd=ROOT, env=daemon.env, capture_output=True, text=True, timeout=110)

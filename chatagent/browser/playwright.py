@@ -458,16 +458,20 @@ class PlaywrightBrowser(Browser):
     It keeps the pages it made (`_ours`) until each has closed: `close` closes
     them all, over CDP too, where it must leave the user's own tabs open.
     `max_response_mb`: a tab whose page, or any file the page loads, is larger
-    than this is not loaded (None: no bound)."""
+    than this is not loaded (None: no bound). A launched or served browser
+    makes sessions of its own in it (`session`)."""
 
     def __init__(
         self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool,
-        max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+        max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB, spare_page: Page | None = None,
+        session: bool = False,
     ) -> None:
         self._pw = pw
         self._browser = browser
         self.context = context
         self._owned = owned
+        self._session = session  # closes its context only: the browser and its driver are another's
+        self._spare_page = spare_page  # made ahead: its first tab opens in it
         self._max_response_mb = max_response_mb
         self._next_id = 1
         self._files = LocalFiles()
@@ -547,6 +551,32 @@ class PlaywrightBrowser(Browser):
                 "(`chatagent config set browser_ws ws://HOST:PORT/`, or --browser-ws)."
             ) from exc
         return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb)
+
+    async def session(self) -> "PlaywrightBrowser":
+        """A browser of its own within this one: a new context, so its tabs,
+        cookies, storage and the local files it serves are nobody else's, with
+        this browser's bounds. Its `close` closes that context only. A blank
+        page is made in it now, where its first tab opens: a context's first
+        page costs ~300 ms more than its next ones, and any page ~100 ms."""
+        if not self._owned:
+            raise BrowserError("A browser attached over CDP is the user's own: chatagent makes no contexts in it.")
+        context = await self._browser.new_context(viewport=VIEWPORT, accept_downloads=False)
+        try:
+            page = await context.new_page()
+        except PlaywrightError:
+            await context.close()
+            raise
+        return PlaywrightBrowser(self._pw, self._browser, context, owned=True, max_response_mb=self._max_response_mb,
+                                 spare_page=page, session=True)
+
+    @property
+    def version(self) -> str:
+        """Which browser this is: its name and version."""
+        return f"{self._browser.browser_type.name} {self._browser.version}"
+
+    def on_exit(self, callback: Callable[[], object]) -> None:
+        """Call `callback` when the browser goes: it exited, or the connection to it was lost."""
+        self._browser.on("disconnected", lambda _browser: callback())
 
     def _new_id(self) -> str:
         tab_id = str(self._next_id)
@@ -720,8 +750,9 @@ class PlaywrightBrowser(Browser):
                              sizes=sizes)
 
     async def _new_page(self) -> Page:
-        """A page for a tab about to open."""
-        return await self.context.new_page()
+        """A page for a tab about to open: the one made ahead, if it is still there."""
+        page, self._spare_page = self._spare_page, None
+        return page if page is not None and not page.is_closed() else await self.context.new_page()
 
     async def close(self) -> None:
         self._stopping = True  # no page is made from now on; one being made closes itself
@@ -736,12 +767,14 @@ class PlaywrightBrowser(Browser):
                     self._close_soon(page)
             while self._closing:  # each is bounded (`_close_page`)
                 await asyncio.wait(set(self._closing))
-            await self._browser.close()  # launched: it ends; attached: we detach
+            if not self._session:
+                await self._browser.close()  # launched: it ends; attached: we detach
         except PlaywrightError:
             pass
         finally:
             self._files.close()
-            await self._pw.stop()
+            if not self._session:
+                await self._pw.stop()
 
 
 class _Share:

@@ -10,6 +10,7 @@ sent, while the daemon opens the pages.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import logging
 import os
@@ -18,7 +19,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,10 +27,11 @@ from ..errors import ChatAgentError, TabError
 from ..locations import CONFIG_ENV
 from ..scrub import NO_SECRETS
 from ..terminal import no_echo, safe_text, stderr_console
+from .early import ask_request
 from .paths import DIR_ENV, DaemonError, DaemonPaths, check_private, daemon_pid, peer
 from .protocol import (
-    MAX_REPLY_BYTES, AskRequest, Failed, Opened, ProtocolError, Refused, Reply, Status, StatusRequest,
-    StopRequest, Stopping, parse_reply, read_frame,
+    MAX_REPLY_BYTES, Answering, AskSettings, Failed, Opened, ProtocolError, Refused, Reply, SettingsNeeded, Status,
+    StatusRequest, StopRequest, Stopping, parse_reply, read_frame,
 )
 
 if TYPE_CHECKING:
@@ -63,30 +65,31 @@ def _note(text: str) -> None:
 # --- ask ------------------------------------------------------------------------------
 
 
-async def ask(
-    targets: Sequence[str], question: str, settings: Settings, *, json_mode: bool, early: socket.socket | None = None,
-) -> EventPrinter | None:
-    """Have the running daemon answer (started first when the `daemon`
-    setting is on), shown as `render.show` shows an answer: its printer. None
-    when this process should answer instead: no daemon, `cdp` (attaching
-    launches nothing), a target that is not there (said in-process, in a
-    failed tab's words), or a daemon that cannot honour these settings.
-    `early`: the connection `early.head_start` opened (this takes it over)."""
+async def ask(args: argparse.Namespace, settings: Settings, *, early: socket.socket | None = None) -> EventPrinter | None:
+    """Have the running daemon answer `chatagent ask` (`args`: its command
+    line; the daemon is started first when the `daemon` setting is on), shown
+    as `render.show` shows an answer: its printer. None when this process
+    should answer instead: no daemon, `cdp` (attaching launches nothing), a
+    target that is not there (said in-process, in a failed tab's words), or a
+    daemon that cannot honour these settings. `early`: the connection
+    `early.head_start` opened, where the daemon waits for this ask's settings
+    (this takes it over)."""
     try:
-        return await _ask(targets, question, settings, json_mode=json_mode, early=early)
+        return await _ask(args, settings, early=early)
     finally:
         if early is not None:
             early.close()  # unused or done: a daemon drops what it opened for it
 
 
-async def _ask(
-    targets: Sequence[str], question: str, settings: Settings, *, json_mode: bool, early: socket.socket | None,
-) -> EventPrinter | None:
-    if settings.cdp or not targets:
+async def _ask(args: argparse.Namespace, settings: Settings, *, early: socket.socket | None) -> EventPrinter | None:
+    from ..browser.targets import normalize_target
+
+    if settings.cdp or not args.targets:
         return None
     try:
-        request = AskRequest.of(list(targets), question, settings)
-    except (TabError, ValueError):  # a target that is not there, or a URL only a browser of ours can judge
+        for target in args.targets:
+            normalize_target(target)
+    except TabError:  # a target that is not there
         return None
     try:
         paths = DaemonPaths.locate(create=settings.daemon)  # no daemon wanted: no directory made either
@@ -104,13 +107,15 @@ async def _ask(
     if connection is None:
         return None
     reader, writer = connection
+    # The head start sent the ask already (`early`), and the daemon said it needs its settings.
+    request = None if early is not None else ask_request(args, cwd=os.getcwd(), env=os.environ)
     with no_echo():  # as in-process: keys typed meanwhile wait for the shell
-        return await _answer(reader, writer, paths, json_mode=json_mode, request=request.encode())
+        return await _answer(reader, writer, paths, json_mode=args.json, request=request, settings=settings)
 
 
 async def answer_opened(sock: socket.socket, *, json_mode: bool) -> EventPrinter | None:
-    """Show the answer of a daemon that answers an ask's head start from its
-    command line (`protocol.Answering` read off `sock`); None as for `ask`."""
+    """Show the answer of a daemon that loaded an ask's settings itself
+    (`protocol.Answering` read off `sock` by the head start); None as for `ask`."""
     try:
         paths = DaemonPaths.locate(create=False)
         reader, writer = await asyncio.open_unix_connection(sock=sock, limit=MAX_REPLY_BYTES)
@@ -123,19 +128,28 @@ async def answer_opened(sock: socket.socket, *, json_mode: bool) -> EventPrinter
 
 async def _answer(
     reader: asyncio.StreamReader, writer: asyncio.StreamWriter, paths: DaemonPaths, *, json_mode: bool,
-    request: bytes = b"",
+    request: bytes | None = None, settings: Settings | None = None,
 ) -> EventPrinter | None:
-    """`request` sent (none: the daemon took the ask from its command line),
-    the daemon's reply to the ask, then its events, shown."""
+    """`request` (the ask) sent, unless the head start sent it; `settings`
+    sent when the daemon needs them (None: it is answering already); then the
+    daemon's reply to the ask, then its events, shown."""
     try:
         try:
-            if request:
+            if request is not None:
                 writer.write(request)
                 await writer.drain()
             from ..render import show  # imported while the daemon opens the pages
 
             with stderr_console().status("Opening pages…"):
-                reply = await _reply(reader)
+                reply = await _reply(reader) if request is not None else None
+                if settings is not None and (reply is None or isinstance(reply, SettingsNeeded)):
+                    if reply is not None:
+                        log.info("the chatagent daemon needs this ask's settings: %s", reply.reason)
+                    writer.write(AskSettings.of(settings).encode())
+                    await writer.drain()
+                    reply = None
+                if reply is None or isinstance(reply, Answering):
+                    reply = await _reply(reader)
             if isinstance(reply, Refused):
                 _note(f"not using the chatagent daemon: {reply.reason}; answering here. "
                       "`chatagent daemon stop` stops it (the next ask with the daemon setting starts one with these).")
@@ -151,7 +165,7 @@ async def _answer(
         # Outside the fallback: a daemon gone mid-answer is an event (`_events`), and a
         # pipe this process writes to closing (`| head`) is not the daemon's failure.
         # The daemon masked its secrets, which are this ask's (`protocol.shared_settings`),
-        # in its frames: an ask it answers from its command line never loads the settings.
+        # in its frames: an ask whose settings it loaded itself never loads them here.
         return await show(_events(reader, paths), json_mode=json_mode, scrubber=NO_SECRETS)
     finally:
         writer.close()

@@ -92,8 +92,8 @@ class DaemonPaths:
 
 def settings_inputs(env: Mapping[str, str], cwd: str) -> str:
     """A digest of what in `env` the settings are read from, keys included.
-    A daemon answers an `ask` from its command line alone when the ask's
-    digest is the daemon's own: the same settings then load in both. Names
+    A daemon loads an ask's settings itself (its flags over these) when the
+    ask's digest is the daemon's own: the same settings then load in both. Names
     are matched as the settings match them, in any case. Left out: where the
     daemon is (which is how the ask found it), and the settings file's path
     spelled relative to `cwd` (a daemon's is made absolute when it starts)."""

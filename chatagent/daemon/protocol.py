@@ -1,18 +1,25 @@
 """The daemon's wire format: one JSON object per line, validated at both ends.
 
-A connection carries one request. To an `ask` the daemon answers `refused`
-(the client answers in its own process instead), `failed` (the ask could not
-start: what `chatagent ask` reports as an error of its own), or `opened`
-followed by the ask's events, exactly as `chatagent ask --json` prints them
-(`chatagent.events`), ending with one `done` or `error`. Closing the
-connection cancels the ask. `status` gets a `status`, `stop` a `stopping`.
-An `ask` run as a command may first send an `open` (its command line): the
-daemon answers `answering` and goes on as for an `ask`, or `ask_needed`.
+A connection carries one request. An ask is one `AskRequest`: its targets and
+question as typed, the settings its flags set, its directory and a digest of
+what its settings are read from (`paths.settings_inputs`). `chatagent ask`
+sends it before it loads the CLI or the settings (`early`), so the daemon
+opens the pages at once. The daemon answers:
 
-Settings: an ask sends those the daemon can honour per question
-(`PER_ASK`); every other setting an answer depends on (keys, endpoints, the
-browser) is sent as a digest per setting, and the daemon refuses an ask
-whose digests differ from its own rather than answer with its settings.
+- `answering`, when that digest is its own: it loads the ask's settings
+  itself (its flags over the same environment and settings file);
+- `settings_needed`, when it cannot: the ask loads its settings and sends
+  them (`AskSettings`: those the daemon takes per ask, `PER_ASK`, and a
+  digest of every other one, `shared_settings`); the daemon answers
+  `refused` if those digests are not its own, rather than answer with its
+  settings (the client then answers in its own process);
+- `refused` to a request it cannot read, or from another build.
+
+Then `failed` (the ask could not start: what `chatagent ask` reports as an
+error of its own), or `opened` followed by the ask's events, exactly as
+`chatagent ask --json` prints them (`chatagent.events`), ending with one
+`done` or `error`. Closing the connection cancels the ask. `status` gets a
+`status`, `stop` a `stopping`.
 """
 
 from __future__ import annotations
@@ -21,12 +28,12 @@ import asyncio
 import hashlib
 import json
 from typing import TYPE_CHECKING, Annotated, Literal, Union
-from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from ..ask_args import ASK_FLAGS
 from ..limits import MIN_TAB_BUDGET
-from .paths import BUILD, DaemonError
+from .paths import DaemonError
 
 if TYPE_CHECKING:
     from ..settings import Settings
@@ -34,14 +41,11 @@ if TYPE_CHECKING:
 MAX_REQUEST_BYTES = 1 << 20
 MAX_REPLY_BYTES = 64 << 20  # an event can carry a screenshot (base64 PNG)
 
-# Settings the daemon takes from each ask.
-PER_ASK = ("model", "budget", "timeout", "deadline", "input_budget")
+# Settings the daemon takes from each ask: those its command line can set.
+PER_ASK = ASK_FLAGS
 # Settings an ask never uses: the answer cache (a one-off ask, like one in its
 # own process, always asks the model), other front ends', the daemon's own.
 NOT_FOR_ASK = ("cache", "mcp_token", "tool_timeout", "daemon", "daemon_idle")
-# Targets the daemon takes: absolute URLs only. A path would be resolved
-# against the daemon's directory, not the user's: the client resolves it.
-ABSOLUTE_SCHEMES = ("http", "https", "file", "data", "about")
 
 
 class ProtocolError(Exception):
@@ -76,56 +80,27 @@ class _Frame(BaseModel):
         return self.model_dump_json().encode() + b"\n"
 
 
+class AskFlags(_Frame):
+    """The settings an ask's command line sets (`ask_args.ASK_FLAGS`); None: not set."""
+
+    model: str | None = None
+    budget: int | None = Field(default=None, ge=MIN_TAB_BUDGET)
+    timeout: float | None = Field(default=None, gt=0)
+    deadline: float | None = Field(default=None, gt=0)
+    input_budget: float | None = Field(default=None, ge=1)
+
+
 class AskRequest(_Frame):
+    """`chatagent ask TARGETS -q QUESTION [flags]`, sent by the head start
+    (`early.ask_request`, which writes it as plain JSON) or by the CLI."""
+
     type: Literal["ask"] = "ask"
     build: str
-    settings: dict[str, str]  # `shared_settings` of the client
-    targets: list[str] = Field(min_length=1)
-    question: str
-    model: str
-    budget: int = Field(ge=MIN_TAB_BUDGET)
-    timeout: float = Field(gt=0)
-    deadline: float = Field(gt=0)
-    input_budget: float = Field(ge=1)
-
-    @classmethod
-    def of(cls, targets: list[str], question: str, settings: Settings, *, cwd: str | None = None) -> "AskRequest":
-        """The ask `chatagent ask TARGETS -q QUESTION` makes with `settings`; its
-        paths resolved against `cwd` (default: this process's directory), so
-        only files the user named are read. Raises `TabError` for a target
-        that is not there, ValueError for one only a browser of ours can judge."""
-        from ..browser.targets import normalize_target
-
-        return cls(
-            build=BUILD, settings=shared_settings(settings), question=question, model=settings.model,
-            targets=[normalize_target(t, cwd=cwd) for t in targets],
-            budget=settings.budget, timeout=settings.timeout, deadline=settings.deadline,
-            input_budget=settings.input_budget,
-        )
-
-    @field_validator("targets")
-    @classmethod
-    def _absolute(cls, targets: list[str]) -> list[str]:
-        for target in targets:
-            parts = urlsplit(target)
-            if parts.scheme.lower() not in ABSOLUTE_SCHEMES or (parts.scheme.lower() == "file" and not parts.path.startswith("/")):
-                raise ValueError(f"{target!r} is not an absolute URL")
-        return targets
-
-
-class OpenRequest(_Frame):
-    """Sent by `ask` before anything else on its connection (`early`): its
-    command line, so the daemon opens the pages at once. If the ask's build
-    and settings inputs (`paths.settings_inputs`) are the daemon's, the daemon
-    loads the settings from the command line itself and answers (`Answering`,
-    then as to an `AskRequest`); otherwise it says `AskNeeded`, and the ask
-    loads its settings and sends its `AskRequest` on the same connection."""
-
-    type: Literal["open"] = "open"
-    build: str
     inputs: str  # `paths.settings_inputs` of the ask's environment
-    argv: list[str] = Field(max_length=1000)  # as `chatagent` was given it
-    cwd: str  # where its relative paths are from
+    cwd: str  # the ask's directory: its relative paths name files there, never in the daemon's
+    targets: list[str] = Field(min_length=1, max_length=1000)  # as typed, "~" expanded; paths from `cwd`
+    question: str
+    flags: AskFlags
 
     @field_validator("cwd")
     @classmethod
@@ -133,6 +108,30 @@ class OpenRequest(_Frame):
         if not cwd.startswith("/"):
             raise ValueError(f"{cwd!r} is not an absolute path")
         return cwd
+
+    @field_validator("question")
+    @classmethod
+    def _asked(cls, question: str) -> str:
+        if not question.strip():  # `chatagent ask` refuses one itself
+            raise ValueError("the question is empty")
+        return question
+
+
+class AskSettings(_Frame):
+    """An ask's settings, sent by the ask after `settings_needed`; the daemon
+    makes the same from the settings it loads for an ask it is `answering`."""
+
+    type: Literal["settings"] = "settings"
+    settings: dict[str, str]  # `shared_settings`
+    model: str
+    budget: int = Field(ge=MIN_TAB_BUDGET)
+    timeout: float = Field(gt=0)
+    deadline: float = Field(gt=0)
+    input_budget: float = Field(ge=1)
+
+    @classmethod
+    def of(cls, settings: Settings) -> "AskSettings":
+        return cls(settings=shared_settings(settings), **{key: getattr(settings, key) for key in PER_ASK})
 
 
 class StatusRequest(_Frame):
@@ -155,18 +154,16 @@ class Failed(_Frame):
 
 
 class Answering(_Frame):
-    """The daemon answers an `OpenRequest`'s ask as its command line says; how
-    the ask shows it, from that command line too."""
+    """The daemon loaded the ask's settings itself: `opened` or `failed` follows."""
 
     type: Literal["answering"] = "answering"
-    json_mode: bool
-    verbose: int = Field(ge=0)
 
 
-class AskNeeded(_Frame):
-    """The daemon cannot load this ask's settings itself: the ask sends its `AskRequest`."""
+class SettingsNeeded(_Frame):
+    """The daemon cannot load this ask's settings itself (why: `reason`): the
+    ask sends its `AskSettings`, or closes the connection and answers itself."""
 
-    type: Literal["ask_needed"] = "ask_needed"
+    type: Literal["settings_needed"] = "settings_needed"
     reason: str
 
 
@@ -195,8 +192,8 @@ class Stopping(_Frame):
     pid: int
 
 
-Request = Annotated[Union[AskRequest, OpenRequest, StatusRequest, StopRequest], Field(discriminator="type")]
-Reply = Annotated[Union[Refused, Failed, Answering, AskNeeded, Opened, Status, Stopping], Field(discriminator="type")]
+Request = Annotated[Union[AskRequest, AskSettings, StatusRequest, StopRequest], Field(discriminator="type")]
+Reply = Annotated[Union[Refused, Failed, Answering, SettingsNeeded, Opened, Status, Stopping], Field(discriminator="type")]
 REQUEST: TypeAdapter[Request] = TypeAdapter(Request)
 REPLY: TypeAdapter[Reply] = TypeAdapter(Reply)
 

@@ -1,9 +1,9 @@
 """The daemon: one warm `Runtime` serving asks on a Unix socket (`chatagent daemon run`).
 
 The browser is launched, the extraction workers started and the default
-model's client made once, at start. Each ask gets a browser context of its
-own in that browser (`_AskBrowser`): its tabs, cookies, storage and the local
-files it names end with it, as they would in a process of its own. What asks
+model's client made once, at start. Each ask gets a session of its own in
+that browser (`PlaywrightBrowser.session`): its tabs, cookies, storage and the
+local files it names end with it, as they would in a process of its own. What asks
 share is what is keyed by content: extractions, token counts and page
 analyses. There is no answer cache for asks (see `protocol.NOT_FOR_ASK`).
 
@@ -13,80 +13,38 @@ stop` or SIGTERM/SIGINT, and when its socket is removed or replaced.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import io
 import logging
 import os
 import signal
 import socket
 import time
 from collections.abc import Awaitable, Callable
-from contextlib import redirect_stderr, redirect_stdout, suppress
+from contextlib import suppress
 from dataclasses import dataclass
 
-from playwright.async_api import Error as PlaywrightError, Page
+from playwright.async_api import Error as PlaywrightError
 
 from ..agent import ChatAgent
 from ..browser import Tab, TabFailure
-from ..browser.playwright import VIEWPORT, PlaywrightBrowser
+from ..browser.playwright import PlaywrightBrowser
 from ..browser.targets import normalize_target
 from ..errors import ChatAgentError, TabError
 from ..events import ErrorEvent, Event
 from ..runtime import Runtime
 from ..scrub import EventStream
-from ..settings import Settings
+from ..settings import Settings, check_model
 from .paths import BUILD, DaemonError, DaemonPaths, peer, settings_inputs, take_lock
 from .protocol import (
-    MAX_REQUEST_BYTES, Answering, AskNeeded, AskRequest, Failed, OpenRequest, Opened, ProtocolError, Refused, Status, StatusRequest,
-    Stopping, StopRequest, parse_request, read_frame, refuse_cdp, shared_settings,
+    MAX_REQUEST_BYTES, Answering, AskRequest, AskSettings, Failed, Opened, ProtocolError, Refused, SettingsNeeded,
+    Status, StatusRequest, Stopping, StopRequest, parse_request, read_frame, refuse_cdp, shared_settings,
 )
 
 log = logging.getLogger(__name__)
 
 Send = Callable[[Event | Failed | Opened], Awaitable[None]]
-UNASKED = "closed the pages opened ahead for a connection that did not ask for them"
-ASK_AFTER_OPEN_S = 30.0  # an ask's head start, then its settings loaded: far less, even on a busy machine
-
-
-class _AskBrowser(PlaywrightBrowser):
-    """One ask's own context in the daemon's browser, with its own server for
-    the local files the ask names: a page of one ask can reach neither another
-    ask's cookies nor another ask's files."""
-
-    _spare_page: Page | None = None
-
-    @classmethod
-    async def within(cls, browser: PlaywrightBrowser) -> "_AskBrowser":
-        """A new context with a blank page open in it, made ahead of the ask:
-        a context's first page costs ~300 ms more than its next ones, and any
-        page ~100 ms. The ask's first tab opens in that page."""
-        launched = browser.context.browser
-        if launched is None:
-            raise DaemonError("The daemon's browser cannot open contexts of its own.")
-        context = await launched.new_context(viewport=VIEWPORT, accept_downloads=False)
-        try:
-            page = await context.new_page()
-        except PlaywrightError:
-            await context.close()
-            raise
-        made = cls(browser._pw, launched, context, owned=False,  # noqa: SLF001 - the same driver and bounds
-                   max_response_mb=browser._max_response_mb)  # noqa: SLF001
-        made._spare_page = page
-        return made
-
-    async def _new_page(self) -> Page:
-        page, self._spare_page = self._spare_page, None
-        return page if page is not None and not page.is_closed() else await super()._new_page()
-
-    async def close(self) -> None:
-        """The context and its file server; the browser and its driver stay."""
-        try:
-            await self.context.close()
-        except PlaywrightError:
-            pass
-        finally:
-            self._files.close()
+UNASKED = "closed the pages opened ahead for an ask that did not follow"
+SETTINGS_WAIT_S = 30.0  # an ask loading its settings: far less, even on a busy machine
 
 
 class Daemon:
@@ -103,8 +61,8 @@ class Daemon:
         self._active: set[asyncio.Task[None]] = set()
         self._last = time.monotonic()
         self._browser: PlaywrightBrowser | None = None
-        self._spare: asyncio.Task[_AskBrowser] | None = None  # the next ask's context, made between asks
-        self._closing: set[asyncio.Future[None]] = set()  # contexts made for asks that went meanwhile
+        self._spare: asyncio.Task[PlaywrightBrowser] | None = None  # the next ask's session, made between asks
+        self._closing: set[asyncio.Future[None]] = set()  # sessions made for asks that went meanwhile
 
     async def warm(self) -> None:
         """Launch the browser, start the extraction workers, make the default model."""
@@ -112,8 +70,7 @@ class Daemon:
         if not isinstance(browser, PlaywrightBrowser):
             raise DaemonError("The daemon needs a browser it can open contexts in (a launched one, or browser_ws).")
         self._browser = browser
-        if (launched := browser.context.browser) is not None:  # a browser that dies takes the daemon with it
-            launched.on("disconnected", lambda _: self.stop("the browser exited"))
+        browser.on_exit(lambda: self.stop("the browser exited"))  # a browser that dies takes the daemon with it
         self._prepare_spare()
         try:
             await self.runtime.warm()
@@ -124,16 +81,16 @@ class Daemon:
 
     def _prepare_spare(self) -> None:
         if self._spare is None and self._browser is not None:
-            self._spare = asyncio.ensure_future(_AskBrowser.within(self._browser))
+            self._spare = asyncio.ensure_future(self._browser.session())
 
-    def _close_when_made(self, spare: "asyncio.Future[_AskBrowser]") -> None:
+    def _close_when_made(self, spare: "asyncio.Future[PlaywrightBrowser]") -> None:
         if not spare.cancelled() and spare.exception() is None:
             closing = asyncio.ensure_future(spare.result().close())
             self._closing.add(closing)
             closing.add_done_callback(self._closing.discard)
 
-    async def _session(self) -> _AskBrowser:
-        """A context for one ask: the spare one, else a new one (two asks at once)."""
+    async def _session(self) -> PlaywrightBrowser:
+        """A session for one ask: the spare one, else a new one (two asks at once)."""
         spare, self._spare = self._spare, None
         if spare is not None:
             try:
@@ -144,9 +101,9 @@ class Daemon:
                 spare.add_done_callback(self._close_when_made)
                 raise
             except (ChatAgentError, PlaywrightError) as exc:
-                log.info("the spare browser context failed (%s); making another", exc)
+                log.info("the spare browser session failed (%s); making another", exc)
         assert self._browser is not None
-        return await _AskBrowser.within(self._browser)
+        return await self._browser.session()
 
     # --- connections -------------------------------------------------------------------
 
@@ -156,46 +113,36 @@ class Daemon:
         await writer.drain()
 
     async def serve_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        early: asyncio.Task[_Early | None] | None = None
+        ahead: asyncio.Task[_Ahead] | None = None
         try:
             pid = _peer_pid(writer)
             frame = await read_frame(reader)
             if frame is None:
                 return
             request = parse_request(frame)
-            if isinstance(request, OpenRequest):  # an ask's head start (`early`)
-                args = _parse_ask(request.argv)
-                early = asyncio.ensure_future(self._open_early(args, request.cwd))
-                resolved = self._resolve(request, args)
-                if not isinstance(resolved, str):  # answered from its command line
-                    ask, answering = resolved
-                    await self._send(writer, answering.encode())
-                    head, early = early, None  # the ask's from now on
-                    await self._serve_ask(ask, reader, writer, pid, head)
-                    return
-                log.info("an ask's settings are needed: %s", resolved)
-                await self._send(writer, AskNeeded(reason=resolved).encode())
-                try:
-                    async with asyncio.timeout(ASK_AFTER_OPEN_S):
-                        frame = await read_frame(reader)
-                except TimeoutError:
-                    raise ProtocolError(f"no request within {ASK_AFTER_OPEN_S:g} s of an 'open' frame") from None
-                if frame is None:
-                    return
-                request = parse_request(frame)
-                if isinstance(request, OpenRequest):
-                    raise ProtocolError("a second 'open' frame")
             if isinstance(request, StatusRequest):
                 await self._send(writer, self.status().encode())
             elif isinstance(request, StopRequest):
                 await self._send(writer, Stopping(pid=os.getpid()).encode())
                 self.stop(f"`chatagent daemon stop` (pid {pid})")
-            elif refusal := self._refusal(request):
-                log.info("ask from pid %s refused: %s", pid, refusal)
-                await self._send(writer, Refused(reason=refusal).encode())
+            elif isinstance(request, AskSettings):
+                raise ProtocolError("a 'settings' frame before its 'ask'")
+            elif request.build != BUILD:
+                await self._refuse(writer, pid, f"it runs {BUILD}, and this command is {request.build}")
             else:
-                head, early = early, None  # the ask's from now on
-                await self._serve_ask(request, reader, writer, pid, head)
+                try:
+                    targets = [normalize_target(t, cwd=request.cwd) for t in request.targets]
+                except TabError as exc:  # the ask says so, in a failed tab's words
+                    await self._send(writer, SettingsNeeded(reason=exc.message).encode())
+                    return
+                # The pages open now, while the settings are made known: they do not depend on them.
+                ahead = asyncio.ensure_future(self._open_ahead(targets, request.flags.timeout or self.settings.timeout))
+                chosen = await self._settings_of(request, reader, writer)
+                if isinstance(chosen, str):
+                    await self._refuse(writer, pid, chosen)
+                elif chosen is not None:
+                    head, ahead = ahead, None  # the ask's from now on
+                    await self._serve_ask(request.question, targets, chosen, reader, writer, pid, head)
         except ProtocolError as exc:
             log.warning("bad frame from a client: %s", exc)
             with suppress(ConnectionError):
@@ -205,76 +152,85 @@ class Daemon:
         except ConnectionError:
             pass  # the client left; an ask of its was cancelled already
         finally:
-            if early is not None:
-                await _drop(early)
+            if ahead is not None:
+                await _drop(ahead)
             writer.close()
             with suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def _open_early(self, args: argparse.Namespace | None, cwd: str) -> "_Early | None":
-        """Open the pages of an `ask` command line (`_parse_ask`), in a context
-        of their own; None if it names none this daemon would open."""
-        if args is None:
-            return None
+    async def _refuse(self, writer: asyncio.StreamWriter, pid: int | None, reason: str) -> None:
+        log.info("ask from pid %s refused: %s", pid, reason)
+        await self._send(writer, Refused(reason=reason).encode())
+
+    async def _settings_of(
+        self, request: AskRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+    ) -> AskSettings | str | None:
+        """The settings the ask is answered with: loaded here when its
+        environment is the daemon's, else sent by the ask (`settings_needed`).
+        A str: why the daemon refuses them; None: the ask left to answer itself."""
+        loaded = self._load_settings(request)
+        if isinstance(loaded, AskSettings):
+            await self._send(writer, Answering().encode())
+            return loaded
+        log.info("an ask's settings are needed: %s", loaded)
+        await self._send(writer, SettingsNeeded(reason=loaded).encode())
         try:
-            targets = [normalize_target(t, cwd=cwd) for t in args.targets]
-        except TabError:
+            async with asyncio.timeout(SETTINGS_WAIT_S):
+                frame = await read_frame(reader)
+        except TimeoutError:
+            raise ProtocolError(f"no settings within {SETTINGS_WAIT_S:g} s of 'settings_needed'") from None
+        if frame is None:
             return None
-        timeout = args.timeout if args.timeout is not None else self.settings.timeout
+        sent = parse_request(frame)
+        if not isinstance(sent, AskSettings):
+            raise ProtocolError(f"a {sent.type!r} frame where 'settings' belongs")
+        return self._refusal(sent) or sent
+
+    def _load_settings(self, request: AskRequest) -> AskSettings | str:
+        """The ask's settings, as its own process would load them: its flags
+        over the environment and the settings file (read again), which are the
+        daemon's. Else why they cannot be loaded here: the ask then loads them,
+        and says what is wrong, as without a daemon."""
+        if request.inputs != self.inputs:
+            return "the ask's environment is not the daemon's"
+        flags = request.flags.model_dump()
+        try:
+            settings = Settings.load(**flags)
+            check_model(settings, flags)
+        except ChatAgentError as exc:  # a bad setting: the ask says so
+            return f"{type(exc).__name__}: {exc}"
+        if settings.cdp:
+            return "the cdp setting"
+        chosen = AskSettings.of(settings)
+        return self._refusal(chosen) or chosen
+
+    def _refusal(self, chosen: AskSettings) -> str | None:
+        differ = sorted(k for k in self.shared.keys() | chosen.settings.keys()
+                        if self.shared.get(k) != chosen.settings.get(k))
+        return f"it was started with other settings ({', '.join(differ)})" if differ else None
+
+    async def _open_ahead(self, targets: list[str], timeout: float) -> "_Ahead":
+        """Open an ask's pages in a session of their own, with the timeout its
+        flags give (its settings may give another: `_ask` then opens them again)."""
         session = await self._session()
         try:
             tabs = await session.open_tabs(targets, timeout_s=timeout, slots=self.runtime.tab_slots)
-        except BaseException as exc:
+        except BaseException:
             await session.close()
-            if isinstance(exc, asyncio.CancelledError):
-                log.info(UNASKED)
             raise
         # Snapshots and extraction now: they do not depend on the settings. Its own task:
         # `prefetch` keeps one at a time, and asks at once each have theirs.
         reading = asyncio.ensure_future(self.runtime.builder.read_ahead(tabs))
-        return _Early(session, targets, timeout, tabs, reading)
-
-    def _resolve(self, request: OpenRequest, args: argparse.Namespace | None) -> tuple[AskRequest, Answering] | str:
-        """The ask an `open` frame's command line makes, with the settings it
-        loads here: the ask's own, as its environment is the daemon's (its
-        settings file is read again). Else why its `AskRequest` is needed: the
-        ask then says what is wrong, as without a daemon."""
-        from ..cli import settings_of, verbosity
-
-        if request.build != BUILD:
-            return f"it runs {BUILD}, and the ask is {request.build}"
-        if request.inputs != self.inputs:
-            return "the ask's environment is not the daemon's"
-        if args is None or not args.question.strip():
-            return "not an ask this daemon answers from its command line"
-        try:
-            settings = settings_of(args, model=True)
-            ask = AskRequest.of(args.targets, args.question, settings, cwd=request.cwd)
-        except (ChatAgentError, ValueError) as exc:  # a bad setting, a target not there: the ask says so
-            return f"{type(exc).__name__}: {exc}"
-        if settings.cdp:
-            return "the cdp setting"
-        if refusal := self._refusal(ask):
-            return refusal
-        return ask, Answering(json_mode=args.json, verbose=verbosity(args))
-
-    def _refusal(self, request: AskRequest) -> str | None:
-        if request.build != BUILD:
-            return f"it runs {BUILD}, and this command is {request.build}"
-        differ = sorted(k for k in self.shared.keys() | request.settings.keys()
-                        if self.shared.get(k) != request.settings.get(k))
-        if differ:
-            return f"it was started with other settings ({', '.join(differ)})"
-        return None
+        return _Ahead(session, timeout, tabs, reading)
 
     async def _serve_ask(
-        self, request: AskRequest, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, pid: int | None,
-        early: "asyncio.Task[_Early | None] | None",
+        self, question: str, targets: list[str], chosen: AskSettings, reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter, pid: int | None, ahead: "asyncio.Task[_Ahead] | None",
     ) -> None:
         """Answer, and cancel the ask if the client goes (Ctrl-C, or killed)."""
         self.asks += 1
         n = self.asks
-        log.info("ask %d from pid %s: %d target(s), model %s", n, pid, len(request.targets), request.model)
+        log.info("ask %d from pid %s: %d target(s), model %s", n, pid, len(targets), chosen.model)
         ended: list[str] = []
         t0 = time.perf_counter()
         opened_ms: list[float] = []
@@ -291,7 +247,7 @@ class Daemon:
             for event in events(frame):
                 await self._send(writer, event.to_json().encode() + b"\n")
 
-        ask = asyncio.create_task(self._ask(request, send, early), name=f"chatagent-daemon-ask-{n}")
+        ask = asyncio.create_task(self._ask(question, targets, chosen, send, ahead), name=f"chatagent-daemon-ask-{n}")
         gone = asyncio.create_task(reader.read(1))  # the client sends nothing more: EOF means it left
         self._active.add(ask)
         try:
@@ -310,29 +266,31 @@ class Daemon:
         log.info("ask %d ended: %s in %.0f ms%s", n, ended[0] if ended else "cancelled", (time.perf_counter() - t0) * 1000,
                  f" (pages open after {opened_ms[0]:.0f} ms)" if opened_ms else "")
 
-    async def _ask(self, request: AskRequest, send: Send, early: "asyncio.Task[_Early | None] | None") -> None:
-        """Open the targets in a context of the ask's own while the model is
+    async def _ask(
+        self, question: str, targets: list[str], chosen: AskSettings, send: Send, ahead: "asyncio.Task[_Ahead] | None",
+    ) -> None:
+        """Open the targets in a session of the ask's own while the model is
         made, then stream the agent's events. What `chatagent ask` does in its
         own process (`Runtime.open`, then `Conversation.ask`), with this ask's
-        settings. `early`: the pages its head start is opening, used if they
-        are this ask's targets opened with its timeout."""
-        warm = asyncio.ensure_future(self.runtime.models.warm(request.model))
-        session: _AskBrowser | None = None
-        head: _Early | None = None
+        settings. `ahead`: its pages, opened as its request came, used if they
+        were opened with the timeout its settings give."""
+        warm = asyncio.ensure_future(self.runtime.models.warm(chosen.model))
+        session: PlaywrightBrowser | None = None
+        head: _Ahead | None = None
         opened = False
         try:
             try:
-                head = await _taken(early)
-                if head is not None and (head.targets, head.timeout) == (request.targets, request.timeout):
+                head = await _taken(ahead)
+                if head is not None and head.timeout == chosen.timeout:
                     log.info("its pages were opened ahead, from its command line")
                     session, tabs = head.session, head.tabs
                 else:
                     if head is not None:  # opened ahead, but not as this ask wants
-                        log.info("its head start opened its pages otherwise than it asks; opening them again")
+                        log.info("its pages were opened ahead with another timeout than its settings give; opening them again")
                         await head.close()
                         head = None
                     session = await self._session()
-                    tabs = await session.open_tabs(request.targets, timeout_s=request.timeout, slots=self.runtime.tab_slots)
+                    tabs = await session.open_tabs(targets, timeout_s=chosen.timeout, slots=self.runtime.tab_slots)
                 model = await warm
             except ChatAgentError as exc:  # as `chatagent ask` fails in its own process: a setting to fix
                 await send(Failed(code=exc.code, message=exc.message))
@@ -345,10 +303,10 @@ class Daemon:
             await send(Opened(pid=os.getpid()))
             opened = True
             agent = ChatAgent(
-                model, tabs, builder=self.runtime.builder.with_budget(request.budget),
-                deadline_s=request.deadline, input_budget_factor=request.input_budget,
+                model, tabs, builder=self.runtime.builder.with_budget(chosen.budget),
+                deadline_s=chosen.deadline, input_budget_factor=chosen.input_budget,
             )
-            stream = agent.ask(request.question)
+            stream = agent.ask(question)
             try:
                 async for event in stream:
                     await send(event)
@@ -368,9 +326,8 @@ class Daemon:
                 await session.close()
 
     def status(self) -> Status:
-        browser = self._browser.context.browser if self._browser is not None else None
         return Status(
-            pid=os.getpid(), build=BUILD, browser=f"{browser.browser_type.name} {browser.version}" if browser else "",
+            pid=os.getpid(), build=BUILD, browser=self._browser.version if self._browser is not None else "",
             model=self.settings.model, started_at=self.started_at, asks=self.asks, active=len(self._active),
             idle_s=0.0 if self._active else time.monotonic() - self._last, idle_timeout_s=self.settings.daemon_idle,
             socket=str(self.paths.socket), log=str(self.paths.log),
@@ -408,16 +365,15 @@ class Daemon:
         await asyncio.gather(*self._active, return_exceptions=True)
         if self._spare is not None:
             spare = await asyncio.gather(self._spare, return_exceptions=True)
-            if isinstance(spare[0], _AskBrowser):
+            if isinstance(spare[0], PlaywrightBrowser):
                 await spare[0].close()
 
 
 @dataclass
-class _Early:
-    """Pages an ask's head start opened, and how; `reading`: their read-ahead."""
+class _Ahead:
+    """An ask's pages opened as its request came, and how; `reading`: their read-ahead."""
 
-    session: _AskBrowser
-    targets: list[str]
+    session: PlaywrightBrowser
     timeout: float
     tabs: list[Tab | TabFailure]
     reading: asyncio.Future[None]
@@ -427,38 +383,25 @@ class _Early:
         await self.session.close()
 
 
-def _parse_ask(argv: list[str]) -> argparse.Namespace | None:
-    """A `chatagent ask` command line read by the CLI's own parser; None if it
-    is not one this daemon answers."""
-    from ..cli import build_parser
-
-    try:
-        with redirect_stderr(io.StringIO()), redirect_stdout(io.StringIO()):  # usage errors are the client's to say
-            args = build_parser(plugins=False).parse_args(argv)
-    except SystemExit:
-        return None
-    return args if args.command == "ask" and not args.cdp and args.targets else None
-
-
-async def _taken(early: "asyncio.Task[_Early | None] | None") -> _Early | None:
-    """What a head start opened; None if there was none or it failed (the ask opens its pages itself)."""
-    if early is None:
+async def _taken(ahead: "asyncio.Task[_Ahead] | None") -> _Ahead | None:
+    """The pages opened ahead; None if there were none or opening them failed (the ask opens them itself)."""
+    if ahead is None:
         return None
     try:
-        return await early
+        return await ahead
     except (ChatAgentError, PlaywrightError) as exc:
-        log.info("the ask's head start failed (%s); opening its pages again", exc)
+        log.info("opening the ask's pages ahead failed (%s); opening them again", exc)
         return None
 
 
-async def _drop(early: "asyncio.Task[_Early | None]") -> None:
-    """Close what a head start opened for an ask that did not come, or was refused."""
-    early.cancel()
+async def _drop(ahead: "asyncio.Task[_Ahead]") -> None:
+    """Close what was opened ahead for an ask that did not follow, or was refused."""
+    ahead.cancel()
     with suppress(BaseException):
-        head = await early
-        if head is not None:
-            await head.close()
-            log.info(UNASKED)
+        head = await ahead
+        await head.close()
+    if ahead.cancelled() or ahead.exception() is None:
+        log.info(UNASKED)
 
 
 class PeerError(Exception):
