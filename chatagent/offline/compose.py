@@ -24,7 +24,6 @@ LEAD_WORDS = 15
 GIST_MAX_WORDS = 60
 MIN_PRICED_ITEMS = 3  # a list of things for sale, not a page's one price and its accessory
 GIST_LIMIT = f"This is how the page begins; summarizing all of it {tables.NEEDS_MODEL}."
-COMPARE_LIMIT = f"This is how each page begins; comparing them point by point {tables.NEEDS_MODEL}."
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
 _GIST = re.compile(r"\b(about|summar(y|ies|i[sz]e[sd]?)|sum up|overview|gist|tl;?dr|main (point|idea|topic)s?|"
                    r"key points?|explain|topics?|covers?|says?|describe|for)\b|^\s*what(\s+i|')s\s+(this|it)\s*\??\s*$",
@@ -32,7 +31,6 @@ _GIST = re.compile(r"\b(about|summar(y|ies|i[sz]e[sd]?)|sum up|overview|gist|tl;
 _GIST_WORDS = frozenset(terms("about summary summaries summarize summarise sum up overview gist tl dr tldr main point "
                               "points idea ideas key topic topics explain cover covers say says describe article "
                               "articles site website document post tab tabs page"))
-_COMPARE_WHOLE = re.compile(r"\b(compare|comparison|differences?|differ|versus|vs)\b", re.I)
 _ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or|more|less|"
                      r"fewer)\b", re.I)
 _GRADING = re.compile(r"\b(" + "|".join(w for g in GRADED for w in g[:2]) + r"|first|last)\b", re.I)
@@ -111,16 +109,14 @@ def _one(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory
         return _gist(pages)
     if len(pages) == 1 and (priced := _priced_item(text, pages[0])):
         return priced
-    named = _named_tabs(text, pages)
-    compared = _by_kind(question, pages, named, ranker) or _each_named(text, pages, named, ranker)
-    if compared:
+    if compared := _by_kind(question, pages, _named_tabs(text, pages), ranker):
         return compared
     hits = best([p for page in pages for p in page.passages], text, titles, ranker)
     q = question_terms(text) | intent_terms(text)
     rows: dict[str, tables.TableQuote] = {}
     strength: dict[str, float] = {}
     for page in pages:
-        title = page.title or tables.subject(page.text)
+        title = page.title
         tq = tables.quote(page.text, text, title)
         prose = max((c for c, _, p in hits if p.tab_id == page.tab_id), default=0.0)
         covered = _coverage(tq, q, title) if tq is not None else 0.0
@@ -130,7 +126,7 @@ def _one(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory
         elif prose:
             strength[page.tab_id] = prose
     if not strength:
-        return _gist(pages, COMPARE_LIMIT) if len(pages) >= 2 and _COMPARE_WHOLE.search(text) else None
+        return None
     if tabs == 1:
         if not rows:
             return format_best(hits, by_tab[hits[0][2].tab_id].passages)
@@ -147,7 +143,7 @@ def _one(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory
 def _coverage(tq: tables.TableQuote, q: set[str], title: str) -> float:
     """As `best` measures a passage: the share of the question's terms in the rows shown, caption, columns, title."""
     t = tq.table
-    cells = [c for i in tq.rows for c in t.rows[i]] + (tq.distinct[1] if tq.distinct else [])
+    cells = [c for i in tq.rows for c in t.rows[i]]
     held = set(terms(" ".join([title, t.caption, *map(tables.column_words, t.columns), *cells])))
     held |= set(terms(passage_intents(" ".join(cells))))
     return len(q & held) / len(q) if q else 0.0
@@ -233,24 +229,6 @@ def _verdict(question: Question, kinds: list[str], chosen: dict[str, list[Passag
     return f"{pages[win].name} {said}: {top.text} [Tab {win}] against {against}."
 
 
-def _each_named(text: str, pages: list[Page], named: list[str], ranker: RankerFactory) -> str | None:
-    """A question naming two or more tabs by title: each one's passage best matching the rest of it."""
-    if len(named) < 2:
-        return None
-    q = question_terms(text) | intent_terms(text)
-    blocks = []
-    for page in pages:
-        found = [p for p in page.passages if not p.text.startswith("#")] if page.tab_id in named else []
-        if not found:
-            continue
-        rest = Query(text, tuple(sorted(q - set(terms(page.title)))))
-        scores = ranker([f"{p.text} {p.section} {p.header} {passage_intents(p.text)}" for p in found],
-                        ANALYSER).scores(rest)
-        i = max(range(len(found)), key=lambda i: (scores[i], -found[i].order))
-        blocks.append((page.tab_id, (found[i] if scores[i] > 0 else found[0]).quote()))
-    return _side_by_side(blocks, {p.tab_id: p for p in pages}) if len(blocks) >= 2 else None
-
-
 def _side_by_side(blocks: list[tuple[str, str]], pages: dict[str, Page]) -> str:
     """Each tab's evidence under a heading naming the tab, in tab order."""
     return "\n\n".join(f"From [Tab {t}] ({pages[t].title or f'Tab {t}'}):\n\n{body}"
@@ -281,7 +259,7 @@ def _lead(passages: list[Passage]) -> str | None:
     return " ".join(words[:GIST_MAX_WORDS]) + (" …" if len(words) > GIST_MAX_WORDS else "")
 
 
-def _gist(pages: list[Page], limit: str = GIST_LIMIT) -> str | None:
+def _gist(pages: list[Page]) -> str | None:
     leads = {p.tab_id: lead for p in pages if (lead := _lead(p.passages))}
     if not leads:
         return None
@@ -293,7 +271,7 @@ def _gist(pages: list[Page], limit: str = GIST_LIMIT) -> str | None:
         body = f"{title}: {lead} [Tab {tab_id}]" if title else f"{lead} [Tab {tab_id}]"
     else:
         body = _side_by_side(list(leads.items()), by_tab)
-    return f"{body}\n\n{limit}"
+    return f"{body}\n\n{GIST_LIMIT}"
 
 
 def _priced_item(text: str, page: Page) -> str | None:
@@ -348,5 +326,3 @@ def _day(iso: str) -> str:
         return iso
     return f"{d.day} {d:%B %Y} ({iso})"
 
-
-__all__ = ["Page", "answer", "cited"]

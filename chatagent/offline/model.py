@@ -36,10 +36,10 @@ from .passages import question_terms, terms
 from .question import Question
 
 _LOOKS = re.compile(r"\b(look(s|ed)? like|what colou?rs?\b|(which|what) colou?r|colou?r of\b)", re.I)
-_PICTURE = re.compile(r"\b(image|images|picture|pictures|photo|photos|photograph|screenshot|logo|icon|illustration|"
-                      r"diagram|figure|drawing|painting|map)\b", re.I)
-_SHOWN = re.compile(r"\b(show|shows|shown|showing|depict|depicts|depicted|pictured|see|seen|visible|appear|appears|"
-                    r"drawn|written|printed|displayed|in|on)\b", re.I)
+_PICTURE = re.compile(r"\b(images?|pictures?|photos?|photograph|screenshot|logo|icon|illustration|diagram|figure|"
+                      r"drawing|painting|map)\b", re.I)
+_SHOWN = re.compile(r"\b(show\w*|depict\w*|pictured|see|seen|visible|appears?|drawn|written|printed|displayed|in|on)\b",
+                    re.I)
 _PLOTTED = re.compile(r"\b(chart|charts|graph|graphs|plot|plotted|canvas)\b", re.I)
 
 
@@ -89,8 +89,7 @@ class ExtractiveChatModel(BaseChatModel):
         return self._use_tools(question, tabs, _activity(messages, question), tool_names, visual)
 
     def _use_tools(self, question: str, tabs: list[TabContext], done: list[tuple[str, dict[str, Any], Any, bool]],
-                   tool_names: set[str], visual: bool) -> AIMessage:
-        """The next step of pass 2: each (name, args, artifact, ok) of `done` is a call made so far."""
+                   tool_names: set[str], visual: bool) -> AIMessage:  # done: (name, args, artifact, ok) of each call
         only = tabs[0].tab_id if tabs else "1"
         if visual:
             target = max(tabs, key=lambda t: len(question_terms(question) & set(terms(f"{t.title} {t.text[:2000]}"))),
@@ -127,7 +126,6 @@ class ExtractiveChatModel(BaseChatModel):
                     else "I read the whole page text, re-read the page and scrolled to the bottom")
         return AIMessage(f"{searched}, but found nothing that answers this question.")
 
-    # --- LangChain plumbing ----------------------------------------------
     def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
         inp = sum(count_tokens(message_text(m)) for m in messages)
         out = count_tokens(message_text(reply)) + sum(count_tokens(json.dumps(c["args"])) for c in reply.tool_calls)

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..pdf import PAGE_MARK
 from ..ranking import BM25Ranker, Query, RankerFactory
 from ..rows import row_cells
-from ..tables import clean, lower_header, spans_columns, tables
+from ..tables import clean, lower_header, tables
 from .question import ANALYSER, GRADED, HAS_DATE, NUMBER_WORDS
 
 MIN_COVERAGE = 0.5  # a passage must hold at least this share of the question's content words
@@ -22,8 +22,7 @@ COUNT_REACH = 3  # a counted noun may stand this many words after its number ("1
 _LABEL = re.compile(r"^(?:[-*+]\s+)?[^:]{1,40}:$")  # a list item naming what the next one states
 ITEM = re.compile(r"^[-*+]\s+")
 HEADING_MARK = re.compile(r"^\s*(?:[-*+]\s+)?#+\s*")
-# What the budgeter writes where it left text out: no quote of the page. (Its own recogniser
-# belongs in `budget.py`; this matches the two forms it writes.)
+# The budgeter's notes of text left out (the two forms `budget.py` writes): no quote of the page.
 _BUDGET_MARK = re.compile(r"^\[… .* left out …\]$|^\[table shown with .*\]$")
 _HEADING_LEVEL = re.compile(r"^(#+)\s")
 _WORD_OR_NUMBER = re.compile(r"\d[\d.,:]*|[^\W\d_]+")
@@ -45,7 +44,6 @@ class Passage:
     order: int
     header: str = ""  # a table row's caption and header rows
     section: str = ""  # the heading it is under
-    code: bool = False
 
     def quote(self) -> str:
         """As a person reads it: a row as "column: value" pairs under its caption, no Markdown."""
@@ -75,15 +73,10 @@ def question_terms(question: str) -> set[str]:
 def split(tab_id: str, body: str) -> list[Passage]:
     """The passages of one tab's text, table rows with the header rows above them."""
     out: list[Passage] = []
-    header, captions, rows, last, previous, section, code = "", [], 0, -2, -2, "", False
+    header, captions, rows, last, section = "", [], 0, -2, ""
     for i, raw in enumerate(body.splitlines()):
         line = raw.strip()
         if line.startswith("```"):
-            code = not code
-            continue
-        if code:
-            if line:
-                out.append(Passage(tab_id, line, i, section=section, code=True))
             continue
         if not line or _BUDGET_MARK.match(line) or set(line) <= set("|-: "):
             continue
@@ -111,23 +104,10 @@ def split(tab_id: str, body: str) -> list[Passage]:
             if names:  # a first row without figures names the columns
                 header = "\n".join([*captions, line])
                 continue
-        elif names:
-            row = tuple(cells)
-            upper = tuple(c.strip() for c in row_cells(header.rsplit("\n", 1)[-1])) if header else ()
-            first = out[-1] if rows == 2 and out and out[-1].order == previous else None
-            above = tuple(c.strip() for c in row_cells(first.text)) if first is not None else ()
-            if rows == 2 and upper and lower_header(upper, row):
-                header = f"{header}\n{line}"
-                continue
-            if above and lower_header(above, row) and spans_columns(above, row):
-                out.pop()
-                header = "\n".join([*captions, first.text, line])  # type: ignore[union-attr]
-                continue
-            if rows > 2 and upper and row[0] == upper[0]:  # the header again, or the next table's
-                header = "\n".join([*captions, line])
-                continue
+        elif names and rows == 2 and header and lower_header(tuple(row_cells(header.rsplit("\n", 1)[-1])), tuple(cells)):
+            header = f"{header}\n{line}"  # its second header row: "Apps | Goals" under "Total | Total"
+            continue
         out.append(Passage(tab_id, line, i, header))
-        previous = i
     return out
 
 
@@ -379,4 +359,4 @@ def format_best(hits: list[tuple[float, float, Passage]], passages: Sequence[Pas
 
 
 def is_prose(p: Passage) -> bool:
-    return not (p.code or p.text.startswith("|") or HEADING_MARK.match(p.text) or _LABEL.match(p.text))
+    return not (p.text.startswith("|") or HEADING_MARK.match(p.text) or _LABEL.match(p.text))

@@ -1,8 +1,5 @@
-"""What a question asks, and the one set of words the offline model reads questions and values by.
-
-Months, number words, ordinals, graded words ("cheaper", "longest") and units are
-written here once; passages, tables and the answer's composition import them.
-"""
+"""What a question asks, and the one set of words (months, number words, graded words such as
+"cheaper" or "longest", units) the offline model reads questions and values by."""
 
 from __future__ import annotations
 
@@ -14,9 +11,7 @@ from ..ranking import CONTENT_WORDS
 
 ANALYSER = CONTENT_WORDS  # questions and passages alike: only what they are about is counted
 
-MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
-          "november", "december")
-MONTH_NUMBER = {m[:3]: i for i, m in enumerate(MONTHS, 1)}
+MONTH_NUMBER = {m: i for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split(), 1)}
 MONTH = (r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?|sep(?:t|tember)?|"
          r"oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?")
 YEAR = re.compile(r"\b(1[5-9]\d\d|20\d\d)\b")
@@ -30,10 +25,6 @@ NUMBER_WORDS = {w: i for i, w in enumerate(
     "seventeen eighteen nineteen twenty".split())} | {
     "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90,
     "hundred": 100, "thousand": 1000, "million": 10**6, "billion": 10**9, "dozen": 12}
-ORDINALS = {w: i for i, w in enumerate(
-    "first second third fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
-    "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth".split(), 1)}
-
 # Graded words: (comparative, superlative, what they grade, +1 when more of it wins, -1 when less does).
 # "Time" is a date: the older thing is the earlier one. "Extent" is a duration or a length,
 # "size" any measure of how big; None grades by the figure asked about.
@@ -64,17 +55,16 @@ UNITS: dict[str, tuple[str, float]] = {}
 for _dim, _base, _names in (
     ("duration", 1, "sec secs second seconds"), ("duration", 60, "min mins minute minutes"),
     ("duration", 3600, "h hr hrs hour hours"), ("duration", 86400, "day days"), ("duration", 604800, "week weeks"),
-    ("duration", 2629800, "month months"), ("duration", 31557600, "year years yr yrs"),
-    ("weight", 1, "g gram grams"), ("weight", 1000, "kg kgs kilo kilos kilogram kilograms"),
-    ("weight", 453.592, "lb lbs pound pounds"), ("weight", 28.3495, "oz ounce ounces"),
-    ("weight", 10**6, "tonne tonnes"),
+    ("duration", 2629800, "month months"), ("duration", 31557600, "year years yr yrs"), ("weight", 1, "g gram grams"),
+    ("weight", 1000, "kg kgs kilo kilos kilogram kilograms"), ("weight", 453.592, "lb lbs pound pounds"),
+    ("weight", 28.3495, "oz ounce ounces"), ("weight", 10**6, "tonne tonnes"),
     ("length", 1, "m metre metres meter meters"), ("length", 1000, "km kilometre kilometres kilometer kilometers"),
     ("length", 0.01, "cm centimetre centimetres centimeter centimeters"),
     ("length", 0.001, "mm millimetre millimetres millimeter millimeters"), ("length", 1609.34, "mi mile miles"),
     ("length", 0.3048, "ft foot feet"), ("length", 0.0254, "inch inches"), ("length", 0.9144, "yd yard yards"),
     ("data", 10**3, "kb kilobyte kilobytes"), ("data", 10**6, "mb megabyte megabytes"),
-    ("data", 10**9, "gb gigabyte gigabytes"), ("data", 10**12, "tb terabyte terabytes"),
-    ("speed", 1, "km/h kph kmh"), ("speed", 1.60934, "mph"),
+    ("data", 10**9, "gb gigabyte gigabytes"), ("data", 10**12, "tb terabyte terabytes"), ("speed", 1, "km/h kph kmh"),
+    ("speed", 1.60934, "mph"),
 ):
     UNITS.update((n, (_dim, _base)) for n in _names.split())
 # What a graded word may be measured in, first choice first.

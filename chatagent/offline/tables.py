@@ -4,7 +4,7 @@ A question names rows by their values ("Italy", "2008") and columns by their nam
 ("points"). This picks the table and, by what is asked: the row named; for "most /
 least / first / last" the row at the top of the column it compares by (sorted, not
 computed); for "how many" the rows that match and how many; for "more than 500",
-"before 1990" the rows that pass; for "A or B" both rows. It never writes a value
+"before 1990" the rows that pass; for "after X" the next row. It never writes a value
 that is not in a cell, and says in one line what needs a language model.
 """
 
@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from ..ranking import QUESTION_WORDS, STOPWORDS_EN, Analyser
-from ..tables import NONE_CELLS, Table, clean, tables
+from ..tables import NONE_CELLS, Table, tables
 from .question import COMPARATIVES, MONTH, MONTH_NUMBER, SUPERLATIVES, UNITS, YEAR, Question, quantities
 
 ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
@@ -63,23 +63,14 @@ _OPS = {"more than": ">", "greater than": ">", "higher than": ">", "larger than"
         f"{c} than": ">" if sign > 0 else "<" for c, (dim, sign) in COMPARATIVES.items() if dim not in (None, "time")}
 _FILTER = re.compile(r"\b(?P<no>no |not )?(?P<op>" + "|".join(sorted(_OPS, key=len, reverse=True)) +
                      rf")\s+(?P<cur>[$£€])?(?P<n>{_DATE}|\d{{1,3}}:\d{{2}}(?::\d{{2}})?|\d{{1,3}}(?:,\d{{3}})+(?:\.\d+)?"
-                     r"|\d+(?:\.\d+)?)(?!\d|,\d|st|nd|rd|th)", re.I)
+                     r"|\d+(?:\.\d+)?)(?!\d|,\d)", re.I)
 _RANGE = re.compile(r"\b(?:between|from)\s+(?:[a-z]+\s+)?(?P<n>\d{1,2}:\d{2}|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
                     r"(?:\s+(?:and|to|through)\s+|\s*[-–]\s*)(?P<n2>\d{1,2}:\d{2}|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\d:]|,\d)",
                     re.I)
-_PLACED = re.compile(r"\b(?:(?P<top>top)\s+(?P<n>\d{1,3})\b|(?P<m>\d{1,3})(?:st|nd|rd|th)\s+or\s+(?:(?P<better>better|"
-                     r"higher)|worse|lower)\b|(?P<least>at least)\s+(?P<k>\d{1,3})(?:st|nd|rd|th)\b)", re.I)
-_PLACE = re.compile(r"^(rank|ranking|pos\.?|position|place|placing|pl\.?|finish|finished)$", re.I)
-_NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|a|an))\b", re.I)
 _EXCEPT = re.compile(r"\b(?:other than|besides|beside|except(?: for)?|apart from|aside from|excluding|not counting|not in|"
                      r"not from)\s+(?P<what>[^,?]+?)(?=,|\?|$|\s+(?:who|what|which|where|when|how|is|was|are|were|did|"
                      r"does|do|has|had|have)\b)", re.I)
-_EITHER_SIDE = re.compile(r"\b(more|less|above|below|over|under|higher|lower|greater|fewer)\s*(?:or|/)\s*"
-                          r"(more|less|above|below|over|under|higher|lower|greater|fewer)\b", re.I)
-_YES_NO = re.compile(r"^\s*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
-_DECADE = re.compile(r"\b(?:in|during|of|from)\s+the\s+(1[5-9]\d|20\d)0'?s\b", re.I)
 _ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)*(?P<what>\w+)", re.I)
-_DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
 _LISTING = re.compile(r"\b(?:list|name (?:all|the|each|every)|what are|which are|who are|each|every|all the)\b", re.I)
 # What a table's header abbreviates, as questions spell it.
 _HEADER_WORDS = {
@@ -99,8 +90,6 @@ class TableQuote:
     count: int | None = None  # rows that match a "how many", when all were seen
     matched: list[str] = field(default_factory=list)  # the words (or tests) the counted rows share
     limit: str = ""  # a line on what needs a language model
-    distinct: tuple[str, list[str]] | None = None  # (column, its different values)
-    verdict: str = ""  # "Above: Capacity is 27,000, against 23000"
 
 
 def number(cell: str) -> float | None:
@@ -234,7 +223,6 @@ class _Test:
     end: int
     of_time: bool = False
     cur: str = ""
-    place: bool = False  # "the top 5", "3rd or better": a column of places, where less is better
 
 
 def _tests(question: str) -> list[_Test]:
@@ -251,13 +239,6 @@ def _tests(question: str) -> list[_Test]:
         a, b = (number(v.replace(",", "")) or 0.0 for v in (m["n"], m["n2"]))
         years = all(YEAR.fullmatch(v) for v in (m["n"], m["n2"]))
         out.append(_Test("range", min(a, b), max(a, b), f"from {m['n']} to {m['n2']}", m.start(), m.end(), years))
-    for m in _PLACED.finditer(question):
-        n = float(m["n"] or m["m"] or m["k"])
-        op = "<=" if m["top"] or m["better"] or m["least"] or not re.search(r"worse|lower", m[0], re.I) else ">="
-        out.append(_Test(op, n, n, f"{op} {n:g}", m.start(), m.end(), place=True))
-    for m in _DECADE.finditer(question):
-        n = float(m[1]) * 10
-        out.append(_Test("range", n, n + 9, f"from {n:g} to {n + 9:g}", m.start(), m.end(), True))
     return sorted(out, key=lambda t: t.start)
 
 
@@ -271,10 +252,7 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
     """The rows whose figure in the column the test names passes it, the test in words, and the column."""
     numeric, table = s.numeric, s.table
     named = [j for j in numeric if s.column_hits[j]]
-    if t.place:
-        placed = [j for j in numeric if _PLACE.match(table.column(j).strip()) or _RANKISH.match(table.column(j).strip())]
-        named = [j for j in named if j in placed] or placed
-    elif t.of_time:
+    if t.of_time:
         dated = [j for j in numeric if _dated(table, j)]
         named = dated or named
     elif t.cur:
@@ -302,31 +280,6 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
 
     rows = [i for i in range(len(table.rows)) if (v := number(table.value(i, col))) is not None and passes(v)]
     return rows, f"{table.column(col) or 'value'} {t.words}", col
-
-
-def _zero(s: _Scored, question: str, tests: list[_Test]) -> tuple[list[int], str, int] | None:
-    """"No gold medals": the rows with 0 (or nothing) in the column named after "no" (else any named)."""
-    none = next((m for m in _NONE.finditer(question) if not any(t.start <= m.start() < t.end for t in tests)), None)
-    named = [j for j in s.numeric if s.column_hits[j]]
-    if not none or not named:
-        return None
-    after = set(ANALYSER.terms(" ".join(question[none.end():].split()[:4])))
-    col = max([j for j in named if _alike(after, s.column_terms[j])] or named, key=lambda j: s.column_hits[j])
-    rows = [i for i in range(len(s.table.rows)) if not s.table.is_total(i)
-            and (number(s.table.value(i, col)) == 0 or s.table.value(i, col) in NONE_CELLS)]
-    return rows, f"{s.table.column(col)} 0", col
-
-
-def _verdict(s: _Scored, top: int, question: str, tests: list[_Test]) -> str:
-    """"Is X above or below 23000?", "does X have at least 10000?" of the row named: the side, or yes/no."""
-    side, yes_no = _EITHER_SIDE.search(question), _YES_NO.match(question)
-    if not tests or not (side or yes_no) or tests[0].op == "range":
-        return ""
-    if (passing := _passing(s, question, tests[0])) is None:
-        return ""
-    rows, _, col = passing
-    word = (side[2] if top in rows else side[1]) if side else ("Yes" if top in rows else "No")
-    return f"{word.capitalize()}: {s.table.column(col) or 'the value'} is {s.table.value(top, col)}, against {tests[0].n:g}"
 
 
 def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
@@ -373,18 +326,6 @@ def says_table(question: str) -> bool:
     return bool(_LISTED.search(question))
 
 
-_LEAD_ROW = re.compile(r"\|([^|\n]{2,120})\|")
-_LEAD_HEADING = re.compile(r"#{1,2} (.{2,120})")
-_LEAD_BOLD = re.compile(r"\*\*\*?([^*\n]{2,80}?)\*?\*\*")
-
-
-def subject(text: str) -> str:
-    """What a page without a title is about: its first heading or one-cell row, else its first bold words."""
-    first = text.lstrip().split("\n", 1)[0].strip()
-    lead = _LEAD_HEADING.fullmatch(first) or _LEAD_ROW.fullmatch(first) or _LEAD_BOLD.search(text[:400])
-    return clean(lead.group(1)) if lead else ""
-
-
 def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     """The rows of `text`'s tables that answer `question`, or None when no table is about it.
     The page's `title` words name no row, unless the question has no other words."""
@@ -397,7 +338,7 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     q = q - ordering or q
     found = tables(text)
     quoted = _quote_tables(found, question, q, tests) if found and q else None
-    return quoted if quoted is not None and (quoted.rows or quoted.distinct) else None
+    return quoted if quoted is not None and quoted.rows else None
 
 
 def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_Test]) -> TableQuote | None:
@@ -429,11 +370,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     limit = f"Computing a difference or a total {NEEDS_MODEL}." if _ARITHMETIC.search(question) else ""
     candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
     others = _other_rows(best, top) if named_rows else []
-    if named_rows and (verdict := _verdict(best, top, question, tests)):
-        return TableQuote(table, [top], verdict=verdict)
     passed = [p for t in tests if (p := _passing(best, question, t)) is not None]
-    if (none := _zero(best, question, tests)) is not None:
-        passed.append(none)
     if passed:
         rows = [i for i in sorted(set.intersection(*(set(p[0]) for p in passed))) if i not in aside]
         if named_rows:  # of those, the rows the question names
@@ -451,12 +388,6 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         return TableQuote(table, [top, *others][:MAX_ROWS], limit=limit)
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
     pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i) and i not in aside]
-    if counting and _DISTINCT.search(question):
-        text_cols = [j for j in range(table.width) if best.column_hits[j] and j not in best.numeric]
-        if text_cols and table.complete:
-            j = max(text_cols, key=lambda j: best.column_hits[j])
-            values = list(dict.fromkeys(v for i in pool if (v := table.value(i, j))))
-            return TableQuote(table, [], distinct=(table.column(j), values), limit=limit)
     if counting and not ranking:
         if named_rows:
             need = _needed(best, top)
@@ -493,23 +424,12 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     return TableQuote(table, rows[:shown], limit=limit)
 
 
-def _listed(values: list[str], most: int = 8) -> str:
-    rest = len(values) - most
-    return ", ".join(values[:most]) + (f", … ({rest} more)" if rest > 0 else "")
-
-
 def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     """The quote as Markdown: the caption, then each row as "column: value" pairs."""
     t = tq.table
     head, where = t.caption or "The table", f" [Tab {tab_id}]" if cite else ""
     lines = []
-    if tq.verdict:
-        lines.append(f"{tq.verdict}. {head}{where}")
-    elif tq.distinct is not None:
-        column, values = tq.distinct
-        lines.append(f"{head}{where}: {len(values)} different {column} value{'s' if len(values) != 1 else ''}: "
-                     f"{_listed(values)}")
-    elif tq.count is not None:
+    if tq.count is not None:
         what = f" with “{' '.join(tq.matched)}”" if tq.matched else ""
         lines.append(f"{head}: {tq.count} row{'s' if tq.count != 1 else ''}{what}{where}")
     elif t.caption or cite:
