@@ -14,7 +14,7 @@ from ..ranking import BM25Ranker, Query, RankerFactory, fold
 from ..tables import clean
 from . import tables
 from .passages import (
-    ANALYSER, ITEM, Passage, best, compared_kinds, cited, format_best, intent_terms, intent_words, is_prose,
+    ANALYSER, ITEM, Passage, best, compared_kinds, format_best, intent_terms, intent_words, is_prose,
     passage_intents, question_terms, quote_section, said_of, split, terms,
 )
 from .question import GRADED, HAS_DATE, Quantity, Question, quantities, restate
@@ -95,9 +95,10 @@ def answer(question: Question, pages: list[Page], tabs: int, ranker: RankerFacto
     silent = "The pages do not say" if len(pages) > 1 else "The page does not say"
     out: list[str] = []
     for part, said in zip(question.parts, answers):
-        line = said if said and said not in out else f"{silent} {restate(part)}." if not said else ""
-        if line:
-            out.append(line)
+        if not said:
+            out.append(f"{silent} {restate(part)}.")
+        elif said not in out:  # two parts answered by one quote: quoted once
+            out.append(said)
     return "\n\n".join(out)
 
 
