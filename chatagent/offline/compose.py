@@ -14,7 +14,7 @@ from ..ranking import BM25Ranker, Query, RankerFactory, fold
 from ..tables import clean
 from . import tables
 from .passages import (
-    ANALYSER, ITEM, Passage, best, compared_kinds, format_best, intent_terms, intent_words, is_prose,
+    ANALYSER, ITEM, Passage, best, compared_kinds, format_best, intent_terms, is_prose,
     passage_intents, question_terms, quote_section, said_of, split, terms,
 )
 from .question import GRADED, HAS_DATE, Quantity, Question, quantities, restate
@@ -22,7 +22,6 @@ from .question import GRADED, HAS_DATE, Quantity, Question, quantities, restate
 PROSE_MARGIN = 0.6  # a passage must cover this much more of the question than table rows to be quoted instead
 LEAD_WORDS = 15
 GIST_MAX_WORDS = 60
-MIN_PRICED_ITEMS = 3  # a list of things for sale, not a page's one price and its accessory
 GIST_LIMIT = f"This is how the page begins; summarizing all of it {tables.NEEDS_MODEL}."
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
 _GIST = re.compile(r"\b(about|summar(y|ies|i[sz]e[sd]?)|sum up|overview|gist|tl;?dr|main (point|idea|topic)s?|"
@@ -34,9 +33,6 @@ _GIST_WORDS = frozenset(terms("about summary summaries summarize summarise sum u
 _ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or|more|less|"
                      r"fewer)\b", re.I)
 _GRADING = re.compile(r"\b(" + "|".join(w for g in GRADED for w in g[:2]) + r"|first|last)\b", re.I)
-_CHEAPEST = re.compile(r"\b(cheapest|least expensive|lowest[- ]priced|lowest price|most affordable)\b", re.I)
-_DEAREST = re.compile(r"\b(most expensive|priciest|dearest|highest[- ]priced|highest price)\b", re.I)
-_PRICE = re.compile(r"[$€£¥]\s?(\d[\d,]*(?:\.\d+)?)")
 _TITLE_NOTE = re.compile(r"\s*\([^)]*\)\s*$")  # "The Crown (mountain)": the note is not the name
 _WORD = re.compile(r"\w+")
 _TITLE_PARTS = re.compile(r"\s+[—–|·-]\s+|:\s+")
@@ -108,9 +104,8 @@ def _one(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory
     titles = {p.tab_id: p.title for p in pages}
     if _asks_gist(text):
         return _gist(pages)
-    if len(pages) == 1 and (priced := _priced_item(text, pages[0])):
-        return priced
-    if compared := _by_kind(question, pages, _named_tabs(text, pages), ranker):
+    named = _named_tabs(text, pages)
+    if compared := _by_kind(question, pages, named, ranker) or _each_named(text, pages, named, ranker):
         return compared
     hits = best([p for page in pages for p in page.passages], text, titles, ranker)
     q = question_terms(text) | intent_terms(text)
@@ -230,6 +225,22 @@ def _verdict(question: Question, kinds: list[str], chosen: dict[str, list[Passag
     return f"{pages[win].name} {said}: {top.text} [Tab {win}] against {against}."
 
 
+def _each_named(text: str, pages: list[Page], named: list[str], ranker: RankerFactory) -> str | None:
+    """A question naming two or more tabs by title: each one's passage best matching the rest of it."""
+    if len(named) < 2:
+        return None
+    q, blocks = question_terms(text) | intent_terms(text), []
+    for page in (p for p in pages if p.tab_id in named):
+        found = [p for p in page.passages if not p.text.startswith("#")]
+        if found:
+            rest = Query(text, tuple(sorted(q - set(terms(page.title)))))
+            scores = ranker([f"{p.text} {p.section} {p.header} {passage_intents(p.text)}" for p in found],
+                            ANALYSER).scores(rest)
+            i = max(range(len(found)), key=lambda i: (scores[i], -found[i].order))
+            blocks.append((page.tab_id, (found[i] if scores[i] > 0 else found[0]).quote()))
+    return _side_by_side(blocks, {p.tab_id: p for p in pages}) if len(blocks) >= 2 else None
+
+
 def _side_by_side(blocks: list[tuple[str, str]], pages: dict[str, Page]) -> str:
     """Each tab's evidence under a heading naming the tab, in tab order."""
     return "\n\n".join(f"From [Tab {t}] ({pages[t].title or f'Tab {t}'}):\n\n{body}"
@@ -273,25 +284,6 @@ def _gist(pages: list[Page]) -> str | None:
     else:
         body = _side_by_side(list(leads.items()), by_tab)
     return f"{body}\n\n{GIST_LIMIT}"
-
-
-def _priced_item(text: str, page: Page) -> str | None:
-    """The cheapest (dearest) of a list whose items each state one price."""
-    cheapest, dearest = bool(_CHEAPEST.search(text)), bool(_DEAREST.search(text))
-    if cheapest == dearest:
-        return None
-    priced = [(float(m[0].replace(",", "")), p) for p in page.passages
-              if ITEM.match(p.text) and len(m := _PRICE.findall(p.text)) == 1]
-    if len(priced) < MIN_PRICED_ITEMS:
-        return None
-    rest = _DEAREST.sub(" ", _CHEAPEST.sub(" ", text))
-    topic = question_terms(rest) - set(terms(page.title)) - intent_words(rest)
-    if topic:
-        priced = [(v, p) for v, p in priced if topic <= set(terms(f"{p.text} {p.section}"))]
-    if not priced:
-        return None
-    _, item = (min if cheapest else max)(priced, key=lambda x: x[0])
-    return f"{ITEM.sub('', item.quote())} {item.cite()}"
 
 
 def _of_itself(text: str, pages: list[Page]) -> str | None:
