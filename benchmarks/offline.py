@@ -1,6 +1,6 @@
 """Offline answers that answer: how often the `extractive` model's answer holds the answer.
 
-    python -m chatagent.bench.offline [--quick] [--limit N] [--data DIR] [--out FILE.json]
+    python -m benchmarks.offline [--quick] [--limit N] [--data DIR] [--out FILE.json]
 
 With no API key, `extractive` is the model every new user meets first. This
 measures its answers end to end, the way a user gets them: every page is
@@ -36,6 +36,11 @@ Four parts:
    on every page whose ground truth gives a day; whether the answer names the
    (first) author, or gives that day ("2025-03-03", "3 March 2025" or
    "March 3, 2025").
+5. **Realistic side-panel questions** (`../shared/data/realistic`): single-page
+   questions and two-tab comparisons, scored with the set's own scorer
+   (`realistic/check.py`: any accepted answer contained after its
+   normalisation; a comparison needs one answer from each page), overall, by
+   kind and on both halves of the ids (even, odd).
 
 How answers are scored (the yardstick; tested in `tests/test_bench.py`):
 
@@ -89,7 +94,20 @@ from chatagent.context import PageContext
 from chatagent.events import Done, ErrorEvent, ToolCall
 from chatagent.hooks import RunHooks
 from chatagent.runtime import Runtime
-from .data import DEFAULT_DATA_DIR, HotpotQuestion, WcxbPage, WtqQuestion, load_hotpot, load_wcxb, load_wtq, sample
+from .data import (
+    DEFAULT_DATA_DIR,
+    HotpotQuestion,
+    RealisticComparison,
+    RealisticQuestion,
+    WcxbPage,
+    WtqQuestion,
+    load_hotpot,
+    load_realistic,
+    load_wcxb,
+    load_wtq,
+    sample,
+)
+from .realistic import scorer
 from .report import machine, progress_bar
 from .scoring import NormalizedText, normalize, strip_markdown, words
 from .server import PageServer, bench_settings, browser_version, launch_browser
@@ -105,6 +123,7 @@ MODEL = "extractive"
 QUICK_WTQ_PAGES = 8
 QUICK_HOTPOT = 6
 QUICK_WCXB = 20
+QUICK_REALISTIC = 20
 # Pages (HotpotQA questions) asked about at once, each in its own tab. The answers do not
 # depend on it (the model is deterministic and each page has its own tab); the wall time does.
 JOBS = 4
@@ -720,6 +739,77 @@ def summarise_self(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {kind: group([r for r in rows if r["kind"] == kind]) for kind in SELF_QUESTIONS}
 
 
+# ---------------------------------------------------------------- realistic side-panel questions
+
+
+def _half(qid: str) -> str:
+    """"even" or "odd" by the id's number (d004: even): one half to develop on, one to check."""
+    digits = re.sub(r"\D", "", qid)
+    return "even" if digits and int(digits) % 2 == 0 else "odd"
+
+
+async def run_realistic(
+    runtime: Runtime, browser: PlaywrightBrowser, site: PageServer, data_dir: Path,
+    questions: Sequence[RealisticQuestion], comparisons: Sequence[RealisticComparison], progress: Progress,
+    jobs: int = 1,
+) -> list[dict[str, Any]]:
+    """Every single-page question (a page's tab open for all its questions) and every comparison."""
+    check = scorer(str(data_dir))
+    task = progress.add_task("offline answers, realistic", total=len(questions) + len(comparisons))
+    by_page: dict[str, list[RealisticQuestion]] = defaultdict(list)
+    for q in questions:
+        by_page[q.page].append(q)
+    scored: dict[str, dict[str, Any]] = {}
+
+    def row(qid: str, kind: str, question: str, asked: Asked, hit: bool) -> dict[str, Any]:
+        return {"id": qid, "kind": kind, "half": _half(qid), "question": question, "pass": asked.pass_,
+                "stop_reason": asked.stop_reason, "error": asked.error, "answer_has": hit,
+                "words": answer_words(asked.answer), "answer": asked.answer}
+
+    async def one_page(page: str) -> None:
+        tabs = await browser.open_tabs([site.file_url(data_dir / page)])
+        try:
+            for q in by_page[page]:
+                asked = await ask(runtime, tabs, q.question)
+                if asked.tool_calls:
+                    await _back_to_top(tabs)
+                scored[q.id] = row(q.id, q.kind, q.question, asked, bool(check.hit(answer_body(asked.scored), q.answers)))
+                progress.advance(task)
+        finally:
+            await _close(tabs)
+
+    async def one_comparison(c: RealisticComparison) -> None:
+        tabs = await browser.open_tabs([site.file_url(data_dir / p) for p in c.pages])
+        try:
+            asked = await ask(runtime, tabs, c.question)
+            hit = bool(check.hit_comparison(answer_body(asked.scored), c.answers_per_page))
+            scored[c.id] = row(c.id, "comparison", c.question, asked, hit)
+            progress.advance(task)
+        finally:
+            await _close(tabs)
+
+    await _each(list(by_page), one_page, jobs)
+    await _each(list(comparisons), one_comparison, jobs)
+    return [scored[q.id] for q in questions] + [scored[c.id] for c in comparisons]
+
+
+def summarise_realistic(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    def group(rs: Sequence[dict[str, Any]]) -> dict[str, Any]:
+        return {"questions": len(rs), "answer_has": _rate(r["answer_has"] for r in rs),
+                "pass1": _rate(r["pass"] == 1 for r in rs),
+                "words_median": median((r["words"] for r in rs), default=math.nan)}
+
+    single = [r for r in rows if r["kind"] != "comparison"]
+    pairs = [r for r in rows if r["kind"] == "comparison"]
+    return {
+        "questions": group(single),
+        "by_half": {h: group([r for r in single if r["half"] == h]) for h in ("even", "odd")},
+        "by_kind": {k: group([r for r in single if r["kind"] == k]) for k in sorted({r["kind"] for r in single})},
+        "comparisons": group(pairs),
+        "comparisons_by_half": {h: group([r for r in pairs if r["half"] == h]) for h in ("even", "odd")},
+    }
+
+
 # ---------------------------------------------------------------- plan and run
 
 
@@ -735,13 +825,15 @@ class OfflinePlan:
     hotpot: int | None
     hotpot_both_gold: bool = False
     wcxb_pages: int | None = None  # the page itself: WCXB pages (None: all 511), evenly spread
+    realistic: int | None = None  # realistic questions and comparisons, each (None: all 150 and 30)
 
     @classmethod
     def make(cls, quick: bool = False, limit: int | None = None) -> "OfflinePlan":
         if limit is not None:
-            return cls(f"limit {limit}", limit, limit, hotpot_both_gold=quick, wcxb_pages=limit)
+            return cls(f"limit {limit}", limit, limit, hotpot_both_gold=quick, wcxb_pages=limit, realistic=limit)
         if quick:
-            return cls("quick", QUICK_WTQ_PAGES, QUICK_HOTPOT, hotpot_both_gold=True, wcxb_pages=QUICK_WCXB)
+            return cls("quick", QUICK_WTQ_PAGES, QUICK_HOTPOT, hotpot_both_gold=True, wcxb_pages=QUICK_WCXB,
+                       realistic=QUICK_REALISTIC)
         return cls("full", None, None)
 
     def describe(self) -> str:
@@ -749,7 +841,8 @@ class OfflinePlan:
         hp = "all HotpotQA questions" if self.hotpot is None else (
             f"{self.hotpot} HotpotQA questions" + (" with both gold paragraphs" if self.hotpot_both_gold else ""))
         wcxb = "all WCXB pages" if self.wcxb_pages is None else f"{self.wcxb_pages} WCXB pages (evenly spread)"
-        return f"{wtq}, {hp}, 4 laptop questions, {wcxb} asked who wrote them and when"
+        real = "all realistic questions" if self.realistic is None else f"{self.realistic} realistic questions"
+        return f"{wtq}, {hp}, 4 laptop questions, {wcxb} asked who wrote them and when, {real} (and comparisons)"
 
 
 def hotpot_sample(data_dir: Path, plan: OfflinePlan) -> list[HotpotQuestion]:
@@ -792,6 +885,10 @@ async def run_offline(
         t0 = time.perf_counter()
         self_rows = await run_self(runtime, browser, site, data_dir, load_wcxb(data_dir, plan.wcxb_pages), progress, jobs)
         times["page itself"] = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        real_q, real_c = load_realistic(data_dir, plan.realistic) if (data_dir / "realistic").is_dir() else ([], [])
+        realistic_rows = await run_realistic(runtime, browser, site, data_dir, real_q, real_c, progress, jobs)
+        times["realistic"] = time.perf_counter() - t0
     wtq = summarise_wtq(wtq_rows)
     wtq["pages"] = len({q.page for q in questions})
     return {
@@ -802,7 +899,8 @@ async def run_offline(
         "laptops": {"questions": len(laptop_rows), "both_tabs_pass1": _rate(r["both_tabs_pass1"] for r in laptop_rows),
                     "rows": laptop_rows},
         "page_itself": summarise_self(self_rows),
-        "rows": {"wtq": wtq_rows, "hotpot": hotpot_rows, "page_itself": self_rows},
+        "realistic": summarise_realistic(realistic_rows),
+        "rows": {"wtq": wtq_rows, "hotpot": hotpot_rows, "page_itself": self_rows, "realistic": realistic_rows},
         "wall_s": time.perf_counter() - started,
         "wall_s_by_part": times,
     }
@@ -825,6 +923,8 @@ def headline(offline: dict[str, Any]) -> dict[str, Any]:
         "laptops_both_tabs_pass1": sum(r["both_tabs_pass1"] for r in lap["rows"]),
         "laptops_questions": lap["questions"],
         "page_itself_answer_has": {k: v["answer_has"] for k, v in offline["page_itself"].items()},
+        "realistic_answer_has": offline["realistic"]["questions"]["answer_has"],
+        "realistic_comparisons_answer_has": offline["realistic"]["comparisons"]["answer_has"],
     }
 
 
@@ -848,6 +948,7 @@ HOTPOT_HEAD = ["tabs", "n", "both gold", "deciding evidence", "cites both", "con
                "states answer", "exact", "entity in answer", "pass 1", "tabs cited p50", "words p50"]
 LAPTOP_HEAD = ["question", "pass", "cites Aurora / Orion", "fact Aurora / Orion", "both tabs, pass 1", "verdict first", "words"]
 SELF_HEAD = ["question", "n", "answer", "pass 1", "words p50"]
+REALISTIC_HEAD = ["questions", "n", "answer", "pass 1", "words p50"]
 
 
 def wtq_table_rows(w: dict[str, Any]) -> list[list[str]]:
@@ -885,6 +986,18 @@ def self_table_rows(summary: dict[str, Any]) -> list[list[str]]:
             for k, g in summary.items() if g["questions"]]
 
 
+def realistic_table_rows(r: dict[str, Any]) -> list[list[str]]:
+    def row(name: str, g: dict[str, Any]) -> list[str]:
+        return [name, str(g["questions"]), _f(g["answer_has"]), _f(g["pass1"]), _f(g["words_median"], 0)]
+
+    out = [row("single page", r["questions"])]
+    out += [row(f"half: {h}", g) for h, g in r["by_half"].items()]
+    out += [row(k, g) for k, g in r["by_kind"].items()]
+    out += [row("two-tab comparisons", r["comparisons"])]
+    out += [row(f"comparisons, half: {h}", g) for h, g in r["comparisons_by_half"].items()]
+    return out
+
+
 def _table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
     t = Table(title=title)
     for i, col in enumerate(head):
@@ -902,6 +1015,7 @@ def print_offline(offline: dict[str, Any], console: Console) -> None:
     console.print(_table("Offline answers on HotpotQA comparisons", HOTPOT_HEAD, hotpot_table_rows(offline["hotpot"])))
     console.print(_table("Two laptops, two tabs", LAPTOP_HEAD, laptop_table_rows(offline["laptops"]["rows"])))
     console.print(_table("The page itself (WCXB)", SELF_HEAD, self_table_rows(offline["page_itself"])))
+    console.print(_table("Realistic side-panel questions", REALISTIC_HEAD, realistic_table_rows(offline["realistic"])))
 
 
 def markdown_section(offline: dict[str, Any]) -> str:
@@ -924,7 +1038,10 @@ def markdown_section(offline: dict[str, Any]) -> str:
         md(LAPTOP_HEAD, laptop_table_rows(offline["laptops"]["rows"])), "",
         "The page itself (WCXB pages whose ground truth names an author or gives a day; `answer`: it names the "
         "first author, or gives that day).", "",
-        md(SELF_HEAD, self_table_rows(offline["page_itself"])),
+        md(SELF_HEAD, self_table_rows(offline["page_itself"])), "",
+        "Realistic side-panel questions (`../shared/data/realistic`, scored by its own `check.py`: an accepted "
+        "answer contained after its normalisation; a comparison needs one answer from each page).", "",
+        md(REALISTIC_HEAD, realistic_table_rows(offline["realistic"])),
     ]) + "\n"
 
 
@@ -943,7 +1060,7 @@ async def run(plan: OfflinePlan, data_dir: Path, console: Console, jobs: int = J
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m chatagent.bench.offline", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.offline", description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true",
                     help=f"{QUICK_WTQ_PAGES} WTQ pages, {QUICK_HOTPOT} HotpotQA questions (with both gold paragraphs) and "
                     f"{QUICK_WCXB} WCXB pages")
@@ -970,7 +1087,8 @@ def main(argv: list[str] | None = None) -> int:
     out.print(f"{plan.name} run: {plan.describe()}; {result['wall_s']:.0f} s "
               f"(WTQ {result['wall_s_by_part']['wtq']:.0f} s, HotpotQA {result['wall_s_by_part']['hotpot']:.0f} s, "
               f"laptops {result['wall_s_by_part']['laptops']:.0f} s, the page itself "
-              f"{result['wall_s_by_part']['page itself']:.0f} s)")
+              f"{result['wall_s_by_part']['page itself']:.0f} s, realistic "
+              f"{result['wall_s_by_part']['realistic']:.0f} s)")
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(finite(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     Console(stderr=True).print(f"wrote {args.out}", style="dim")

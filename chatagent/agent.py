@@ -254,7 +254,7 @@ class ChatAgent:
         # Counted only if pass 2 needs its budget: tokenizing ten tabs' text here
         # would delay every first token by milliseconds.
         run.pass1_request = build_messages(ctx, question, history, fence=self.history.fence)
-        stream = self._stream(self.model.chat, run.pass1_request, emit, pass_=1)
+        stream = self._stream(self._reading(self.model.chat, ctx), run.pass1_request, emit, pass_=1)
         try:
             async for chunk in stream:
                 run.add_usage(chunk)
@@ -273,7 +273,7 @@ class ChatAgent:
         prompt_tokens = _request_tokens(run.pass1_request)
         run.sent_tokens += prompt_tokens
         run.input_budget = max(int(self.input_budget_factor * prompt_tokens), MIN_INPUT_BUDGET)
-        model = self.model.chat.bind_tools(tool_specs())
+        model = self._reading(self.model.chat.bind_tools(tool_specs()), ctx)
         history = self.history.messages(tools=True, budget_tokens=history_tokens)
         messages = build_messages(ctx, question, history, fence=self.history.fence, tools=True)
         turn_start = len(messages) - 1  # this question's messages: kept in the history afterwards
@@ -322,7 +322,9 @@ class ChatAgent:
             messages.append(ToolMessage(
                 tool_result_text(outcome.text, fence), tool_call_id=call_id, name=call["name"],
                 status="success" if outcome.ok else "error",
-                artifact=outcome.scroll,  # for code that reads the conversation: never sent to the model
+                # Typed (where a scroll left the tab, a re-read tab): for a model that reads
+                # context and for code reading the conversation; never sent as text.
+                artifact=outcome.scroll or outcome.fresh,
             ))
             if outcome.png_base64:
                 emit(Screenshot(tab_id=outcome.tab_id, png_base64=outcome.png_base64))
@@ -330,6 +332,10 @@ class ChatAgent:
             if outcome.fresh:
                 extra.append(browser_state_message(outcome.fresh, fence))
         messages.extend(extra)
+
+    def _reading(self, model: Any, ctx: PageContext) -> Any:
+        """The model, given the typed page context when its provider reads it (the offline model)."""
+        return model.bind(context=ctx) if self.model.provider.reads_context else model
 
     def _emit_text(self, text: str, parts: list[str], emit: Emit, run: _Run) -> None:
         if not text:

@@ -176,7 +176,7 @@ def build_messages(
     ]
 
 
-# --- reading prompts back (the extractive model, history compaction) -------------
+# --- reading prompts back (history compaction) -------------
 
 
 def message_text(message: BaseMessage) -> str:
@@ -194,24 +194,6 @@ _FENCED = re.compile(
     r"<(?P<kind>page_context|browser_state|tool_result)-(?P<code>[0-9a-f]+)>\n?(?P<body>.*?)\n?</(?P=kind)-(?P=code)>",
     re.S,
 )
-_TAB_BLOCK = re.compile(
-    r'<tab id="(?P<id>[^"]*)" url="(?P<url>[^"]*)" title="(?P<title>[^"]*)"(?P<attrs>(?: \w+="[^"]*")*)>\n?(?P<body>.*?)\n?</tab>',
-    re.S,
-)
-_NOTE_LINE = re.compile(r"^\(Note: .*\)$")
-_ATTR = re.compile(r' (\w+)="([^"]*)"')
-
-
-@dataclass(frozen=True)
-class ParsedTab:
-    tab_id: str
-    url: str
-    title: str
-    text: str
-    notes: tuple[str, ...] = ()
-    ok: bool = True
-    authors: tuple[str, ...] = ()
-    published: str = ""
 
 
 def fenced(text: str, kind: FenceKind | None = None) -> Iterator[tuple[FenceKind, str]]:
@@ -221,31 +203,10 @@ def fenced(text: str, kind: FenceKind | None = None) -> Iterator[tuple[FenceKind
             yield m["kind"], m["body"]  # type: ignore[misc]
 
 
-def is_fenced(text: str, kind: FenceKind) -> bool:
-    return any(True for _ in fenced(text, kind))
-
-
 def unfence(text: str) -> str:
     """The bodies of the fenced regions in `text`, or `text` itself if it has none."""
     bodies = [body for _, body in fenced(text)]
     return "\n".join(bodies) if bodies else text
-
-
-def parse_tabs(text: str) -> list[ParsedTab]:
-    """The tabs rendered by `render_context` / `browser_state_message`."""
-    out: list[ParsedTab] = []
-    for _, body in fenced(text):
-        for m in _TAB_BLOCK.finditer(body):
-            lines = m["body"].split("\n")
-            notes = []
-            while lines and _NOTE_LINE.match(lines[0]):
-                notes.append(lines.pop(0)[len("(Note: "):-1])
-            said = dict(_ATTR.findall(m["attrs"]))
-            ok = said.get("unavailable") != "true"
-            authors = tuple(a for a in said.get("author", "").split("; ") if a)
-            out.append(ParsedTab(m["id"], m["url"], m["title"], "\n".join(lines), tuple(notes), ok, authors,
-                                 said.get("published", "")))
-    return out
 
 
 def reshape_fenced(text: str, fn: Callable[[str], str]) -> str:

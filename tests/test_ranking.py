@@ -15,8 +15,8 @@ from chatagent import budget
 from chatagent.browser.base import ScrollResult
 from chatagent.budget import TextFitter, fit_text
 from chatagent.context import PageContext, TabContext
-from chatagent.models import extractive
-from chatagent.models.extractive import ExtractiveChatModel
+from chatagent.offline import passages
+from chatagent.offline.model import ExtractiveChatModel
 from chatagent.prompts import build_messages, message_text
 from chatagent.ranking import (
     CONTENT_WORDS,
@@ -84,16 +84,16 @@ def test_bm25s_english_stop_words_are_the_short_list() -> None:
 
 def test_both_callers_analyse_with_the_shared_analysers() -> None:
     assert budget.ANALYSER is ENGLISH
-    assert extractive.ANALYSER is CONTENT_WORDS
+    assert passages.ANALYSER is CONTENT_WORDS
 
 
 def test_a_stop_word_is_dropped_the_same_way_by_both_callers() -> None:
     for word in ("the", "The", "THE", "with"):
-        assert budget.ANALYSER.terms(f"{word} ferry") == extractive._terms(f"{word} ferry") == ["ferri"]
+        assert budget.ANALYSER.terms(f"{word} ferry") == passages.terms(f"{word} ferry") == ["ferri"]
     # A question's function words are a topic for a page ("Most valuable player"),
     # so only the extractive model drops them.
     assert budget.ANALYSER.terms("which most") == ["which", "most"]
-    assert extractive._terms("which most") == []
+    assert passages.terms("which most") == []
 
 
 def test_accents_are_folded_for_pages_and_kept_for_the_extractive_model() -> None:
@@ -164,7 +164,8 @@ def test_selection_without_matching_terms_keeps_the_head() -> None:
 
 def pass1(model: ExtractiveChatModel, text: str, question: str) -> str:
     tab = TabContext(tab_id="1", url="http://127.0.0.1/page.html", title="Riverside ferry", text=text)
-    return str(model.invoke(build_messages(PageContext(tabs=[tab], budget_per_tab=2000), question)).content)
+    context = PageContext(tabs=[tab], budget_per_tab=2000, question=question)
+    return str(model.invoke(build_messages(context, question), context=context).content)
 
 
 FERRY = "# The river ferry\n\nThe ferry now serves 11 piers between the old town and the harbour.\n\nTickets cost $3."
@@ -174,7 +175,7 @@ def test_the_extractive_model_ranks_with_the_ranker_it_is_given() -> None:
     answer = pass1(ExtractiveChatModel(ranker=Overlap), FERRY, "How many piers does the ferry serve?")
     assert answer.startswith("The ferry now serves 11 piers")
     [index] = Overlap.built
-    assert index.analyser is extractive.ANALYSER
+    assert index.analyser is passages.ANALYSER
     # Scored on the question's terms beyond the page's title ("ferry"), and its intent.
     assert [q.terms for q in index.queries] == [("pier", "serv", "xxnumberxx")]
     assert pass1(ExtractiveChatModel(), FERRY, "How many piers does the ferry serve?") == answer
@@ -188,9 +189,8 @@ BREAD = "# Rye bread\n\nHeat the oven to 220 °C and dust a tray with flour."
 def after_scroll(result: ToolMessage) -> AIMessage:
     """The extractive model's next step once tab 1 was re-read and scrolled, with `result`."""
     tab = TabContext(tab_id="1", url="http://127.0.0.1/bread.html", title="Rye bread", text=BREAD)
-    messages: list[BaseMessage] = build_messages(
-        PageContext(tabs=[tab], budget_per_tab=2000), "Who designed the lighthouse?", tools=True
-    )
+    context = PageContext(tabs=[tab], budget_per_tab=2000, question="Who designed the lighthouse?")
+    messages: list[BaseMessage] = build_messages(context, "Who designed the lighthouse?", tools=True)
     messages += [
         AIMessage("", tool_calls=[{"name": "refresh_browser_state_tool", "args": {"tab_id": "1"}, "id": "c1",
                                    "type": "tool_call"}]),
@@ -199,7 +199,7 @@ def after_scroll(result: ToolMessage) -> AIMessage:
                                    "type": "tool_call"}]),
         result,
     ]
-    reply = ExtractiveChatModel().bind_tools(list(TOOL_SCHEMAS)).invoke(messages)
+    reply = ExtractiveChatModel().bind_tools(list(TOOL_SCHEMAS)).invoke(messages, context=context)
     assert isinstance(reply, AIMessage)
     return reply
 

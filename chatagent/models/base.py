@@ -36,6 +36,9 @@ class Provider:
     # Whether what it is sent costs (money, a remote service's time): then pass 2 stops
     # at the input-token budget. A local model's reading is free; its turns stay bounded.
     metered: ClassVar[bool] = True
+    # Whether its chat model reads the typed page context: the agent then binds it
+    # (`context=PageContext`), and tool results carry their typed `artifact`.
+    reads_context: ClassVar[bool] = False
 
     def matches(self, model: str) -> bool:
         # A prefix alone ("openai:", "gemini-") names no model.

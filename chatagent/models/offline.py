@@ -1,6 +1,6 @@
 """The `extractive` model's provider: the offline default. Light on purpose:
-the model itself (`extractive`, `table_quote`: ~40 ms of imports) is loaded
-only when it is made, not whenever a model is named."""
+the model itself (`chatagent.offline`: ~40 ms of imports) is loaded only when
+it is made, not whenever a model is named."""
 
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ class ExtractiveProvider(Provider):
     # rows a 2,000-token cut keeps (WikiTableQuestions: 0.493 → 0.510, docs/offline-answers.md).
     reads_per_tab = 16_000
     metered = False  # pass 2 over several tabs re-reads each: no input budget to run out of
+    reads_context = True  # it answers from the typed page context, not from the prompt's text
 
     def matches(self, model: str) -> bool:
         return model == "extractive"
 
     def create(self, model: str, settings: "Settings") -> "BaseChatModel":
-        from .extractive import ExtractiveChatModel
+        from ..offline.model import ExtractiveChatModel
 
         return ExtractiveChatModel()
