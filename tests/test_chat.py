@@ -29,7 +29,7 @@ from chatagent.tokens import count_tokens
 from conftest import ROOT, Site
 from test_context_cli import running_chrome  # noqa: F401 - a fixture
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 
 class Chat:

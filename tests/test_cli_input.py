@@ -17,6 +17,8 @@ import pytest
 
 from conftest import ROOT, Site
 
+pytestmark = pytest.mark.e2e
+
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}

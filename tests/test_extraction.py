@@ -435,6 +435,7 @@ async def test_extraction_pool_matches_in_process_extraction_and_outlives_a_kill
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+@pytest.mark.e2e
 async def test_extraction_workers_exit_when_their_owner_is_killed() -> None:
     script = (
         "import asyncio, os\n"
@@ -496,6 +497,7 @@ print("ok")
 
 
 @pytest.mark.skipif(not WTQ_PAGES.is_dir(), reason="needs ../shared/data/wtq")
+@pytest.mark.e2e
 async def test_tabs_extracted_on_threads_at_once_do_not_crash_the_process() -> None:
     """Without a process pool (the side panel's host) tabs extract on threads.
     trafilatura/lxml state shared by threads crashed the process natively

@@ -505,6 +505,7 @@ def test_stop_does_not_wait_for_a_stalled_request() -> None:
     client.close()
 
 
+@pytest.mark.e2e
 def test_cli_serves_until_interrupted() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen(
