@@ -60,7 +60,7 @@ async def _crash(tab: PlaywrightTab) -> None:
     cdp = await tab.page.context.new_cdp_session(tab.page)
     with suppress(Exception):  # the renderer dies before it can answer: no reply ever comes
         await asyncio.wait_for(cdp.send("Page.crash"), timeout=2)
-    for _ in range(50):
+    for _ in range(300):  # a generous bound: a busy machine is slow to report the crash
         if tab.crashed:
             break
         await asyncio.sleep(0.1)
