@@ -2,14 +2,22 @@
 # .venv, installs the package with its dev extras, checks for a Chromium, then
 # runs the suite. Re-running setup is quick: pip runs again only when
 # pyproject.toml changes (or the venv is new).
+#
+# The suite runs on several processes (pytest-xdist): most tests wait on a
+# browser, a subprocess or a socket, so more workers than cores pay off.
+# `make test` runs everything; `make test-fast` leaves out the end-to-end tests
+# (real processes: the CLI, the daemon, the MCP server, the extension's host)
+# and the slow in-process ones. TEST_WORKERS=0 runs on one process.
 
 PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.chatagent-installed
 DEMO_QUESTION ?= When did construction of the tram line begin?
+TEST_WORKERS  ?= 4
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: setup browser demo test
+.PHONY: setup browser demo test test-fast
 
 setup: $(STAMP) browser
 
@@ -27,4 +35,7 @@ demo: setup
 	$(VENV)/bin/chatagent ask fixtures/pages/article.html -q "$(DEMO_QUESTION)"
 
 test: setup
-	$(PY) -m pytest -q
+	$(PYTEST)
+
+test-fast: setup
+	$(PYTEST) -m "not e2e and not slow"

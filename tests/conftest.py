@@ -15,6 +15,7 @@ import struct
 import threading
 import zlib
 from bisect import bisect_left
+from collections import defaultdict
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from itertools import accumulate
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlsplit
+from urllib.request import urlopen
 
 import pytest
 import pytest_asyncio
@@ -114,6 +116,7 @@ def huge_deep_page() -> bytes:
 class _FixtureServer(ThreadingHTTPServer):
     daemon_threads = True
     stopping: threading.Event
+    gates: "defaultdict[str, tuple[threading.Event, threading.Event]]"  # name -> (opened, passed)
 
 
 class _Handler(SimpleHTTPRequestHandler):
@@ -158,6 +161,8 @@ class _Handler(SimpleHTTPRequestHandler):
             self.server.stopping.wait(timeout=LATE_S)
             part = parse_qs(urlsplit(self.path).query).get("part", [""])[0]
             self._send(200, "text/plain; charset=utf-8", LATE_TEXT.get(part, "").encode())
+        elif route == "/api/gate":
+            self._gate(parse_qs(urlsplit(self.path).query))
         elif route == "/latin1.html":
             # The header, not only the <meta>, declares the legacy charset.
             self._send(200, "text/html; charset=windows-1252", (PAGES / "latin1.html").read_bytes())
@@ -176,6 +181,22 @@ class _Handler(SimpleHTTPRequestHandler):
             self.server.stopping.wait(timeout=300)
         except OSError:
             pass  # the browser gave up and closed the connection
+
+    def _gate(self, query: dict[str, list[str]]) -> None:
+        """A page waits at a gate (`?name=N`) until the test opens it
+        (`&open=1`), then says it went through (`&passed=1`); the test's
+        request returns once it has: see `Site.open_gate`."""
+        opened, passed = self.server.gates[query.get("name", [""])[0]]
+        if "open" in query:
+            opened.set()
+            went = passed.wait(timeout=60)
+            self._send(200 if went else 504, "text/plain; charset=utf-8", b"passed" if went else b"nobody passed")
+            return
+        if "passed" in query:
+            passed.set()
+        else:
+            opened.wait(timeout=300)
+        self._send(200, "text/plain; charset=utf-8", b"")
 
     def _hold(self) -> None:
         """Read the request, answer nothing until the server stops: an image
@@ -197,6 +218,12 @@ class Site:
     @staticmethod
     def path(name: str) -> Path:
         return PAGES / (name if "." in name else name + ".html")
+
+    def open_gate(self, name: str) -> None:
+        """Let pages waiting at gate `name` go on (changing.html?gate=NAME
+        changes itself); returns once one has gone through."""
+        with urlopen(f"{self.base}/api/gate?name={name}&open=1", timeout=90) as reply:  # noqa: S310 - loopback
+            assert reply.status == 200
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -233,6 +260,7 @@ def private_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
 def _serving(name: str) -> Iterator[Site]:
     server = _FixtureServer(("127.0.0.1", 0), _Handler)
     server.stopping = threading.Event()
+    server.gates = defaultdict(lambda: (threading.Event(), threading.Event()))
     thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
     thread.start()
     try:

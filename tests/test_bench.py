@@ -82,6 +82,7 @@ def test_one_percentile_definition_linear_between_ranks() -> None:
 
 @pytest.mark.skipif(not (DATA / "wtq" / "questions.tsv").is_file(), reason="evaluation data not present")
 @pytest.mark.timeout(400)  # every section of the bench, end to end: a hang guard for a loaded machine
+@pytest.mark.slow
 def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> None:
     out = tmp_path / "bench"
     rc = main(["bench", "--quick", "--limit", "2", "--reps", "1", "--data", str(DATA), "--out", str(out)])
@@ -158,6 +159,7 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
         assert f"]({png})" in report
 
 
+@pytest.mark.slow
 def test_bridge_latency_times_the_side_panels_first_question_and_a_follow_up(tmp_path: Path) -> None:
     from benchmarks.bridge_latency import main as bridge_main
 

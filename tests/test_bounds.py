@@ -17,7 +17,7 @@ from conftest import Site
 from origin import BIG_MB, serving
 from test_mcp import server as stdio_server
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 
 async def test_a_response_larger_than_max_response_mb_is_not_loaded(site: Site) -> None:

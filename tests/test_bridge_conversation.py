@@ -23,7 +23,7 @@ from extension_bridge.spawn import ROOT, spawn_host
 from conftest import PAGES
 from test_bridge_host import Peer
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 PRODUCT = (PAGES / "product.html").read_text()
 

@@ -21,6 +21,8 @@ from extension_bridge.harness import PANEL_URL, choose_gemini, chromium_with_ext
 
 from conftest import Site
 
+pytestmark = pytest.mark.e2e
+
 DEBIAN_WRAPPER = Path("/usr/bin/chromium")  # a shell script exporting Chromium's own GOOGLE_API_KEY
 
 

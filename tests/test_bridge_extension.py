@@ -28,9 +28,9 @@ from extension_bridge.install import EXTENSION_DIR, EXTENSION_ID, HOST_NAME, man
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = os.environ.get("CHATAGENT_CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
 
-pytestmark = pytest.mark.skipif(
+pytestmark = [pytest.mark.e2e, pytest.mark.skipif(
     not CHROMIUM, reason="needs a Chromium build (extensions cannot load in branded Chrome)"
-)
+)]
 
 FAKE_HOST = textwrap.dedent(
     """

@@ -20,6 +20,8 @@ from extension_bridge.host import origin_from_argv
 from extension_bridge.install import EXTENSION_ORIGIN
 from extension_bridge.protocol import MAX_OUTGOING_FRAME, ChunkAssembler, FrameReader, FrameWriter
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parent.parent
 PNG = b"\x89PNG\r\n\x1a\nfake"
 

@@ -314,6 +314,7 @@ def _prose(text: str) -> str:
 
 
 @linux_only
+@pytest.mark.e2e
 def test_cli_install_finds_browsers_and_prints_whole_paths(machine: Machine) -> None:
     chromium = machine.add_program("chromium")
     brave = machine.add_program("brave-browser")
@@ -341,6 +342,7 @@ def test_cli_install_finds_browsers_and_prints_whole_paths(machine: Machine) -> 
 
 
 @linux_only
+@pytest.mark.e2e
 def test_cli_install_names_several_browsers_positional_and_flag(machine: Machine) -> None:
     run = machine.run("install", "edge", "brave", "--browser", "chrome", "--browser", "edge")
     assert run.returncode == 0, run.stderr
@@ -351,6 +353,7 @@ def test_cli_install_names_several_browsers_positional_and_flag(machine: Machine
 
 
 @linux_only
+@pytest.mark.e2e
 def test_cli_install_with_no_browser_found_names_the_choices(machine: Machine) -> None:
     machine.add_program("firefox")
     run = machine.run("install")
@@ -364,6 +367,7 @@ def test_cli_install_with_no_browser_found_names_the_choices(machine: Machine) -
 
 @linux_only
 @pytest.mark.parametrize("args", [("firefox",), ("--browser", "firefox"), ("chromium", "firefox")])
+@pytest.mark.e2e
 def test_cli_refuses_firefox(machine: Machine, args: tuple[str, ...]) -> None:
     machine.add_program("firefox")
     machine.add_program("chromium")
@@ -375,6 +379,7 @@ def test_cli_refuses_firefox(machine: Machine, args: tuple[str, ...]) -> None:
 
 
 @linux_only
+@pytest.mark.e2e
 def test_cli_uninstall_reports_files_and_only_its_own_folders(machine: Machine) -> None:
     chromium_settings = machine.xdg / "chromium"
     chromium_settings.mkdir()
@@ -409,6 +414,7 @@ def test_cli_uninstall_reports_files_and_only_its_own_folders(machine: Machine) 
 
 
 @linux_only
+@pytest.mark.e2e
 def test_cli_status_and_uninstall_of_an_old_firefox_manifest(machine: Machine) -> None:
     assert machine.run("install", "chromium").returncode == 0
     run = machine.run("status")

@@ -86,6 +86,7 @@ json_values = st.recursive(
 # ---------------------------------------------------------------- round trips
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(values=st.lists(json_values, min_size=1, max_size=4))
 async def test_round_trip_arbitrary_json(values: list[Any]) -> None:

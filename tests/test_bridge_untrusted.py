@@ -67,6 +67,7 @@ def good_reply(req: dict[str, Any]) -> dict[str, Any]:
 # ---------------------------------------------------------------- item 7
 
 
+@pytest.mark.e2e
 async def test_tools_on_one_tab_run_one_at_a_time_across_asks() -> None:
     outstanding: dict[int, int] = defaultdict(int)
     most: dict[int, int] = defaultdict(int)
@@ -158,6 +159,7 @@ async def play(peer: Peer, rid: str, question: str, bad_tool: str | None = None,
 
 
 @pytest.mark.parametrize("tool", ["scroll", "snapshot", "screenshot"])
+@pytest.mark.e2e
 async def test_a_malformed_tool_result_is_a_tool_error_and_the_ask_goes_on(tool: str) -> None:
     cases = {case: c for case, c in BAD_RESULTS.items() if c[1] == tool}
     async with real_host() as peer:  # one conversation: each case is a follow-up

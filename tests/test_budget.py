@@ -132,6 +132,7 @@ def test_fit_text_long_fixture_needle_within_2000_tokens() -> None:
     assert head.truncated and needle not in head.text and count_tokens(head.text) <= 2000
 
 
+@pytest.mark.slow
 def test_a_very_long_text_is_selected_from_as_a_whole_and_says_so() -> None:
     # A rendered page's shape (one line per line, no blank lines), over
     # LONG_TEXT_CHARS: its tokens are estimated from its lines, the question
@@ -344,6 +345,7 @@ block_st = st.one_of(paragraph_st, paragraph_st, heading_st, table_st,
 page_st = st.lists(block_st, min_size=1, max_size=60).map("\n\n".join)
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=page_st, budget=st.integers(min_value=64, max_value=1500),
        question=st.one_of(st.none(), sentence_st))

@@ -17,6 +17,8 @@ import pytest
 
 from conftest import ROOT, Site
 
+pytestmark = pytest.mark.e2e
+
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
@@ -179,8 +181,13 @@ def _before_chatagent(err: str) -> bool:
 def test_ctrl_c_at_any_moment_of_the_start_says_interrupted_and_never_a_traceback(site: Site) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GOOGLE_API_KEY", None)
-    statuses = []
-    for delay in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.6, 0.9):  # imports, the CLI, the browser's launch
+    statuses: list[int] = []
+    # Imports, the CLI, the browser's launch; then, until three Ctrl-Cs have met
+    # chatagent (a busy machine starts Python slowly), later ones.
+    late = (1.2, 1.6, 2.0, 2.5, 3.0, 4.0, 5.0)
+    for delay in (0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.4, 0.6, 0.9, *late):
+        if delay in late and statuses.count(130) >= 3:
+            break
         proc = subprocess.Popen([sys.executable, "-m", "chatagent", "ask", site.url("product"), "-q", "How much?"],
                                 cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         time.sleep(delay)
@@ -189,6 +196,8 @@ def test_ctrl_c_at_any_moment_of_the_start_says_interrupted_and_never_a_tracebac
         if err.startswith("Fatal Python error: init_") or _before_chatagent(err):
             continue  # the interpreter's own start (site, runpy finding the package): before any of chatagent
         assert "Traceback" not in err + out, (delay, err)
+        if delay in late and proc.returncode == 0:
+            break  # answered before the Ctrl-C came: later ones come later still
         # -SIGINT: the signal came before Python had set up its own handling.
         assert proc.returncode in (130, -signal.SIGINT), (delay, proc.returncode, err)
         if proc.returncode == 130:

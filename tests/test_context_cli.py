@@ -19,6 +19,8 @@ from chatagent.cli import build_parser, main
 
 from conftest import ROOT, Site
 
+pytestmark = pytest.mark.e2e
+
 
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})}

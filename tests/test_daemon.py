@@ -30,6 +30,8 @@ from chatagent.daemon.server import _private_socket
 
 from conftest import ROOT, Site
 
+pytestmark = pytest.mark.e2e
+
 QUESTION = "How much does the Aurora X14 Pro cost?"
 SERVED = "answered by the chatagent daemon (pid {pid})"
 

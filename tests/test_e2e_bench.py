@@ -10,6 +10,8 @@ import pytest
 
 from benchmarks.e2e import ANSWER, DAEMON, SIDES, format_report, has_token, run_e2e
 
+pytestmark = pytest.mark.e2e
+
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 
 

@@ -184,6 +184,7 @@ def _is_huge_note(note: str) -> bool:
     return "very large" in note and "elements" in note
 
 
+@pytest.mark.slow
 async def test_huge_dom_extracts_and_fits(site: Site, open_tabs) -> None:
     tc = await _one(open_tabs, site.url("huge_dom"), budget=2000)
     # Too many elements for trafilatura: the rendered text is used, and the user is told.
@@ -196,6 +197,7 @@ async def test_huge_dom_extracts_and_fits(site: Site, open_tabs) -> None:
     assert MARKER.search(tc.text)
 
 
+@pytest.mark.slow
 async def test_huge_dom_question_selects_the_matching_row(site: Site, open_tabs) -> None:
     tc = await _one(open_tabs, site.url("huge_dom"), "Which platform does train IC 2417 to Haldenby leave from?")
     assert tc.selected and tc.tokens <= 2000
@@ -220,6 +222,7 @@ async def test_huge_html_is_not_given_to_trafilatura_whole() -> None:
     assert "|RE 11999|Town 68|23:00|" in ex.text
 
 
+@pytest.mark.slow
 async def test_huge_html_without_rendered_text_reads_the_start() -> None:
     ex = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/t.html", html=_huge_html(12_000)))
     assert any(_is_huge_note(n) and "only the start" in n for n in ex.notes)
@@ -237,6 +240,7 @@ async def test_huge_page_note_survives_the_extraction_cache() -> None:
     assert any(_is_huge_note(n) for n in hit.notes)
 
 
+@pytest.mark.slow
 async def test_a_fact_deep_in_a_10_mb_page_is_selected_from_all_of_its_text(site: Site, open_tabs) -> None:
     # 10 MB of HTML with the fact 90% of the way down: its whole visible text
     # is read, and the question selects the fact from all of it.
@@ -435,6 +439,7 @@ async def test_extraction_pool_matches_in_process_extraction_and_outlives_a_kill
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+@pytest.mark.e2e
 async def test_extraction_workers_exit_when_their_owner_is_killed() -> None:
     script = (
         "import asyncio, os\n"
@@ -496,6 +501,7 @@ print("ok")
 
 
 @pytest.mark.skipif(not WTQ_PAGES.is_dir(), reason="needs ../shared/data/wtq")
+@pytest.mark.e2e
 async def test_tabs_extracted_on_threads_at_once_do_not_crash_the_process() -> None:
     """Without a process pool (the side panel's host) tabs extract on threads.
     trafilatura/lxml state shared by threads crashed the process natively
@@ -563,6 +569,7 @@ async def test_cells_spanning_rows_or_columns_stay_in_their_columns() -> None:
     assert "Year: 2010; Award Ceremony: Grammy Awards; Award Category: Best New Artist; Result: Nominated" in rows
 
 
+@pytest.mark.slow
 async def test_filling_spans_is_bounded_on_a_page_that_asks_for_millions_of_cells() -> None:
     rows = "".join("<tr><td rowspan='64'>x</td></tr>" for _ in range(5000))
     doc = lxml.html.fromstring(f"<html><body><table>{rows}</table></body></html>")

@@ -320,26 +320,23 @@ async def test_ttft_and_token_rate_are_honoured(make_llm: MakeLLM) -> None:
                 first_seen = time.perf_counter()
         req = s.last_request
         assert req.first_chunk_at is not None and req.completed_at is not None
+        # Lower bounds only: a busy machine may be late, never early.
         assert req.server_ttft_s is not None and req.server_ttft_s >= ttft
-        assert req.server_ttft_s < ttft + 0.5
         assert req.completed_at - req.first_chunk_at >= 4 * 0.02 * 0.9
         # Server timestamps share the caller's perf_counter clock.
         assert started <= req.arrived_at <= req.first_chunk_at <= (first_seen or 0.0)
 
         # Per-reply override beats the server default.
-        s.enqueue(TextReply(text="fast", ttft_s=0.0))
+        s.enqueue(TextReply(text="slow", ttft_s=3 * ttft))
         await llm.ainvoke("q")
-        assert (s.last_request.server_ttft_s or 1.0) < ttft
+        assert (s.last_request.server_ttft_s or 0.0) >= 3 * ttft
 
 
 async def test_concurrent_requests_overlap(make_llm: MakeLLM) -> None:
     async with GeminiServer(ttft_s=1.0, tokens_per_s=None, responder=echo_responder) as s:
         llm = make_llm(s)
-        started = time.perf_counter()
         results = await asyncio.gather(*(collect(llm, f"question {i}") for i in range(8)))
-        elapsed = time.perf_counter() - started
         assert sorted("".join(r) for r in results) == sorted(f"Echo: question {i}" for i in range(8))
-        assert elapsed < 8 * 1.0  # served in parallel, not one after another
         reqs = s.generate_requests
         assert len(reqs) == 8
         # Server-side proof of overlap: some request arrived while another was in flight.
@@ -361,7 +358,7 @@ async def test_stall_hits_client_read_timeout(server: GeminiServer, make_llm: Ma
     with pytest.raises(READ_TIMEOUT):
         async for chunk in llm.astream("q"):
             got.append(str(chunk.content))
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < 20  # bounded, not a timing claim: the stall alone is 30 s
     assert "".join(got).startswith("Partial")
 
 
@@ -501,10 +498,11 @@ def test_stop_does_not_wait_for_a_stalled_request() -> None:
         assert resp.status_code == 200
         started = time.perf_counter()
         s.stop()
-        assert time.perf_counter() - started < 3
+        assert time.perf_counter() - started < 30  # bounded, not a timing claim: the stall alone is 60 s
     client.close()
 
 
+@pytest.mark.e2e
 def test_cli_serves_until_interrupted() -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     proc = subprocess.Popen(

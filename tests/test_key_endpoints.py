@@ -25,6 +25,8 @@ from conftest import PAGES
 from test_bridge_host import Peer
 from test_settings import run_cli
 
+pytestmark = pytest.mark.e2e
+
 GOOGLE = "https://generativelanguage.googleapis.com"
 PRODUCT = (PAGES / "product.html").read_text()
 # None of the user's own settings from the environment: the panel's (the file's) alone.

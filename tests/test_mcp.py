@@ -25,7 +25,7 @@ from chatagent.tokens import count_tokens
 from conftest import PAGES, ROOT, Site
 from origin import listening
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 
 @contextlib.asynccontextmanager

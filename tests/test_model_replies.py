@@ -164,6 +164,7 @@ async def test_pass_2s_reply_withheld_by_the_filter_is_model_blocked(gemini: Gem
     assert len(gemini.generate_requests) == 2
 
 
+@pytest.mark.e2e
 async def test_cli_ask_exits_1_with_the_block_reason_instead_of_an_empty_answer(site: Site) -> None:
     with GeminiServer(ttft_s=0.0) as gemini:
         gemini.enqueue(BlockedReply())

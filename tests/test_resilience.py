@@ -162,6 +162,7 @@ async def test_the_question_deadline_ends_a_run_that_would_hang(gemini: GeminiSe
     assert isinstance((await ask(a))[-1], Done)
 
 
+@pytest.mark.e2e
 async def test_cli_auth_error_exits_1_with_the_setting_to_fix_and_no_traceback(site: Site) -> None:
     with GeminiServer(ttft_s=0.0) as gemini:
         gemini.enqueue(ErrorReply(code=401))

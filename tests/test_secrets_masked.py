@@ -34,6 +34,8 @@ from test_bridge_conversation import ask as panel_ask
 from test_bridge_host import Peer
 from test_daemon import SERVED, run as run_cli, start, status
 
+pytestmark = pytest.mark.e2e
+
 KEY = "AIzaSy-never-shown-0123456789-abcdWXYZ"
 MASK = "…WXYZ"
 TOKEN, TOKEN_MASK = 'a "quoted" \\ token', "…oken"  # written escaped in JSON

@@ -92,6 +92,7 @@ def run_cli(*args: str, env: dict[str, str], input: str | None = None) -> subpro
     )
 
 
+@pytest.mark.e2e
 def test_config_set_show_unset_and_path_in_the_platform_config_dir(tmp_path: Path) -> None:
     env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "CHATAGENT_CONFIG": "", "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
     path = run_cli("config", "path", env=env)
@@ -133,6 +134,7 @@ def _modes(root: Path) -> dict[str, int]:
     return {str(p.relative_to(root)): stat.S_IMODE(p.stat().st_mode) for p in [root, *root.rglob("*")]}
 
 
+@pytest.mark.e2e
 def test_commands_that_only_look_create_nothing_and_the_settings_folder_is_private(tmp_path: Path) -> None:
     """No settings file yet, the default places (no XDG_RUNTIME_DIR: the
     daemon's directory is run/ beside the settings file)."""
@@ -172,6 +174,7 @@ def test_commands_that_only_look_create_nothing_and_the_settings_folder_is_priva
     assert _modes(tmp_path / "made") == {".": 0o700, "deeper": 0o700, "deeper/c.toml": 0o600}
 
 
+@pytest.mark.e2e
 def test_config_set_refuses_a_model_no_provider_serves_as_an_ask_would(tmp_path: Path) -> None:
     from chatagent.errors import ModelConfigError
     from chatagent.models import provider_for
@@ -195,6 +198,7 @@ def test_config_set_refuses_a_model_no_provider_serves_as_an_ask_would(tmp_path:
     assert 'model = "openai:llama3.1"' in file.read_text(), "the earlier value stays"
 
 
+@pytest.mark.e2e
 def test_a_flag_given_on_the_command_line_wins_over_the_file(tmp_path: Path) -> None:
     env = {"CHATAGENT_CONFIG": str(tmp_path / "config.toml")}
     assert run_cli("config", "set", "budget", "10", env=env).returncode == 2  # below the minimum
@@ -211,6 +215,7 @@ def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
     return proc.stderr
 
 
+@pytest.mark.e2e
 def test_a_model_no_provider_serves_set_by_a_variable_or_the_file_is_refused_at_start_as_the_flag_is(
     tmp_path: Path,
 ) -> None:
@@ -250,6 +255,7 @@ def test_a_model_no_provider_serves_set_by_a_variable_or_the_file_is_refused_at_
     assert done.returncode == 0 and "$1,349.00" in done.stdout, done.stderr
 
 
+@pytest.mark.e2e
 def test_a_value_a_setting_cannot_take_is_a_usage_error_wherever_it_came_from(tmp_path: Path) -> None:
     """As `--budget 10` is (2), so is CHATAGENT_BUDGET=10 or `budget = 10` in
     the file: one line naming the setting and where it came from. A file that
@@ -293,6 +299,7 @@ def ask(rid: str, question: str) -> dict[str, Any]:
 
 
 @pytest.mark.asyncio(loop_scope="session")
+@pytest.mark.e2e
 async def test_a_host_started_by_debians_chromium_answers_with_the_offline_model(config: Path) -> None:
     env = debian_chromium_env()
     assert env.get("GOOGLE_API_KEY") in browser_launcher_keys()
@@ -305,6 +312,7 @@ async def test_a_host_started_by_debians_chromium_answers_with_the_offline_model
 
 
 @pytest.mark.asyncio(loop_scope="session")
+@pytest.mark.e2e
 async def test_debians_chromium_key_never_replaces_the_users_own(config: Path, gemini: GeminiServer) -> None:
     """Gemini configured in the file with the user's key: the host, started with
     Chromium's environment, sends the user's key, not Chromium's."""
@@ -329,6 +337,7 @@ def test_the_environment_key_alone_does_not_choose_the_model(config: Path, monke
 # --- errors name what fixes them ----------------------------------------------------------
 
 
+@pytest.mark.e2e
 def test_an_openai_compatible_server_that_is_not_running_is_named_with_its_url(
     config: Path, closed_port_url: str
 ) -> None:

@@ -61,6 +61,7 @@ def page_libraries(modules: set[str]) -> list[str]:
     ["--help"], ["config", "show"], ["config", "show", "--json"], ["config", "path"], ["ask", "--help"],
     ["bridge", "--help"],
 ], ids=" ".join)
+@pytest.mark.e2e
 def test_commands_that_read_no_page_import_no_page_libraries(tmp_path: Path, args: list[str]) -> None:
     assert page_libraries(imported_by(tmp_path, *args)) == []
 
@@ -70,6 +71,7 @@ def test_commands_that_read_no_page_import_no_page_libraries(tmp_path: Path, arg
     ["ask", "x.html", "-q", "hi", "--model", "gpt-5"],  # refused: a usage error
     ["config", "set", "model", "gpt-4"],
 ], ids=" ".join)
+@pytest.mark.e2e
 def test_a_model_name_is_checked_without_loading_a_model_library(tmp_path: Path, args: list[str]) -> None:
     """`--model` is checked as the command line is read, before the browser
     starts; LangChain (~0.25 s) still loads on the runtime's worker thread."""
@@ -78,6 +80,7 @@ def test_a_model_name_is_checked_without_loading_a_model_library(tmp_path: Path,
     assert not sorted(m for m in modules if m.partition(".")[0] in ("langchain_core", "langchain_google_genai", "google"))
 
 
+@pytest.mark.e2e
 def test_making_a_runtime_imports_no_page_libraries(tmp_path: Path) -> None:
     """They load on a worker thread once the runtime starts (`async with`),
     so a command can start the browser first."""
@@ -91,6 +94,7 @@ def test_making_a_runtime_imports_no_page_libraries(tmp_path: Path) -> None:
     assert page_libraries(imported_by(tmp_path, code=code)) == []
 
 
+@pytest.mark.e2e
 def test_an_ask_answered_by_another_model_does_not_load_the_offline_one(tmp_path: Path, site: Site) -> None:
     """The offline model's modules (~40 ms of a cold start) load when it answers, not whenever a model is named."""
     with GeminiServer(responder=lambda _r: TextReply(text="It costs $1,349.00 [Tab 1].")) as gemini:
@@ -141,6 +145,7 @@ async def test_the_browser_starts_while_the_runtime_loads(monkeypatch: pytest.Mo
     ("gemini-2.5-flash", "needs a Gemini API key", 1),
     ("no-such-model", "Unknown model 'no-such-model'", 2),  # refused at start, as `--model no-such-model` is
 ])
+@pytest.mark.e2e
 def test_a_model_that_cannot_be_made_is_reported_as_before(site: Site, model: str, says: str, status: int) -> None:
     """The model is made on a worker thread while the page loads: its error is
     still the one clear message, with nothing after it. Named by the settings
@@ -222,6 +227,7 @@ _STOPLIST_AFTER = textwrap.dedent("""
 """)
 
 
+@pytest.mark.e2e
 def test_a_one_shot_ask_does_not_warm_extractions_rare_fallback(tmp_path: Path, site: Site) -> None:
     """justext's stoplists (~150 ms of CPU, while a cold `ask` is short of it)
     serve the 1 page in 25 whose text trafilatura finds too short; `ask`
@@ -250,6 +256,7 @@ async def test_a_long_lived_runtime_still_warms_extraction_before_its_first_ques
 _START_UP_OVER = re.compile(r"start-up over after (\d+) garbage collections: (\d+) objects frozen")
 
 
+@pytest.mark.e2e
 def test_a_cold_ask_runs_no_garbage_collection_until_its_answer_begins(site: Site) -> None:
     """Start-up's ~200,000 long-lived objects (LangChain, trafilatura, Playwright,
     the page's extraction) are not scanned again and again, ~0.2 s of a cold
@@ -291,6 +298,7 @@ def test_the_collector_is_left_off_where_someone_else_turned_it_off() -> None:
     gc.unfreeze()  # this test process's objects go back to being collected
 
 
+@pytest.mark.e2e
 def test_a_one_shot_ask_about_several_pages_starts_no_extraction_workers(tmp_path: Path, site: Site) -> None:
     """Starting them takes ~0.5 s of CPU from the browser loading the pages:
     one question does not repay it (a conversation, `chat`, does)."""

@@ -28,7 +28,7 @@ from conftest import ROOT, Site
 from origin import listening, page_targets, serving, tabs_settle_to
 from test_mcp import server as stdio_server
 
-pytestmark = pytest.mark.asyncio(loop_scope="session")
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 TOKEN = "token-of-the-test"
 NEVER_S = "600"  # a load timeout and a model's first token far beyond any test: a tab they keep open stays

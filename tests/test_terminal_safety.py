@@ -31,6 +31,8 @@ from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, Gem
 from conftest import ROOT, Site
 from pty_terminal import Terminal
 
+pytestmark = pytest.mark.e2e
+
 MARKUP_QUERY = "?x=[/link]&y=[bold]z[/bold]"
 MARKUP_PAGE = f"""<!DOCTYPE html><html><head><meta charset="utf-8"><title>Ferry [bold]times[/bold]</title></head>
 <body><h1>Harbour notes</h1><p>The ferry to Nordholm leaves at 9:40 from pier 3 every weekday.</p>

@@ -20,6 +20,8 @@ from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, Gem
 from conftest import ROOT, Site
 from pty_terminal import Terminal
 
+pytestmark = pytest.mark.e2e
+
 MARKDOWN = """## Answer
 
 The **Aurora X14 Pro** costs **€79.90** [Tab 1]; the tool is screenshot\\_tool, the chord Cm<sup>M7</sup>.

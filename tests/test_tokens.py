@@ -8,6 +8,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from chatagent.tokens import ENCODING_NAME, count_tokens, encoding, truncate_to_tokens
 
 
@@ -66,6 +68,7 @@ _NO_NETWORK = textwrap.dedent(
 )
 
 
+@pytest.mark.e2e
 def test_offline_encoding_never_touches_the_network(tmp_path: Path) -> None:
     """A fresh interpreter (no cached encoding) with sockets, urllib and requests
     booby-trapped and an empty tiktoken cache: loading must still work."""
@@ -82,6 +85,7 @@ def test_offline_encoding_never_touches_the_network(tmp_path: Path) -> None:
     assert "OFFLINE-OK" in proc.stdout
 
 
+@pytest.mark.e2e
 def test_the_network_trap_works(tmp_path: Path) -> None:
     """Guard for the test above: the online cl100k_base does reach for the network
     (or its cache, which is empty here), and the trap stops it."""
