@@ -70,6 +70,16 @@ _RANGE = re.compile(r"\b(?:between|from)\s+(?:[a-z]+\s+)?(?P<n>\d{1,2}:\d{2}|\d{
 _EXCEPT = re.compile(r"\b(?:other than|besides|beside|except(?: for)?|apart from|aside from|excluding|not counting|not in|"
                      r"not from)\s+(?P<what>[^,?]+?)(?=,|\?|$|\s+(?:who|what|which|where|when|how|is|was|are|were|did|"
                      r"does|do|has|had|have)\b)", re.I)
+# "not from Canada", "never won a title": rows set aside, as by `_EXCEPT`, unless cells say "not".
+_NOT = re.compile(r"\b(?:not|n't|never)\s+(?:(?:be|been|from|in|on|by|at|of|to|with|win|won|play|played|make|made|use|used|"
+                  r"have|has|had|the|a|an)\s+)*(?P<what>[^,?]+?)(?=,|\?|\.|$|\s+(?:who|what|which|where|when|how|is|was|"
+                  r"are|were|did|does|do|between|before|after|since)\b)", re.I)
+# "no gold medals", "did not win any titles", "zero points": rows with nothing in a column.
+_NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|a|an))\b", re.I)
+# "above or below 3000?", "more or less than 10?": which side of a figure the named row is on.
+_SIDES = r"more|less|above|below|over|under|higher|lower|greater|fewer|larger|smaller|longer|shorter"
+_EITHER_SIDE = re.compile(rf"\b(?P<a>{_SIDES})\s*(?:or|/)\s*(?P<b>{_SIDES})\b", re.I)
+_YES_NO = re.compile(r"^\s*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
 _ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)*(?P<what>\w+)", re.I)
 _LISTING = re.compile(r"\b(?:list|name (?:all|the|each|every)|what are|which are|who are|each|every|all the)\b", re.I)
 # What a table's header abbreviates, as questions spell it.
@@ -90,6 +100,7 @@ class TableQuote:
     count: int | None = None  # rows that match a "how many", when all were seen
     matched: list[str] = field(default_factory=list)  # the words (or tests) the counted rows share
     limit: str = ""  # a line on what needs a language model
+    verdict: str = ""  # "Yes: Points is 12, against 10": the named row's figure against the question's test
 
 
 def number(cell: str) -> float | None:
@@ -282,6 +293,43 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
     return rows, f"{table.column(col) or 'value'} {t.words}", col
 
 
+def _zero(s: _Scored, question: str, tests: list[_Test]) -> tuple[list[int], str, int] | None:
+    """"Which team had no wins?": the rows with 0 (or nothing) in the column named, the one named
+    right after "no" when several are; not the "no" of a test ("no more than 3")."""
+    none = next((m for m in _NONE.finditer(question) if not any(t.start <= m.start() < t.end for t in tests)), None)
+    named = [j for j in s.numeric if s.column_hits[j]]
+    if not none or not named:
+        return None
+    after = set(ANALYSER.terms(" ".join(question[none.end():].split()[:4])))
+    col = max([j for j in named if _alike(after, s.column_terms[j])] or named, key=lambda j: s.column_hits[j])
+    rows = [i for i in range(len(s.table.rows)) if not s.table.is_total(i)
+            and (number(v := s.table.value(i, col)) == 0 or v in NONE_CELLS)]
+    return rows, f"{s.table.column(col)} 0", col
+
+
+def _not(found: list[Table], question: str) -> re.Match[str] | None:
+    """What "not" sets aside ("not from Canada"), unless it is a test or cells say it ("did not finish")."""
+    m = None if _NONE.search(question) else _NOT.search(question)
+    if not m or re.search(r"\bthan\b", m["what"], re.I):
+        return None
+    said = re.compile(rf"\b(?:not|n't|never)\s+{re.escape(m['what'].split()[0])}", re.I)
+    return None if any(said.search(cell) for t in found for row in t.rows for cell in row) else m
+
+
+def _verdict(s: _Scored, top: int, question: str, tests: list[_Test]) -> str:
+    """For "is X above or below 3000?" or "did X score at least 10?" of the row named: the side of
+    the figure its value is on, or "Yes"/"No", with the value; "" when it asks neither."""
+    side = _EITHER_SIDE.search(question)
+    if not tests or tests[0].op == "range" or not (side or _YES_NO.match(question)):
+        return ""
+    passing = _passing(s, question, tests[0])
+    if passing is None or (v := s.table.value(top, passing[2])) in NONE_CELLS:
+        return ""
+    passes = top in passing[0]
+    word = (side["b"] if passes else side["a"]).capitalize() if side else "Yes" if passes else "No"
+    return f"{word}: {s.table.column(passing[2]) or 'the value'} is {v}, against {tests[0].n:g}"
+
+
 def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
     """The row after (or before) row `top` in time, past rows naming the same thing again."""
     t = s.table
@@ -343,8 +391,8 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
 
 def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_Test]) -> TableQuote | None:
     values = set(_VALUE.findall(question))
-    # "other than X", "not in X": rows holding all of X's words are set aside.
-    setting = _EXCEPT.search(question)
+    # "other than X", "not from X": rows holding all of X's words are set aside.
+    setting = _EXCEPT.search(question) or _not(found, question)
     excluded = [e for part in re.split(r",|\bor\b|\bnor\b", setting["what"]) if (e := set(ANALYSER.terms(part)) & q)] \
         if setting else []
     q = q - set().union(*excluded)
@@ -359,7 +407,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     if best.score <= 0:
         return None
     table = best.table
-    aside = {i for i, c in enumerate(best.cells) if any(e <= c for e in excluded)}
+    held = set().union(*best.cells)  # "not based in Portvale": the rows saying "Portvale"
+    aside = {i for i, c in enumerate(best.cells) if any(e & held and e & held <= c for e in excluded)}
     for i in aside:
         best.row_scores[i], best.row_hits[i] = 0.0, frozenset()
     top = max(range(len(table.rows)), key=lambda i: (best.row_scores[i], -i))
@@ -370,7 +419,11 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     limit = f"Computing a difference or a total {NEEDS_MODEL}." if _ARITHMETIC.search(question) else ""
     candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
     others = _other_rows(best, top) if named_rows else []
+    if named_rows and (verdict := _verdict(best, top, question, tests)):
+        return TableQuote(table, [top], verdict=verdict, limit=limit)
     passed = [p for t in tests if (p := _passing(best, question, t)) is not None]
+    if (none := _zero(best, question, tests)) is not None:
+        passed.append(none)
     if passed:
         rows = [i for i in sorted(set.intersection(*(set(p[0]) for p in passed))) if i not in aside]
         if named_rows:  # of those, the rows the question names
@@ -429,7 +482,9 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     t = tq.table
     head, where = t.caption or "The table", f" [Tab {tab_id}]" if cite else ""
     lines = []
-    if tq.count is not None:
+    if tq.verdict:
+        lines.append(f"{tq.verdict}. {head}{where}")  # the figure, then the row it is in
+    elif tq.count is not None:
         what = f" with “{' '.join(tq.matched)}”" if tq.matched else ""
         lines.append(f"{head}: {tq.count} row{'s' if tq.count != 1 else ''}{what}{where}")
     elif t.caption or cite:
