@@ -160,6 +160,19 @@ def test_a_figure_of_the_row_named_is_judged_against_the_questions_number() -> N
     assert ask("Did Ridge United get at least 15 wins?", clubs).startswith("Yes: Wins is 15")
 
 
+def test_two_rows_named_with_a_word_in_common_are_both_shown() -> None:
+    squad = """# Relay squad
+
+| Runner | Club | Height |
+|---|---|---|
+| Maria Luisa Santos Vela | Northgate | 1.71 |
+| Ines Vela Ortiz | Riverside | 1.78 |
+| Carla Mendes | Northgate | 1.65 |
+"""
+    said = ask("Who is taller, Maria Luisa Santos Vela or Ines Vela Ortiz?", tab(1, "Relay squad", squad))
+    assert "1.71" in said and "1.78" in said and "Carla" not in said
+
+
 def test_a_passage_is_quoted_with_its_tab() -> None:
     page = tab(1, "Greyfield library", "# Greyfield library\n\nThe reading room seats 120 people.\n\n"
                                       "Opening hours: Monday to Friday, 9:00–17:30.")

@@ -329,11 +329,11 @@ def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
 
 
 def _other_rows(s: _Scored, top: int) -> list[int]:
-    """Rows naming what the top row does not ("Netherlands and United States"), best first."""
+    """Rows naming more that the top row does not than what it does ("Ann Lee or Tom Lee"), best first."""
     seen, out = set(s.row_hits[top]), []
     for i in sorted(range(len(s.table.rows)), key=lambda i: (-s.row_scores[i], i)):
         new = s.row_hits[i] - seen
-        if new and not s.row_hits[i] & seen:
+        if len(new) > len(s.row_hits[i] & seen):
             out.append(i)
             seen |= new
     return out
