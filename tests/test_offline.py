@@ -132,6 +132,47 @@ def test_a_table_answers_which_is_longest_and_which_pass_a_test() -> None:
     assert "2 rows" in gravel
 
 
+CLUBS = """# Club season
+
+| Club | City | Wins | Titles |
+|---|---|---|---|
+| Harbour Rovers | Portvale | 12 | 2 |
+| Mill Lane | Easton | 7 | 0 |
+| Ridge United | Portvale | 15 | 3 |
+| Old Forge | Westby | 3 | 0 |
+"""
+
+
+def test_a_table_answers_which_rows_have_none_of_a_figure() -> None:
+    clubs = ask("Which clubs have no titles?", tab(1, "Club season", CLUBS))
+    assert "2 rows" in clubs and "Mill Lane" in clubs and "Old Forge" in clubs and "Ridge United" not in clubs
+
+
+def test_a_table_sets_aside_the_rows_not_asked_about() -> None:
+    clubs = ask("Which clubs are not based in Portvale?", tab(1, "Club season", CLUBS))
+    assert "Mill Lane" in clubs and "Old Forge" in clubs and "Harbour Rovers" not in clubs
+
+
+def test_a_figure_of_the_row_named_is_judged_against_the_questions_number() -> None:
+    clubs = tab(1, "Club season", CLUBS)
+    assert ask("Is Mill Lane above or below 10 wins?", clubs).startswith("Below: Wins is 7")
+    assert ask("Did Old Forge have more than 5 wins?", clubs).startswith("No: Wins is 3")
+    assert ask("Did Ridge United get at least 15 wins?", clubs).startswith("Yes: Wins is 15")
+
+
+def test_two_rows_named_with_a_word_in_common_are_both_shown() -> None:
+    squad = """# Relay squad
+
+| Runner | Club | Height |
+|---|---|---|
+| Maria Luisa Santos Vela | Northgate | 1.71 |
+| Ines Vela Ortiz | Riverside | 1.78 |
+| Carla Mendes | Northgate | 1.65 |
+"""
+    said = ask("Who is taller, Maria Luisa Santos Vela or Ines Vela Ortiz?", tab(1, "Relay squad", squad))
+    assert "1.71" in said and "1.78" in said and "Carla" not in said
+
+
 def test_a_passage_is_quoted_with_its_tab() -> None:
     page = tab(1, "Greyfield library", "# Greyfield library\n\nThe reading room seats 120 people.\n\n"
                                       "Opening hours: Monday to Friday, 9:00–17:30.")

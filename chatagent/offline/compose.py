@@ -14,7 +14,7 @@ from ..ranking import BM25Ranker, Query, RankerFactory, fold
 from ..tables import clean
 from . import tables
 from .passages import (
-    ANALYSER, ITEM, Passage, best, compared_kinds, format_best, intent_terms, is_prose,
+    ANALYSER, ASKS_AUTHOR, BYLINE, ITEM, Passage, best, compared_kinds, format_best, intent_terms, is_prose,
     passage_intents, question_terms, quote_section, said_of, split, terms,
 )
 from .question import GRADED, HAS_DATE, Quantity, Question, quantities, restate
@@ -37,10 +37,6 @@ _TITLE_NOTE = re.compile(r"\s*\([^)]*\)\s*$")  # "The Crown (mountain)": the not
 _WORD = re.compile(r"\w+")
 _TITLE_PARTS = re.compile(r"\s+[—–|·-]\s+|:\s+")
 # "Who wrote this?", "When was it published?": the page itself, as its markup says.
-_ASKS_AUTHOR = re.compile(r"\b(who wrote|who write|who writes|who is the author|author|authors|writer|writers|"
-                          r"written by|byline)\b", re.I)
-_BYLINE = re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){1,3}"
-                     r"(?:\s*[,·|–—-]|\s*$)")
 _ASKS_PUBLISHED = re.compile(r"\bwhen\b.*\b(?:published|posted|written)\b|\bpublication date\b|\bdate of publication\b|"
                              r"\b(?:what|which) (?:day|date|year) was\b.*\b(?:published|posted|written)\b", re.I)
 _OF_ITSELF = frozenset(terms(
@@ -112,11 +108,10 @@ def _one(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory
     rows: dict[str, tables.TableQuote] = {}
     strength: dict[str, float] = {}
     for page in pages:
-        title = page.title
-        tq = tables.quote(page.text, text, title)
+        tq = tables.quote(page.text, text, page.title)
         prose = max((c for c, _, p in hits if p.tab_id == page.tab_id), default=0.0)
-        covered = _coverage(tq, q, title) if tq is not None else 0.0
-        listed = tq is not None and bool(tq.table.columns) and tables.says_table(text)
+        covered = _coverage(tq, q, page.title) if tq is not None else 0.0
+        listed = tq is not None and bool(tq.table.columns) and bool(tables.LISTED.search(text))
         if tq is not None and (covered + PROSE_MARGIN >= prose or listed):
             rows[page.tab_id], strength[page.tab_id] = tq, max(covered, prose)
         elif prose:
@@ -152,12 +147,8 @@ def _compares(text: str) -> bool:
 def _named_tabs(text: str, pages: list[Page]) -> list[str]:
     """The tabs whose page the question names by title ("A or B?")."""
     asked = f" {' '.join(_WORD.findall(fold(text).lower()))} "
-    named = []
-    for page in pages:
-        words = " ".join(_WORD.findall(fold(_TITLE_NOTE.sub("", page.title)).lower()))
-        if words and f" {words} " in asked:
-            named.append(page.tab_id)
-    return named
+    return [p.tab_id for p in pages if (words := " ".join(_WORD.findall(fold(_TITLE_NOTE.sub("", p.title)).lower())))
+            and f" {words} " in asked]
 
 
 def _by_kind(question: Question, pages: list[Page], named: list[str], ranker: RankerFactory) -> str | None:
@@ -289,7 +280,7 @@ def _gist(pages: list[Page]) -> str | None:
 def _of_itself(text: str, pages: list[Page]) -> str | None:
     """Who wrote the page or when it was published, from what its markup says; None when the
     question is about something else ("Who wrote that novel?") or no page says."""
-    author, published = bool(_ASKS_AUTHOR.search(text)), bool(_ASKS_PUBLISHED.search(text))
+    author, published = bool(ASKS_AUTHOR.search(text)), bool(_ASKS_PUBLISHED.search(text))
     if not (author or published) or set(terms(text)) - _OF_ITSELF:
         return None
     lines, silent = [], []
@@ -300,7 +291,7 @@ def _of_itself(text: str, pages: list[Page]) -> str | None:
         said, quoted = [], False
         if author:
             byline = next((ln.strip() for ln in page.text.splitlines()[:40] if len(ln) <= 200
-                           and _BYLINE.search(ln.strip()) and any(a in ln for a in page.authors)), "")
+                           and BYLINE.search(ln.strip()) and any(a in ln for a in page.authors)), "")
             quoted = bool(byline)
             said.append(byline or f"By {', '.join(page.authors)}")
         if published and not (quoted and HAS_DATE.search(said[0])):

@@ -26,8 +26,7 @@ from pydantic import Field
 
 from ..browser.base import ScrollResult
 from ..context import PageContext, TabContext
-from ..prompts import ESCALATION_MARKER
-from ..prompts import message_text
+from ..prompts import ESCALATION_MARKER, message_text
 from ..ranking import BM25Ranker, RankerFactory
 from ..rows import has_rows
 from ..tokens import count_tokens
@@ -114,14 +113,11 @@ class ExtractiveChatModel(BaseChatModel):
         if pages and (said := answer(Question.parse(question), pages, len(tabs), self.ranker)):
             return AIMessage(said)
         refreshed = {str(a.get("tab_id")) for n, a, _, _ in done if n == "refresh_browser_state_tool"}
-        for t in tabs:
-            if "refresh_browser_state_tool" in tool_names and t.tab_id not in refreshed:
-                return _call("refresh_browser_state_tool", {"tab_id": t.tab_id})
         bottom = {str(a.get("tab_id") or only) for n, a, artifact, ok in done if n == "scroll_tool"
                   and (not ok or (isinstance(artifact, ScrollResult) and artifact.at_bottom))}
-        for t in tabs:
-            if "scroll_tool" in tool_names and t.tab_id not in bottom:
-                return _call("scroll_tool", {"tab_id": t.tab_id, "direction": "down"})
+        for tool, did, more in (("refresh_browser_state_tool", refreshed, {}), ("scroll_tool", bottom, {"direction": "down"})):
+            if tool in tool_names and (t := next((t for t in tabs if t.tab_id not in did), None)):
+                return _call(tool, {"tab_id": t.tab_id, **more})
         searched = ("I read the whole text of the pages, re-read them and scrolled each to the bottom" if len(tabs) > 1
                     else "I read the whole page text, re-read the page and scrolled to the bottom")
         return AIMessage(f"{searched}, but found nothing that answers this question.")

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import takewhile
 
 from ..markers import is_marker
 from ..pdf import PAGE_MARK
@@ -120,6 +121,11 @@ def _asks(words: str) -> re.Pattern[str]:
     return re.compile(rf"\b({words})\b", re.I)
 
 
+ASKS_AUTHOR = _asks(r"who wrote|who write|who writes|who is the author|author|authors|writer|writers|written by|byline")
+# A byline: two or more capitalised words after "By", not a filter's label ("By Role").
+BYLINE = re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){1,3}(?:\s*[,·|–—-]|\s*$)")
+
+
 def _heading_named(names: str) -> re.Pattern[str]:
     return re.compile(rf"^(?:#+\s*)?({names})\s*:?\s*$", re.I)
 
@@ -163,11 +169,7 @@ KINDS: tuple[Kind, ...] = (
     Kind("xxstoragexx", _asks(r"storage|ssd|hdd|disk|drive space"), re.compile(_BYTES, re.I)),
     Kind("xxtemperaturexx", _asks(r"temperatures?|how hot|how cold|how warm|degrees"),
          re.compile(r"\d\s?(°|º|℃|℉|degrees?\b)", re.I)),
-    Kind("xxauthorxx", _asks(r"who wrote|who write|who writes|who is the author|author|authors|writer|writers|"
-                             r"written by|byline"),
-         # A byline: two or more capitalised words after "By", not a filter's label ("By Role").
-         re.compile(r"^(?i:by|written by|words by|authors?:)\s+[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){1,3}"
-                    r"(?:\s*[,·|–—-]|\s*$)")),
+    Kind("xxauthorxx", ASKS_AUTHOR, BYLINE),
     Kind("xxstepsxx", _asks(r"steps|instructions|directions|procedure|how (?:do|can|should|would) (?:i|you|we|one) "
                             r"\w+|how to \w+"),
          _heading_named(r"method|steps|instructions|directions|preparation|procedure|installation|installing|setup|"
@@ -226,13 +228,7 @@ def passage_intents(text: str) -> str:
 def _counted(question: str) -> set[str]:
     """What "how many" counts: its words up to the first function word."""
     m = _HOW_MANY.search(question)
-    out: set[str] = set()
-    for word in m["what"].split() if m else []:
-        stems = terms(word)
-        if not stems:
-            break
-        out.update(stems)
-    return out
+    return set().union(*takewhile(bool, (terms(word) for word in (m["what"].split() if m else []))))
 
 
 def _counts(text: str, counted: set[str]) -> bool:
@@ -265,12 +261,9 @@ def _definition(question: str) -> re.Pattern[str] | None:
 def best(
     passages: list[Passage], question: str, titles: dict[str, str] | None = None, ranker: RankerFactory = BM25Ranker
 ) -> list[tuple[float, float, Passage]]:
-    """(coverage, score, passage) for passages covering enough of the question, best first.
-
-    A tab's title words count towards coverage (a passage is about its page), but the
-    passage must match something beyond the title, and half of the question's own topic:
-    its words beyond every title, beyond what a kind of value answers and beyond grading
-    words. For "how many", a tab's passages that count what is asked push out the rest."""
+    """(coverage, score, passage) for passages covering enough of the question, best first. A tab's title
+    counts towards coverage, but a passage must match something beyond it and half of the question's topic
+    (its words beyond titles, kinds of value and grading). For "how many", passages that count push out the rest."""
     intents = intent_terms(question)
     q = question_terms(question) | intents
     if not passages or not q:

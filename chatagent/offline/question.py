@@ -175,6 +175,4 @@ class Question:
 def restate(part: str) -> str:
     """A part as the answer names it when the page is silent: "what is the warranty" → "what the warranty is"."""
     m = re.match(r"^(what|which|who|when|where|how \w+|how)\s+(is|are|was|were)\s+(.+)$", part.strip(" ?"), re.I)
-    if m:
-        return f"{m[1].lower()} {m[3]} {m[2].lower()}"
-    return f"“{part.strip(' ?')}?”"
+    return f"{m[1].lower()} {m[3]} {m[2].lower()}" if m else f"“{part.strip(' ?')}?”"

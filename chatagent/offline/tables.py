@@ -1,12 +1,7 @@
-"""The rows of a tab's tables that answer a question (tables parsed by `chatagent.tables`).
-
-A question names rows by their values ("Italy", "2008") and columns by their names
-("points"). This picks the table and, by what is asked: the row named; for "most /
-least / first / last" the row at the top of the column it compares by (sorted, not
-computed); for "how many" the rows that match and how many; for "more than 500",
-"before 1990" the rows that pass; for "after X" the next row. It never writes a value
-that is not in a cell, and says in one line what needs a language model.
-"""
+"""The rows of a tab's tables that answer a question (tables parsed by `chatagent.tables`): the
+row named by its values, the top of the column "most / first" compares by, the rows "how many" or
+"more than 500" / "no wins" pass, the next row "after X", the side of a figure the row named is on.
+It never writes a value that is not in a cell, and says in one line what needs a language model."""
 
 from __future__ import annotations
 
@@ -23,6 +18,7 @@ from .question import COMPARATIVES, MONTH, MONTH_NUMBER, SUPERLATIVES, UNITS, YE
 ANALYSER = Analyser(STOPWORDS_EN | QUESTION_WORDS)
 PHRASING = frozenset(ANALYSER.terms("times time total number amount listed list"))  # how asked, not what about
 NEEDS_MODEL = "needs a language model: set one with `chatagent config` or the panel's ⚙"
+COUNT_LIMIT = f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}."
 MAX_ROWS = 3  # rows shown for a count
 MAX_LISTED = 5  # rows shown when they are the answer
 SIZE_PRIOR = 0.7  # weight of a table's size (log rows) in choosing it
@@ -46,8 +42,8 @@ _TIMED = re.compile(r"\btime\b|speed|km/h|mph|per hour", re.I)
 _FIRST = re.compile(r"\b(first|earliest|oldest|original|initial|debut)\b", re.I)
 _LAST = re.compile(r"\b(last|latest|newest|most recent|final|youngest|recently)\b", re.I)
 _PLACED_FIRST = re.compile(r"\b(?:(?:finish(?:ed|es)?|placed|ranked|ended)\s+(?:in\s+)?|came\s+in\s+)first\b", re.I)
-_LISTED = re.compile(r"\b(?:listed|on (?:the|this) (?:list|chart|table)|(?:of|in) (?:the|this) (?:list|chart|table))\b",
-                     re.I)
+# The question asks about a table as such ("the last one listed").
+LISTED = re.compile(r"\b(?:listed|on (?:the|this) (?:list|chart|table)|(?:of|in) (?:the|this) (?:list|chart|table))\b", re.I)
 _AFTER = re.compile(r"\b(after|next|following|succeeded|subsequent)\b", re.I)
 _BEFORE = re.compile(r"\b(before|previous|preceding|prior|preceded)\b", re.I)
 _COUNT = re.compile(r"\b(how many|number of|total amount of|count|times)\b", re.I)
@@ -67,9 +63,16 @@ _FILTER = re.compile(r"\b(?P<no>no |not )?(?P<op>" + "|".join(sorted(_OPS, key=l
 _RANGE = re.compile(r"\b(?:between|from)\s+(?:[a-z]+\s+)?(?P<n>\d{1,2}:\d{2}|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)"
                     r"(?:\s+(?:and|to|through)\s+|\s*[-–]\s*)(?P<n2>\d{1,2}:\d{2}|\d{1,3}(?:,\d{3})+|\d+(?:\.\d+)?)(?![\d:]|,\d)",
                     re.I)
-_EXCEPT = re.compile(r"\b(?:other than|besides|beside|except(?: for)?|apart from|aside from|excluding|not counting|not in|"
-                     r"not from)\s+(?P<what>[^,?]+?)(?=,|\?|$|\s+(?:who|what|which|where|when|how|is|was|are|were|did|"
-                     r"does|do|has|had|have)\b)", re.I)
+# "other than X", "not from X", "never in X": rows holding X are set aside (unless cells say "not X").
+_EXCEPT = re.compile(r"\b(?P<how>other than|besides|beside|except(?: for)?|apart from|aside from|excluding|not counting|"
+                     r"not|n't|never)\s+(?P<what>[^,?]+?)(?=,|\?|\.|$|\s+(?:who|what|which|where|when|how|is|was|are|"
+                     r"were|did|does|do|has|had|have|between|before|after|since)\b)", re.I)
+# "no gold medals", "did not win any titles", "zero points": rows with nothing in a column.
+_NONE = re.compile(r"\b(?:no|zero|without|(?:not|n't|never) (?:\w+ ){0,3}(?:any|a|an))\b", re.I)
+# "above or below 3000?", "more or less than 10?": which side of a figure the named row is on.
+_SIDES = r"more|less|above|below|over|under|higher|lower|greater|fewer|larger|smaller|longer|shorter"
+_EITHER_SIDE = re.compile(rf"\b(?P<a>{_SIDES})\s*(?:or|/)\s*(?P<b>{_SIDES})\b", re.I)
+_YES_NO = re.compile(r"^\s*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
 _ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)*(?P<what>\w+)", re.I)
 _LISTING = re.compile(r"\b(?:list|name (?:all|the|each|every)|what are|which are|who are|each|every|all the)\b", re.I)
 # What a table's header abbreviates, as questions spell it.
@@ -90,6 +93,7 @@ class TableQuote:
     count: int | None = None  # rows that match a "how many", when all were seen
     matched: list[str] = field(default_factory=list)  # the words (or tests) the counted rows share
     limit: str = ""  # a line on what needs a language model
+    verdict: str = ""  # "Yes: Points is 12, against 10": the named row's figure against the question's test
 
 
 def number(cell: str) -> float | None:
@@ -127,10 +131,9 @@ def _filled(table: Table, j: int) -> list[str]:
 
 def _dated(table: Table, j: int) -> bool:
     """A column of times: named so ("Year"), or all of whose figures are years or dates."""
-    if _YEARISH.search(table.column(j)):
-        return True
     values = _filled(table, j)
-    return bool(values) and all(YEAR.fullmatch(v.strip()) or _MONTH_IN.search(v) and YEAR.search(v) for v in values)
+    return bool(_YEARISH.search(table.column(j))) or bool(values) and all(
+        YEAR.fullmatch(v.strip()) or _MONTH_IN.search(v) and YEAR.search(v) for v in values)
 
 
 def _clocks(table: Table, j: int) -> bool:
@@ -151,12 +154,8 @@ class _Scored:
     @cached_property
     def numeric(self) -> list[int]:
         """Columns most of whose cells hold a figure."""
-        out = []
-        for j in range(self.table.width):
-            values = [number(v) for v in _filled(self.table, j)]
-            if len(values) >= 2 and sum(v is not None for v in values) >= 0.6 * len(values):
-                out.append(j)
-        return out
+        figures = [[number(v) for v in _filled(self.table, j)] for j in range(self.table.width)]
+        return [j for j, fs in enumerate(figures) if len(fs) >= 2 and sum(f is not None for f in fs) >= 0.6 * len(fs)]
 
 
 def _score(table: Table, q: set[str], caption: set[str], values: set[str]) -> _Scored:
@@ -181,18 +180,16 @@ def _score(table: Table, q: set[str], caption: set[str], values: set[str]) -> _S
 
 
 def _comparator(s: _Scored, question: str) -> int | None:
-    """The column a superlative compares by: a numeric column the question names; for
-    "first / last" a column of years or dates (else the table's order)."""
+    """The column a superlative compares by: a numeric column named; for "first / last", of years or dates."""
     named = [j for j in s.numeric if s.column_hits[j]]
     asked = _ASKED.search(question)
     if asked and len(named) > 1:  # "which season had the most points?": the points are compared
         head = set(ANALYSER.terms(asked["what"]))
         named = [j for j in named if not _alike(head, s.column_terms[j])] or named
     ranks = _MOST.search(question) or _LEAST.search(question)
-    if _SPEED.search(question) and not named:
-        timed = [j for j in s.numeric if _clocks(s.table, j) or _TIMED.search(s.table.column(j))]
-        if timed:
-            return timed[0]
+    timed = [j for j in s.numeric if _clocks(s.table, j) or _TIMED.search(s.table.column(j))]
+    if _SPEED.search(question) and not named and timed:
+        return timed[0]
     if ranks and not named:
         totals = [j for j in s.numeric if _TOTAL_COLUMN.match(s.table.column(j))]
         # "The longest", "the cheapest": by the column whose cells are lengths or durations, prices.
@@ -203,7 +200,7 @@ def _comparator(s: _Scored, question: str) -> int | None:
     dated_named = [j for j in named if _dated(s.table, j)]
     if named and (ranks or dated_named):
         return max(named if ranks else dated_named, key=lambda j: s.column_hits[j])
-    if (_first(question) or _LAST.search(question)) and not _LISTED.search(question):
+    if (_first(question) or _LAST.search(question)) and not LISTED.search(question):
         return next((j for j in s.numeric if _dated(s.table, j)), None)
     return None
 
@@ -229,9 +226,7 @@ def _tests(question: str) -> list[_Test]:
     """The question's tests of figures: "more than 500", "not before 1990", "from 5 to 8"."""
     out = []
     for m in _FILTER.finditer(question):
-        op = _OPS[m["op"].lower()]
-        if m["no"]:
-            op = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}[op]
+        op = {">": "<=", ">=": "<", "<": ">=", "<=": ">"}[_OPS[m["op"].lower()]] if m["no"] else _OPS[m["op"].lower()]
         n = number(m["n"].replace(",", "")) or 0.0
         timed = m["op"].lower() in ("before", "after", "since", "until", "prior to", "earlier than", "later than")
         out.append(_Test(op, n, n, f"{m['no'] or ''}{m['op']} {m['n']}".lower(), m.start(), m.end(), timed, m["cur"] or ""))
@@ -253,8 +248,7 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
     numeric, table = s.numeric, s.table
     named = [j for j in numeric if s.column_hits[j]]
     if t.of_time:
-        dated = [j for j in numeric if _dated(table, j)]
-        named = dated or named
+        named = [j for j in numeric if _dated(table, j)] or named
     elif t.cur:
         named = named or [j for j in numeric if t.cur in table.column(j)]
     elif unit := _unit(question, t.end):
@@ -282,6 +276,42 @@ def _passing(s: _Scored, question: str, t: _Test) -> tuple[list[int], str, int] 
     return rows, f"{table.column(col) or 'value'} {t.words}", col
 
 
+def _zero(s: _Scored, question: str, tests: list[_Test]) -> tuple[list[int], str, int] | None:
+    """"Which team had no wins?": rows with 0 or nothing in the column named (next after "no", if several)."""
+    none = next((m for m in _NONE.finditer(question) if not any(t.start <= m.start() < t.end for t in tests)), None)
+    named = [j for j in s.numeric if s.column_hits[j]]
+    if not none or not named:
+        return None
+    after = set(ANALYSER.terms(" ".join(question[none.end():].split()[:4])))
+    col = max([j for j in named if _alike(after, s.column_terms[j])] or named, key=lambda j: s.column_hits[j])
+    rows = [i for i in range(len(s.table.rows)) if not s.table.is_total(i)
+            and (number(v := s.table.value(i, col)) == 0 or v in NONE_CELLS)]
+    return rows, f"{s.table.column(col)} 0", col
+
+
+def _set_aside(found: list[Table], question: str) -> re.Match[str] | None:
+    """What the question sets aside; not "not" in a test ("not more than") or said by cells ("did not finish")."""
+    found_aside = list(_EXCEPT.finditer(question))
+    if m := next((m for m in found_aside if m["how"].lower() not in ("not", "n't", "never")), None):
+        return m
+    if _NONE.search(question) or not found_aside or re.search(r"\bthan\b", (m := found_aside[0])["what"], re.I):
+        return None
+    said = re.compile(rf"\b(?:not|n't|never)\s+{re.escape(m['what'].split()[0])}", re.I)
+    return None if any(said.search(cell) for t in found for row in t.rows for cell in row) else m
+
+
+def _verdict(s: _Scored, top: int, question: str, tests: list[_Test]) -> str:
+    """"Is X above or below 3000?", "did X score at least 10?": the side the row named is on, or Yes/No."""
+    side = _EITHER_SIDE.search(question)
+    asks = bool(tests) and tests[0].op != "range" and bool(side or _YES_NO.match(question))
+    passing = _passing(s, question, tests[0]) if asks else None
+    if passing is None or (v := s.table.value(top, passing[2])) in NONE_CELLS:
+        return ""
+    passes = top in passing[0]
+    word = (side["b"] if passes else side["a"]).capitalize() if side else "Yes" if passes else "No"
+    return f"{word}: {s.table.column(passing[2]) or 'the value'} is {v}, against {tests[0].n:g}"
+
+
 def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
     """The row after (or before) row `top` in time, past rows naming the same thing again."""
     t = s.table
@@ -299,11 +329,11 @@ def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
 
 
 def _other_rows(s: _Scored, top: int) -> list[int]:
-    """Rows naming what the top row does not ("Netherlands and United States"), best first."""
+    """Rows naming more that the top row does not than what it does ("Ann Lee or Tom Lee"), best first."""
     seen, out = set(s.row_hits[top]), []
     for i in sorted(range(len(s.table.rows)), key=lambda i: (-s.row_scores[i], i)):
         new = s.row_hits[i] - seen
-        if new and not s.row_hits[i] & seen:
+        if len(new) > len(s.row_hits[i] & seen):
             out.append(i)
             seen |= new
     return out
@@ -319,11 +349,6 @@ def _needed(s: _Scored, top: int) -> frozenset[str]:
 def _words_for(question: str, stems: frozenset[str]) -> list[str]:
     words = re.findall(r"\w[\w'-]*", question)
     return [w for w, s in zip(words, ANALYSER.stems(words)) if s in stems]
-
-
-def says_table(question: str) -> bool:
-    """The question asks about a table as such ("the last one listed")."""
-    return bool(_LISTED.search(question))
 
 
 def quote(text: str, question: str, title: str = "") -> TableQuote | None:
@@ -343,8 +368,8 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
 
 def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_Test]) -> TableQuote | None:
     values = set(_VALUE.findall(question))
-    # "other than X", "not in X": rows holding all of X's words are set aside.
-    setting = _EXCEPT.search(question)
+    # "other than X", "not from X": rows holding all of X's words are set aside.
+    setting = _set_aside(found, question)
     excluded = [e for part in re.split(r",|\bor\b|\bnor\b", setting["what"]) if (e := set(ANALYSER.terms(part)) & q)] \
         if setting else []
     q = q - set().union(*excluded)
@@ -359,7 +384,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     if best.score <= 0:
         return None
     table = best.table
-    aside = {i for i, c in enumerate(best.cells) if any(e <= c for e in excluded)}
+    held = set().union(*best.cells)  # "not based in Portvale": the rows saying "Portvale"
+    aside = {i for i, c in enumerate(best.cells) if any(e & held and e & held <= c for e in excluded)}
     for i in aside:
         best.row_scores[i], best.row_hits[i] = 0.0, frozenset()
     top = max(range(len(table.rows)), key=lambda i: (best.row_scores[i], -i))
@@ -370,7 +396,10 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     limit = f"Computing a difference or a total {NEEDS_MODEL}." if _ARITHMETIC.search(question) else ""
     candidates = [i for i, sc in enumerate(best.row_scores) if sc >= best.row_scores[top]] if named_rows else []
     others = _other_rows(best, top) if named_rows else []
-    passed = [p for t in tests if (p := _passing(best, question, t)) is not None]
+    if named_rows and (verdict := _verdict(best, top, question, tests)):
+        return TableQuote(table, [top], verdict=verdict, limit=limit)
+    # "Longer than 20 km", "no titles": the rows that pass every test.
+    passed = [p for p in [*(_passing(best, question, t) for t in tests), _zero(best, question, tests)] if p is not None]
     if passed:
         rows = [i for i in sorted(set.intersection(*(set(p[0]) for p in passed))) if i not in aside]
         if named_rows:  # of those, the rows the question names
@@ -382,8 +411,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             shown = MAX_ROWS if counting else MAX_LISTED
             return TableQuote(table, rows[:shown], count=len(rows) if table.complete else None,
                               matched=[" and ".join(p[1] for p in passed)],
-                              limit=limit or (f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}."
-                                              if counting else ""))
+                              limit=limit or (COUNT_LIMIT if counting else ""))
     if _ARITHMETIC.search(question) and others:
         return TableQuote(table, [top, *others][:MAX_ROWS], limit=limit)
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
@@ -397,7 +425,7 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         counts_cells = any(best.column_hits[j] for j in best.numeric)
         shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
         return TableQuote(table, shown[:MAX_ROWS], count=len(rows) if table.complete else None, matched=matched,
-                          limit=limit or f"I can show the rows; counting exactly what you asked {NEEDS_MODEL}.")
+                          limit=limit or COUNT_LIMIT)
     after, before = bool(_AFTER.search(question)), bool(_BEFORE.search(question))
     if named_rows and after != before and not tests:
         nearby = _neighbour(best, top, after=after)
@@ -429,7 +457,9 @@ def render(tq: TableQuote, tab_id: str, *, cite: bool = True) -> str:
     t = tq.table
     head, where = t.caption or "The table", f" [Tab {tab_id}]" if cite else ""
     lines = []
-    if tq.count is not None:
+    if tq.verdict:
+        lines.append(f"{tq.verdict}. {head}{where}")  # the figure, then the row it is in
+    elif tq.count is not None:
         what = f" with “{' '.join(tq.matched)}”" if tq.matched else ""
         lines.append(f"{head}: {tq.count} row{'s' if tq.count != 1 else ''}{what}{where}")
     elif t.caption or cite:
