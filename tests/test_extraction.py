@@ -502,6 +502,7 @@ print("ok")
 
 @pytest.mark.skipif(not WTQ_PAGES.is_dir(), reason="needs ../shared/data/wtq")
 @pytest.mark.e2e
+@pytest.mark.timeout(400)  # the run has its own bound (300 s): a loaded machine takes minutes
 async def test_tabs_extracted_on_threads_at_once_do_not_crash_the_process() -> None:
     """Without a process pool (the side panel's host) tabs extract on threads.
     trafilatura/lxml state shared by threads crashed the process natively
