@@ -94,7 +94,8 @@ class Peer:
         self.proc.stdin.write(data)
         await self.proc.stdin.drain()
 
-    async def recv(self, timeout: float = 10) -> dict[str, Any]:
+    async def recv(self, timeout: float = 60) -> dict[str, Any]:
+        # A guard against a hung host, not a time limit: a loaded machine starts it slowly.
         while True:
             payload = await asyncio.wait_for(self.reader.read_frame(), timeout)
             assert payload is not None, "host closed stdout"
