@@ -79,10 +79,14 @@ class Note(_Event):
 
 
 class Citation(BaseModel):
+    """A source of the answer: a whole tab ([Tab 1]) or one passage of it ([1.4])."""
+
     tab_id: str
-    url: str
+    url: str  # the page; for a passage, with a text fragment (#:~:text=…) that opens it at `quote`
     title: str = ""
     label: str = ""  # how the answer names the tab: "1" for [Tab 1] (front ends may map tab_id to their own ids)
+    block: str = ""  # the passage's id as the answer cites it, "1.4" for [1.4]; empty for a whole tab
+    quote: str = ""  # the passage's words, verbatim from the page; empty for a whole tab
 
 
 class Usage(BaseModel):
@@ -107,6 +111,7 @@ class Done(_Event):
     answer: str
     pass_: int = Field(alias="pass", serialization_alias="pass")
     citations: list[Citation] = Field(default_factory=list)
+    dropped_citations: int = 0  # ids the answer cited that name no passage of the context: never shown
     usage: Usage = Field(default_factory=Usage)
     timings: Timings = Field(default_factory=Timings)
     tool_calls: int = 0

@@ -80,7 +80,7 @@ async def test_an_asks_first_event_says_how_its_answer_numbers_the_tabs(gemini: 
     assert first["tabs"] == [{"tabId": 41, "label": "1"}, {"tabId": 7, "label": "2"}]
     assert later[-1]["type"] == "done"
     assert follow_up["tabs"] == [{"tabId": 7, "label": "2"}]
-    assert done["citations"] == [{"tab_id": "7", "url": other["url"], "title": "Other", "label": "2"}]
+    assert done["citations"] == [{"tab_id": "7", "url": other["url"], "title": "Other", "label": "2", "block": "", "quote": ""}]
 
 
 async def test_the_model_connection_is_open_before_the_first_question(gemini: GeminiServer) -> None:
