@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from .errors import ChatAgentError
 
@@ -34,13 +34,20 @@ class ToolCall(_Event):
     id: str
     name: str
     args: dict[str, Any] = Field(default_factory=dict)
+    words: str = ""  # the call as a person is told it; front ends that name tabs otherwise replace it
 
-    def in_words(self) -> str:
-        """The call as a person is told it while it runs ("Scrolling down Tab 1…"):
-        the side panel's words (extension_bridge/extension/sidepanel.js,
-        `toolStatus`), the tab named by its label, as the terminal and MCP name it."""
-        tab = str(self.args.get("tab_id") or "").strip().removeprefix("Tab ").strip()
-        where = f"Tab {tab}" if tab else "the tab"
+    @model_validator(mode="after")
+    def _told(self) -> "ToolCall":
+        self.words = self.words or self.in_words()
+        return self
+
+    def in_words(self, where: str | None = None) -> str:
+        """The call as a person is told it while it runs ("Scrolling down Tab 1…").
+        `where` names the tab as the front end does (the side panel says its
+        title); by default its label, as the terminal and MCP name it."""
+        if where is None:
+            tab = str(self.args.get("tab_id") or "").strip().removeprefix("Tab ").strip()
+            where = f"Tab {tab}" if tab else "the tab"
         tool = self.name.removesuffix("_tool")
         if tool == "scroll":
             if to := str(self.args.get("to_text") or ""):

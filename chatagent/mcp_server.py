@@ -237,7 +237,7 @@ class PageTools:
             elif isinstance(event, PassStart) and event.pass_ == 2:
                 await progress(f"The page text was not enough; using the browser ({event.reason}).")
             elif isinstance(event, ToolCall):
-                await progress(event.in_words())
+                await progress(event.words)
             elif isinstance(event, ErrorEvent):
                 # The notes say why each page could not be read: a tool error is all the caller sees.
                 raise _tool_error(" ".join([*notes, f"{_in_mcp_words(event)} ({event.code})"]))

@@ -109,7 +109,7 @@ class EventPrinter:
             where = f"tab {event.tab_id}: " if event.tab_id else ""
             self._err(("note", "yellow"), f" {where}{event.text}")
         elif isinstance(event, ToolCall):
-            self._err((f"→ {event.in_words()}", "dim"))
+            self._err((f"→ {event.words}", "dim"))
         elif isinstance(event, ToolResult):
             mark = ("✓", "green") if event.ok else ("✗", "red")
             self._err(("  ", "dim"), mark, (f" {event.text}", "dim"))

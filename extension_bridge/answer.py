@@ -38,9 +38,23 @@ def _to_chrome(event: Event, tabs: Sequence[BridgeTab]) -> Event:
         return event.model_copy(update={"citations": cites})
     if isinstance(event, (Screenshot, Note)) and event.tab_id:
         return event.model_copy(update={"tab_id": chrome(event.tab_id)})
-    if isinstance(event, ToolCall) and "tab_id" in event.args:
-        return event.model_copy(update={"args": {**event.args, "tab_id": chrome(str(event.args["tab_id"]))}})
+    if isinstance(event, ToolCall):
+        tab = next((t for t in tabs if t.label == str(event.args.get("tab_id", ""))), None)
+        if tab is None and len(tabs) == 1:
+            tab = tabs[0]
+        words = event.in_words(where=_panel_name(tab))
+        if "tab_id" in event.args:
+            return event.model_copy(update={"args": {**event.args, "tab_id": chrome(str(event.args["tab_id"]))}, "words": words})
+        return event.model_copy(update={"words": words})
     return event
+
+
+def _panel_name(tab: BridgeTab | None) -> str:
+    """A tab as the side panel names it: by its title."""
+    if tab is None or not tab.title:
+        return "the tab"
+    title = tab.title if len(tab.title) <= 40 else f"{tab.title[:39]}…"
+    return f"the “{title}” tab"
 
 
 MAX_CONVERSATIONS = 32  # threads a panel keeps; the oldest is forgotten first

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from chatagent.testing.gemini_server import GeminiServer, TextReply
+from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, GeminiServer, TextReply
 from extension_bridge.install import EXTENSION_ORIGIN
 from extension_bridge.spawn import ROOT, spawn_host
 
@@ -175,3 +175,29 @@ async def test_the_host_runs_no_garbage_collection_until_it_is_warm(gemini: Gemi
     collections, frozen = map(int, over[0])
     assert collections < 60  # ~20 as the interpreter starts; unpaused, the runtime's imports alone run ~170
     assert frozen > 100_000  # what warming loaded: LangChain, the Gemini client, trafilatura
+
+
+async def test_a_tool_call_reaches_the_panel_in_words_naming_the_tab_by_its_title(gemini: GeminiServer) -> None:
+    """The panel shows what pass 2 is doing as the host words it: it names the
+    tab as the panel does, by its title, not by the model's label."""
+    gemini.enqueue(
+        TextReply(text="[[NEED_BROWSER]] The price is further down."),
+        FunctionCallReply(calls=[FunctionCall("scroll_tool", {"tab_id": "1", "direction": "down"})]),
+        TextReply(text="It costs $1,349.00 [Tab 1]."),
+    )
+    async with real_host(gemini) as peer:
+        await peer.send(ask("a", "How much is it?"))
+        events = []
+        while not events or events[-1]["type"] not in ("done", "error"):
+            msg = await peer.recv()
+            if msg["type"] == "tool_request":
+                await peer.send({
+                    "type": "tool_result", "id": "a", "callId": msg["callId"], "ok": True, "text": "Price: $1,349.00",
+                    "scroll": {"scrollY": 900, "pageHeight": 3000, "viewportHeight": 700, "atBottom": False},
+                })
+            else:
+                events.append(msg["event"])
+    call = next(e for e in events if e["type"] == "tool_call")
+    assert call["words"] == "Scrolling down the “Aurora X14 Pro” tab…"
+    assert call["args"]["tab_id"] == "41", "the panel's own tab id"
+    assert events[-1]["type"] == "done"

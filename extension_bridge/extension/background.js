@@ -189,8 +189,6 @@ function onHostMessage(msg) {
       break;
     }
     case "tool_request": {
-      const a = asks.get(msg.id);
-      if (a) post(a.panel, { type: "tool_activity", id: msg.id, name: msg.name, tabId: msg.tabId, args: msg.args });
       onTabQueue(msg.tabId, () => runTool(msg)).then(
         (result) => replyTool(msg, { ok: true, ...result }),
         (e) => replyTool(msg, { ok: false, error: friendlyScriptError(e) }),

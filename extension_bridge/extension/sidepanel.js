@@ -101,9 +101,6 @@ function onMessage(msg) {
         onEvent(msg.event);
       }
       break;
-    case "tool_activity":
-      if (current && msg.id === current.id) setTurnStatus(current.turn, toolStatus(msg.name, msg.tabId, msg.args));
-      break;
     case "settings":
       showSettings(msg);
       settle(msg.id, msg);
@@ -534,19 +531,6 @@ function stop() {
   }, STOP_WAIT_MS);
 }
 
-function toolStatus(name, tabId, args = {}) {
-  const where = tabInWords(tabId ?? args.tab_id ?? args.tabId);
-  const tool = String(name).replace(/_tool$/, "");
-  if (tool === "scroll") {
-    const to = args.toText || args.to_text;
-    if (to) return `Scrolling ${where} to “${String(to).slice(0, 40)}”…`;
-    return { up: `Scrolling up ${where}…`, top: `Going to the top of ${where}…`, bottom: `Going to the end of ${where}…` }[args.direction] ?? `Scrolling down ${where}…`;
-  }
-  if (tool === "screenshot") return `Looking at ${where}…`;
-  if (tool === "snapshot" || tool === "refresh_browser_state") return `Reading ${where} again…`;
-  return `Working on ${where}…`;
-}
-
 let renderQueued = false;
 function renderStreaming() {
   // At most once a frame: re-rendering markdown on every token would be quadratic.
@@ -591,7 +575,7 @@ function onEvent(ev) {
       renderStreaming();
       break;
     case "tool_call":
-      setTurnStatus(turn, toolStatus(ev.name, null, ev.args || {}));
+      setTurnStatus(turn, ev.words || "Working…"); // the host words it, naming the tab by its title
       break;
     case "tool_result":
       if (ev.ok === false) setTurnStatus(turn, `That did not work (${ev.text}); trying another way…`);
