@@ -4,6 +4,7 @@ could not answer from the text, binds the three browser tools."""
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
@@ -28,6 +29,7 @@ from .hooks import RunHooks
 from .models import Model
 from .prompts import browser_state_message, build_messages, screenshot_message, tool_result_text, without_image
 from .retry import RetryPolicy, stream_reply
+from .tokens import count_tokens
 from .limits import DEFAULT_DEADLINE_S, INPUT_BUDGET_FACTOR, MAX_QUESTION_CHARS, MIN_INPUT_BUDGET
 from .tools import ToolRunner, tool_specs
 
@@ -69,6 +71,15 @@ class _Run:
         if meta:
             self.usage.input_tokens += meta.get("input_tokens", 0)
             self.usage.output_tokens += meta.get("output_tokens", 0)
+
+    def count_usage(self, reported: bool, request_tokens: Callable[[], int], output: str) -> None:
+        """A reply the server reported no usage for (or that was cut short
+        before it did): count it ourselves, and say so."""
+        if reported:
+            return
+        self.usage.input_tokens += request_tokens()
+        self.usage.output_tokens += count_tokens(output)
+        self.usage.counted = True
 
 
 class ChatAgent:
@@ -255,15 +266,21 @@ class ChatAgent:
         # would delay every first token by milliseconds.
         run.pass1_request = build_messages(ctx, question, history, fence=self.history.fence)
         stream = self._stream(self._reading(self.model.chat, ctx), run.pass1_request, emit, pass_=1)
+        heard: list[str] = []  # what the model said, the escalation marker included
+        reported = False
         try:
             async for chunk in stream:
                 run.add_usage(chunk)
+                reported = reported or bool(chunk.usage_metadata)
+                heard.append(chunk.text)
                 self._emit_text(gate.feed(chunk.text), parts, emit, run)
                 if gate.escalated:
                     break  # no need to hear the rest
         finally:
             await stream.aclose()
         self._emit_text(gate.finish(), parts, emit, run)
+        if self.model.provider.metered:
+            run.count_usage(reported, lambda: _request_tokens(run.pass1_request), "".join(heard))
         return "".join(parts), gate
 
     async def _pass2(
@@ -292,6 +309,9 @@ class ChatAgent:
                 run.add_usage(chunk)
                 reply = chunk if reply is None else reply + chunk
                 self._emit_text(chunk.text, parts, emit, run)
+            if self.model.provider.metered and reply is not None:
+                calls = "".join(c["name"] + json.dumps(c["args"]) for c in reply.tool_calls)
+                run.count_usage(bool(reply.usage_metadata), lambda: need, str(reply.text) + calls)
             _forget_images(messages)  # the model has seen them once; keep the history light
             # The whole message, not just text and calls: providers put what they
             # need to see again (Gemini's thought signatures) in its extra fields.

@@ -99,6 +99,9 @@ class Citation(BaseModel):
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
+    # Some of the figures are chatagent's own count (the tokenizer's, cl100k):
+    # the server reported no usage for a reply (llama.cpp's server, in a stream).
+    counted: bool = False
 
 
 class Timings(BaseModel):

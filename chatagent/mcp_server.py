@@ -92,6 +92,9 @@ class AskResult(BaseModel):
     stop_reason: str
     input_tokens: int
     output_tokens: int
+    tokens_counted: bool = Field(
+        False, description="the token figures are chatagent's own count: the model's server reported none",
+    )
     cached: bool = Field(False, description="the same question on unchanged pages: answered again from memory")
     notes: list[str] = Field(default_factory=list)
 
@@ -246,7 +249,7 @@ class PageTools:
                     answer=event.answer, pass_=event.pass_, stop_reason=event.stop_reason,
                     citations=[Citation(tab=c.tab_id, url=c.url, title=c.title) for c in event.citations],
                     input_tokens=event.usage.input_tokens, output_tokens=event.usage.output_tokens,
-                    cached=event.cached, notes=notes,
+                    tokens_counted=event.usage.counted, cached=event.cached, notes=notes,
                 )
         raise _tool_error("The question ended without an answer.")
 

@@ -168,7 +168,8 @@ class EventPrinter:
         if t.first_token_ms is not None:
             bits.append(f"first token {t.first_token_ms:,.0f} ms")
         bits.append(f"total {t.total_ms:,.0f} ms")
-        bits.append(f"{done.usage.input_tokens:,} tokens in / {done.usage.output_tokens:,} out")
+        counted = " (counted: the server reported none)" if done.usage.counted else ""
+        bits.append(f"{done.usage.input_tokens:,} tokens in / {done.usage.output_tokens:,} out{counted}")
         self._err((" · ".join(bits), "dim"))
 
     def _err(self, *parts: str | tuple[str, str]) -> None:

@@ -14,8 +14,10 @@ from langchain_core.messages import ToolMessage
 from chatagent.agent import MAX_TURNS, ChatAgent
 from chatagent.browser.base import PageSnapshot, ScrollDirection, ScrollResult, Tab
 from chatagent.events import Done, ErrorEvent, Event, ToolCall, ToolResult, Token
+from chatagent.history import message_tokens
 from chatagent.prompts import ESCALATION_MARKER
 from chatagent.testing.scripted_model import Call, Calls, Hang, Request, ScriptedChatModel, Text
+from chatagent.tokens import count_tokens
 
 from conftest import Site
 
@@ -157,3 +159,23 @@ async def test_tool_errors_and_unknown_tools_go_back_to_the_model(site: Site, op
     second, third = model.requests[2], model.requests[3]
     assert last_result(second).status == "error" and "not found" in str(last_result(second).content)
     assert last_result(third).status == "error" and "does not exist" in str(last_result(third).content)
+
+
+async def test_a_server_that_reports_no_usage_has_its_tokens_counted_and_said_so(site: Site, open_tabs) -> None:
+    tabs = await open_tabs([site.url("article")])
+    silent = ScriptedChatModel(reports_usage=False, replies=[  # pass 1 stops listening at the marker
+        Text(ESCALATION_MARKER), Calls.one("scroll_tool", tab_id="1", direction="down"), Text("It opened in spring [Tab 1]."),
+    ])
+    events = await ask(ChatAgent(silent, tabs), "When did it open?")
+    done = events[-1]
+    assert isinstance(done, Done) and done.pass_ == 2 and done.usage.counted
+    # Every request was counted with the tokenizer, as was everything the model said.
+    sent = sum(sum(message_tokens(m) for m in r.messages) for r in silent.requests)
+    assert done.usage.input_tokens == sent
+    said = [ESCALATION_MARKER, 'scroll_tool{"tab_id": "1", "direction": "down"}', "It opened in spring [Tab 1]."]
+    assert done.usage.output_tokens == sum(count_tokens(s) for s in said)
+
+    reporting = ScriptedChatModel(replies=[Text("It opened in spring [Tab 1].")])
+    done = (await ask(ChatAgent(reporting, tabs), "When did it open?"))[-1]
+    assert isinstance(done, Done) and not done.usage.counted
+    assert done.usage.output_tokens == 6, "the server's own figure (the script counts words)"

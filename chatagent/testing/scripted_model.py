@@ -124,6 +124,7 @@ class ScriptedChatModel(BaseChatModel):
     replies: list[Any] = Field(default_factory=list)
     responder: Callable[[Request], Any] | None = None
     model: str = "scripted"
+    reports_usage: bool = True  # False: as llama.cpp's server, a stream carries no usage
     _requests: list[Request] = PrivateAttr(default_factory=list)
 
     @property
@@ -165,7 +166,7 @@ class ScriptedChatModel(BaseChatModel):
                 {"name": c.name, "args": json.dumps(c.args), "id": c.id, "index": i}
                 for i, c in enumerate(reply.calls)
             ])
-        if isinstance(reply, Text | Calls):
+        if isinstance(reply, Text | Calls) and self.reports_usage:
             sent = _words(request.text())
             out = _words(text) + (len(reply.calls) if isinstance(reply, Calls) else 0)
             yield AIMessageChunk(content="", usage_metadata={

@@ -697,7 +697,8 @@ function renderMeta(turn, ev, run) {
   const parts = [];
   if (ev.model) parts.push(modelInWords(ev.model));
   if (ev.usage && (ev.usage.input_tokens || ev.usage.output_tokens)) {
-    parts.push(`${ev.usage.input_tokens.toLocaleString()} in / ${ev.usage.output_tokens.toLocaleString()} out tokens`);
+    const counted = ev.usage.counted ? " (counted)" : "";
+    parts.push(`${ev.usage.input_tokens.toLocaleString()} in / ${ev.usage.output_tokens.toLocaleString()} out tokens${counted}`);
   }
   const ms = ev.timings?.total_ms || performance.now() - run.started;
   parts.push(ms < 1000 ? `${Math.round(ms)} ms` : `${(ms / 1000).toFixed(1)} s`);
