@@ -279,7 +279,7 @@ class ChatAgent:
         finally:
             await stream.aclose()
         self._emit_text(gate.finish(), parts, emit, run)
-        if self.model.provider.metered:
+        if self.model.provider.metered:  # every model but the offline reader: its tokens are what it cost
             run.count_usage(reported, lambda: _request_tokens(run.pass1_request), "".join(heard))
         return "".join(parts), gate
 

@@ -59,7 +59,8 @@ def add_agent_args(p: argparse.ArgumentParser, *, model: Callable[[str], str]) -
     p.add_argument("targets", nargs="*", metavar="URL",
                    help="http(s) URL, file:// URL or local file path; with --cdp and none given, the open tabs")
     p.add_argument("--model", metavar="M", type=model,
-                   help="extractive (offline), gemini-2.5-flash, openai:MODEL (default: the model setting, "
+                   help="extractive (offline), gemini-2.5-flash, openai:MODEL, ollama:MODEL, lmstudio:MODEL, "
+                   "llamacpp:MODEL (default: the model setting, "
                    f"see `chatagent config show`; else {DEFAULT_MODEL})")
     p.add_argument("--json", action="store_true", help="print one JSON event per line on stdout")
     p.add_argument("--budget", type=budget, metavar="TOKENS",

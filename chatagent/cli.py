@@ -455,6 +455,50 @@ def cmd_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _add_models(sub: Any) -> None:
+    p = sub.add_parser(
+        "models", help="the models each provider serves here, asked of its server",
+        description="Lists what each provider serves, as --model takes the names: the offline model, "
+        "Gemini (with a key), the OpenAI-compatible server at openai_base_url, and Ollama, LM Studio and "
+        "llama.cpp's server at their default addresses. With --check, asks whether one model is served.",
+        epilog="Exit status: 0 done (with --check: the model is served); 1 with --check, when it is not "
+        "(the reason is on stderr).",
+    )
+    p.add_argument("--check", metavar="MODEL", nargs="?", const="", default=None,
+                   help="test the connection to MODEL (default: the model setting)")
+    p.add_argument("--json", action="store_true", help="one JSON object on stdout")
+    p.set_defaults(handler=cmd_models)
+
+
+async def cmd_models(args: argparse.Namespace) -> int:
+    from .models.catalog import catalog, check
+
+    settings = Settings.load()
+    if args.check is not None:
+        name = args.check.strip() or settings.model
+        served = await check(name, settings)
+        if args.json:
+            sys.stdout.write(json_safe(served.model_dump_json()) + "\n")
+        elif served.problem is None:
+            _stdout().print(safe_text(f"{name}: served", (f" at {served.endpoint}" if served.endpoint else "", "dim"), "."))
+        else:
+            where = f" at {served.endpoint}" if served.endpoint else ""
+            stderr_console().print(safe_text((f"{name}{where}: ", "bold red"), served.problem))
+        return EXIT_OK if served.problem is None else EXIT_FAIL
+    listed = await catalog(settings)
+    if args.json:
+        sys.stdout.write(json_safe(json.dumps([s.model_dump() for s in listed], indent=2)) + "\n")
+        return EXIT_OK
+    out = _stdout()
+    for s in listed:
+        where = (f" ({s.endpoint})" if s.endpoint else "", "dim")
+        if s.problem is not None:
+            out.print(safe_text((s.provider, "bold"), where, ": ", (s.problem, "yellow")))
+        else:
+            out.print(safe_text((s.provider, "bold"), where, ": ", ", ".join(s.models) or "no models"))
+    return EXIT_OK
+
+
 # --- entry point ------------------------------------------------------------------
 
 
@@ -517,6 +561,7 @@ def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
     _add_ask(sub)
     _add_chat(sub)
     _add_config(sub)
+    _add_models(sub)
     _add_mcp(sub)
     _add_daemon(sub)
     # Other packages add their commands (`bridge`: extension_bridge; `bench`:
@@ -529,7 +574,7 @@ def build_parser(*, plugins: bool = True) -> argparse.ArgumentParser:
     return parser
 
 
-BUILT_IN_COMMANDS = frozenset(("context", "ask", "chat", "config", "mcp", "daemon"))
+BUILT_IN_COMMANDS = frozenset(("context", "ask", "chat", "config", "models", "mcp", "daemon"))
 
 
 def _names_built_in(argv: Sequence[str]) -> bool:

@@ -110,7 +110,7 @@ class Settings(BaseSettings):
     )
 
     model: str = Field(DEFAULT_MODEL, description="the model that answers: extractive (offline), "
-                       "gemini-2.5-flash, openai:MODEL")
+                       "gemini-2.5-flash, openai:MODEL, ollama:MODEL, lmstudio:MODEL, llamacpp:MODEL")
     google_api_key: SecretStr | None = Field(
         None, validation_alias=_env("GOOGLE_API_KEY", "GEMINI_API_KEY", "CHATAGENT_GOOGLE_API_KEY"),
         description="Gemini API key")

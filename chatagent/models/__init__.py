@@ -1,6 +1,7 @@
 """Chat models by name, from the providers in `PROVIDERS`. Every one is a
 LangChain chat model, so the agent is provider-agnostic: `extractive`
-(offline, the default), `gemini-*`, `openai:MODEL`.
+(offline, the default), `gemini-*`, `openai:MODEL`, and local servers by name
+(`ollama:MODEL`, `lmstudio:MODEL`, `llamacpp:MODEL`).
 
 Light to import: naming a model (`provider_for`, which the CLI's `--model` and
 `config set model` check) loads no model library; those load when a model is
@@ -16,18 +17,20 @@ from .base import Model, Provider
 from .gemini import DEFAULT_MODEL as DEFAULT_GEMINI
 from .gemini import GeminiProvider
 from .offline import ExtractiveProvider
-from .openai import OpenAIProvider
+from .openai import LlamaCpp, LMStudio, Ollama, OpenAIProvider
 
 if TYPE_CHECKING:
     from ..settings import Settings
 
-PROVIDERS: tuple[Provider, ...] = (ExtractiveProvider(), GeminiProvider(), OpenAIProvider())
+PROVIDERS: tuple[Provider, ...] = (
+    ExtractiveProvider(), GeminiProvider(), OpenAIProvider(), Ollama(), LMStudio(), LlamaCpp(),
+)
 
 
 # The names a provider serves, as a user reads them in an error.
 KNOWN_MODELS = (
-    f"'extractive' (offline), a Gemini model such as '{DEFAULT_GEMINI}', or 'openai:MODEL' for an "
-    "OpenAI-compatible server"
+    f"'extractive' (offline), a Gemini model such as '{DEFAULT_GEMINI}', 'openai:MODEL' for an "
+    "OpenAI-compatible server, or 'ollama:MODEL', 'lmstudio:MODEL', 'llamacpp:MODEL' for a local one"
 )
 
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 from ..errors import ModelError, ModelUnavailableError
 
 if TYPE_CHECKING:  # LangChain loads with the agent: naming models (`provider_for`) stays light
+    import httpx
     from langchain_core.language_models import BaseChatModel
 
     from ..settings import Settings
@@ -39,6 +40,9 @@ class Provider:
     # Whether its chat model reads the typed page context: the agent then binds it
     # (`context=PageContext`), and tool results carry their typed `artifact`.
     reads_context: ClassVar[bool] = False
+    # Whether its server answers only to the names it lists (`catalog.check`):
+    # llama.cpp's server answers any name with the one model it loaded.
+    lists_every_name: ClassVar[bool] = True
 
     def matches(self, model: str) -> bool:
         # A prefix alone ("openai:", "gemini-") names no model.
@@ -50,6 +54,11 @@ class Provider:
     def endpoint(self, settings: "Settings") -> str:
         """The URL its client talks to ('' for none)."""
         return ""
+
+    async def serves(self, settings: "Settings", http: "httpx.AsyncClient") -> list[str]:
+        """The model names it serves here, as `--model` takes them, asked of
+        its server (`catalog`); raises `catalog.ListingError` in words."""
+        return []
 
     def label(self, model: str) -> str:
         """The model as users name it."""

@@ -10,6 +10,7 @@ from ..errors import ModelAuthError, ModelConfigError, ModelError
 from .base import Provider
 
 if TYPE_CHECKING:
+    import httpx
     from langchain_core.language_models import BaseChatModel
 
     from ..settings import Settings
@@ -56,6 +57,21 @@ class GeminiProvider(Provider):
 
     def label(self, model: str) -> str:
         return model.removeprefix("models/")
+
+    async def serves(self, settings: "Settings", http: "httpx.AsyncClient") -> list[str]:
+        from .catalog import ListingError, json_of, status_problem
+
+        key = settings.secret(self.required_key)
+        if not key or settings.key_elsewhere(self.required_key):
+            raise ListingError("No Gemini API key for this endpoint: `chatagent config set google_api_key KEY`.")
+        base = self.endpoint(settings).rstrip("/")
+        response = await http.get(f"{base}/v1beta/models", params={"pageSize": 1000}, headers={"x-goog-api-key": key})
+        status_problem(response, self.key_setting)
+        return [
+            self.label(str(m["name"])) for m in json_of(response).get("models", [])
+            if isinstance(m, dict) and "generateContent" in m.get("supportedGenerationMethods", [])
+            and any(self.label(str(m.get("name", ""))).startswith(p) for p in ("gemini-", "gemma-"))
+        ]
 
     def classify(self, exc: BaseException) -> ModelError | None:
         from google.genai.errors import APIError, UnknownApiResponseError

@@ -28,6 +28,9 @@ class ExtractiveProvider(Provider):
     def matches(self, model: str) -> bool:
         return model == "extractive"
 
+    async def serves(self, settings: "Settings", http: object) -> list[str]:
+        return ["extractive"]
+
     def create(self, model: str, settings: "Settings") -> "BaseChatModel":
         from ..offline.model import ExtractiveChatModel
 

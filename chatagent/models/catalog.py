@@ -1,0 +1,89 @@
+"""What each provider serves here, asked of its server: `chatagent models`
+and a connection test for one model name, each problem said in words (not
+running, not that kind of server, a refused key, no such model).
+
+Names come back as `--model` takes them (`ollama:llama3.2`); they are a
+server's words, so front ends show them as untrusted text."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+import httpx
+from pydantic import BaseModel, Field
+
+from ..settings import Settings
+from . import PROVIDERS, provider_for
+from .base import Provider
+
+TIMEOUT_S = 3.0  # a local server answers its model list at once; a remote one within this
+MAX_MODELS = 200  # names shown per provider: a gateway may list thousands
+
+
+class Served(BaseModel):
+    """One provider: the models its server lists, or why it lists none."""
+
+    provider: str
+    endpoint: str = ""
+    models: list[str] = Field(default_factory=list)
+    problem: str | None = None
+
+
+class ListingError(Exception):
+    """Why a provider's server listed no models, in words."""
+
+
+async def catalog(settings: Settings, providers: Sequence[Provider] = PROVIDERS) -> list[Served]:
+    """Every provider, asked at once."""
+    async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False) as http:
+        return list(await asyncio.gather(*(_served(p, settings, http) for p in providers)))
+
+
+async def check(name: str, settings: Settings) -> Served:
+    """The provider of `name`, asked whether it serves it: `problem` says
+    what is wrong (the provider's or the name's), None when it does."""
+    provider = provider_for(name)
+    async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False) as http:
+        served = await _served(provider, settings, http)
+    if served.problem is None and provider.lists_every_name and name not in served.models:
+        listed = ", ".join(served.models[:10]) or "none"
+        served.problem = f"The server has no model {name!r}; it serves: {listed}."
+    return served
+
+
+async def _served(provider: Provider, settings: Settings, http: httpx.AsyncClient) -> Served:
+    endpoint = provider.endpoint(settings)
+    try:
+        models = await provider.serves(settings, http)
+    except ListingError as exc:
+        return Served(provider=provider.name, endpoint=endpoint, problem=str(exc))
+    except httpx.ConnectError:
+        return Served(provider=provider.name, endpoint=endpoint,
+                      problem="Nothing is listening there: is the server running?")
+    except httpx.TimeoutException:
+        return Served(provider=provider.name, endpoint=endpoint,
+                      problem=f"It did not answer within {TIMEOUT_S:g} s.")
+    except httpx.HTTPError as exc:
+        return Served(provider=provider.name, endpoint=endpoint, problem=f"Could not ask it: {exc}.")
+    return Served(provider=provider.name, endpoint=endpoint, models=models[:MAX_MODELS])
+
+
+def status_problem(response: httpx.Response, what: str) -> None:
+    """Raise `ListingError` in words for a listing request that failed."""
+    if response.status_code in (401, 403):
+        raise ListingError(f"It refused the key ({response.status_code}): check {what}.")
+    if response.status_code == 404:
+        raise ListingError(f"It has no {response.url.path} (404): is it the model server's URL?")
+    if response.is_error:
+        raise ListingError(f"It answered {response.status_code} to {response.url.path}.")
+
+
+def json_of(response: httpx.Response) -> dict:
+    try:
+        body = response.json()
+    except ValueError:
+        raise ListingError(f"Its {response.url.path} is not JSON: is it the model server's URL?") from None
+    if not isinstance(body, dict):
+        raise ListingError(f"Its {response.url.path} is not a model list: is it the model server's URL?")
+    return body

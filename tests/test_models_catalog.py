@@ -1,0 +1,90 @@
+"""`chatagent models`: what each provider serves here, asked of its server,
+and a connection test for one model that says what is wrong in words."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from benchmarks.server import free_port
+from chatagent.models import load_model, provider_for
+from chatagent.models.catalog import check
+from chatagent.settings import Settings
+from chatagent.testing.gemini_server import GeminiServer
+
+from test_settings import run_cli
+
+
+@contextlib.contextmanager
+def openai_models_server(*ids: str, path: str = "/v1/models") -> Iterator[str]:
+    """An OpenAI-compatible server's model list (`GET /v1/models`), and nothing else."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            body = json.dumps({"object": "list", "data": [{"id": i, "object": "model"} for i in ids]}).encode()
+            self.send_response(200 if self.path == path else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.e2e
+def test_models_lists_what_each_server_serves_as_model_takes_the_names(gemini: GeminiServer, tmp_path: Path) -> None:
+    with openai_models_server("qwen2.5-0.5b", "<b>odd</b>\x1b[31m") as url:
+        env = {"GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url, "CHATAGENT_OPENAI_BASE_URL": url,
+               "XDG_CONFIG_HOME": str(tmp_path), "CHATAGENT_CONFIG": ""}
+        listed = run_cli("models", "--json", env=env)
+        shown = run_cli("models", env=env)
+    assert listed.returncode == 0, listed.stderr
+    by = {s["provider"]: s for s in json.loads(listed.stdout)}
+    assert by["extractive"]["models"] == ["extractive"]
+    assert by["gemini"]["models"] == ["gemini-2.5-flash", "gemini-2.5-pro"] and by["gemini"]["problem"] is None
+    assert by["openai"]["models"][0] == "openai:qwen2.5-0.5b" and by["openai"]["endpoint"] == url
+    assert {"ollama", "lmstudio", "llamacpp"} <= set(by), "the local servers, each at its default address"
+    assert by["llamacpp"]["endpoint"] == "http://127.0.0.1:8080/v1"
+    assert "openai:qwen2.5-0.5b" in shown.stdout and "\x1b[31m" not in shown.stdout, "a server's words, made safe"
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_connection_test_says_what_is_wrong_in_words(gemini: GeminiServer) -> None:
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    served = await check("openai:llama3.2", Settings(openai_base_url=dead))
+    assert served.problem == "Nothing is listening there: is the server running?" and served.endpoint == dead
+    with openai_models_server("qwen2.5-0.5b") as url:
+        assert (await check("openai:qwen2.5-0.5b", Settings(openai_base_url=url))).problem is None
+        missing = await check("openai:llama3.2", Settings(openai_base_url=url))
+        assert missing.problem == "The server has no model 'openai:llama3.2'; it serves: openai:qwen2.5-0.5b."
+    with openai_models_server("qwen2.5-0.5b", path="/elsewhere") as url:
+        wrong = await check("openai:qwen2.5-0.5b", Settings(openai_base_url=url))
+        assert wrong.problem == "It has no /v1/models (404): is it the model server's URL?"
+    no_key = await check("gemini-2.5-flash", Settings(gemini_base_url=gemini.url, google_api_key=None))
+    assert no_key.problem and "No Gemini API key" in no_key.problem
+
+
+def test_local_servers_by_name_need_no_url() -> None:
+    settings = Settings(openai_base_url="https://gateway.example/v1")
+    for name, url in (("ollama:llama3.2", "http://127.0.0.1:11434/v1"), ("lmstudio:qwen2.5", "http://127.0.0.1:1234/v1"),
+                      ("llamacpp:smollm2", "http://127.0.0.1:8080/v1")):
+        model = load_model(name, settings)
+        assert model.endpoint == url and model.name == name
+        assert model.chat.model_name == name.split(":", 1)[1]
+        assert str(model.chat.openai_api_base) == url
+    assert load_model("openai:llama3.2", settings).endpoint == "https://gateway.example/v1"
+    assert provider_for("ollama:x").endpoint_setting.startswith("ollama:MODEL reaches Ollama at http://127.0.0.1:11434/v1")
