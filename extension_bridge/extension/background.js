@@ -475,6 +475,97 @@ async function pageScroll(direction, toText, maxChars) {
   };
 }
 
+// ---------------------------------------------------------------- passages
+
+// The passage's look in the page: a stylesheet injected by the browser (a
+// page's own CSP cannot refuse it); nothing executable enters the page.
+const HIGHLIGHT_CSS =
+  "::highlight(chatagent-passage) { background-color: #ffd33d; color: #1f2328; }";
+
+// A cited passage, shown: its tab in front, scrolled to the quote, which is highlighted.
+async function showPassage(tabId, quote) {
+  let tab;
+  try {
+    tab = await chrome.tabs.update(tabId, { active: true });
+    await chrome.windows.update(tab.windowId, { focused: true });
+  } catch {
+    return "closed";
+  }
+  return onTabQueue(tabId, async () => {
+    await chrome.scripting.insertCSS({ target: { tabId }, css: HIGHLIGHT_CSS }).catch(() => {});
+    const r = await inTab(tabId, pageShowPassage, [String(quote).slice(0, MAX_QUOTE_CHARS)]);
+    return r.found ? "found" : "missing";
+  }).catch(() => "missing");
+}
+
+const MAX_QUOTE_CHARS = 5000;
+
+// Runs in the page. Finds `quote` in the page's text whatever its elements
+// and spacing (letters and digits compared, case aside), highlights it with
+// the CSS Custom Highlight API (the page's DOM is left as it is) and scrolls
+// it into view. Self-contained: serialised by executeScript.
+function pageShowPassage(quote) {
+  const WORD = /[\p{L}\p{N}]/u;
+  const fold = (s) => s.toLowerCase();
+  const needle = [...fold(quote)].filter((c) => WORD.test(c)).join("");
+  if (!needle) return { found: false };
+  // The page's letters and digits, each with where it sits (text node, offset).
+  const chars = [];
+  const nodes = [];
+  const offsets = [];
+  const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT, {
+    acceptNode(n) {
+      const tag = n.parentElement?.tagName;
+      return tag === "SCRIPT" || tag === "STYLE" || tag === "NOSCRIPT" || tag === "TEMPLATE"
+        ? NodeFilter.FILTER_REJECT
+        : NodeFilter.FILTER_ACCEPT;
+    },
+  });
+  for (let n = walker.nextNode(); n && chars.length < 5e6; n = walker.nextNode()) {
+    const text = n.nodeValue;
+    for (let i = 0; i < text.length; i++) {
+      const c = text[i];
+      if (!WORD.test(c)) continue;
+      const folded = fold(c);
+      for (const f of folded) {
+        chars.push(f);
+        nodes.push(n);
+        offsets.push(i);
+      }
+    }
+  }
+  const hay = chars.join("");
+  // The whole quote; failing that (the page changed a little), its start or its end.
+  let at = hay.indexOf(needle);
+  let length = needle.length;
+  if (at < 0 && needle.length > 60) {
+    for (const part of [needle.slice(0, 60), needle.slice(-60)]) {
+      at = hay.indexOf(part);
+      if (at >= 0) {
+        length = part.length;
+        break;
+      }
+    }
+  }
+  if (at < 0) return { found: false };
+  const range = document.createRange();
+  range.setStart(nodes[at], offsets[at]);
+  const end = at + length - 1;
+  range.setEnd(nodes[end], offsets[end] + 1);
+  if (typeof Highlight === "function" && CSS.highlights) {
+    CSS.highlights.set("chatagent-passage", new Highlight(range));
+  }
+  // Its element centred (inner scrolling boxes too); a tall element, the quote's first line a third down.
+  const target = nodes[at].parentElement;
+  if (target && target.getBoundingClientRect().height <= innerHeight * 0.8) {
+    target.scrollIntoView({ block: "center", behavior: "instant" });
+  } else {
+    target?.scrollIntoView({ block: "start", behavior: "instant" });
+    window.scrollBy({ top: range.getBoundingClientRect().top - innerHeight / 3, behavior: "instant" });
+  }
+  return { found: true, text: range.toString() };
+}
+
 // ---------------------------------------------------------------- asks
 
 const encoder = new TextEncoder();
@@ -558,6 +649,11 @@ async function startAsk(panel, req) {
   if (req.model) msg.model = req.model;
   if (req.noCache) msg.noCache = true;
   if (req.conversation) msg.conversation = req.conversation;
+  const sel = req.selection;
+  // Only about a tab that could be read (the host refuses a selection in a tab it was not sent).
+  if (sel && typeof sel.text === "string" && sel.text.trim() && tabs.some((t) => t.tabId === sel.tabId)) {
+    msg.selection = { tabId: sel.tabId, text: sel.text.slice(0, SELECTION_MAX_CHARS) };
+  }
   ask.sent = true;
   try {
     sendToHost(msg);
@@ -566,6 +662,53 @@ async function startAsk(panel, req) {
     post(panel, { type: "error", id: req.id, code: host.code || "host_unavailable", message: String(e.message || e) });
   }
 }
+
+// ---------------------------------------------------------------- the selection
+
+// "Ask chatagent about the selection": the context menu's entry and the
+// keyboard shortcut (manifest `commands`) open the panel and hand it the
+// tab's selection, attached to the next question. A panel not open yet gets
+// it when it connects.
+const SELECTION_MAX_CHARS = 20000; // the host's bound (chatagent.limits.MAX_SELECTION_CHARS)
+const SELECTION_WAIT_MS = 30000; // a panel that takes longer to open than this was not opened for it
+let pendingSelection = null; // { tabId, text, at }
+
+chrome.runtime.onInstalled.addListener(() => {
+  chrome.contextMenus.create(
+    { id: "ask-selection", title: "Ask chatagent about the selection", contexts: ["selection"] },
+    () => void chrome.runtime.lastError, // already there (an update): fine
+  );
+});
+chrome.contextMenus?.onClicked.addListener((info, tab) => {
+  if (info.menuItemId === "ask-selection" && tab) askAboutSelection(tab, info.selectionText || "");
+});
+chrome.commands?.onCommand.addListener((command, tab) => {
+  if (command === "ask-selection" && tab) askAboutSelection(tab, "");
+});
+
+// Runs in the page: the selected text, in full (the menu's copy of it is cut and flattened).
+function pageSelectedText(max) {
+  const s = getSelection();
+  return s && !s.isCollapsed ? s.toString().slice(0, max) : "";
+}
+
+async function askAboutSelection(tab, fallback) {
+  // First, while this still counts as the person's gesture: Chrome opens a panel for nothing else.
+  const opening = chrome.sidePanel?.open?.({ windowId: tab.windowId })?.catch((e) => console.warn("chatagent: open panel", e));
+  let text = "";
+  try {
+    text = await inTab(tab.id, pageSelectedText, [SELECTION_MAX_CHARS]);
+  } catch {
+    text = fallback; // a page the extension may not script
+  }
+  text = String(text || "").trim().slice(0, SELECTION_MAX_CHARS);
+  await opening;
+  if (!text) return;
+  const msg = { type: "selection", tabId: tab.id, text };
+  if (panels.size) broadcast(msg);
+  else pendingSelection = { ...msg, at: Date.now() };
+}
+globalThis.chatagentAskAboutSelection = askAboutSelection; // for tests: the menu and the shortcut cannot be pressed headless
 
 // ---------------------------------------------------------------- panels
 
@@ -585,6 +728,11 @@ chrome.runtime.onConnect.addListener((panel) => {
   if (panel.name !== "chatagent-panel") return;
   panels.add(panel);
   post(panel, { type: "host", ...host });
+  if (pendingSelection && Date.now() - pendingSelection.at < SELECTION_WAIT_MS) {
+    const { at, ...msg } = pendingSelection;
+    post(panel, msg);
+  }
+  pendingSelection = null;
   connectHost();
   panel.onMessage.addListener((msg) => {
     if (msg.type === "ask") {
@@ -609,6 +757,8 @@ chrome.runtime.onConnect.addListener((panel) => {
         settingsRequests.delete(msg.id);
         post(panel, { type: "error", id: msg.id, code: host.code || "host_unavailable", message: String(e.message || e) });
       }
+    } else if (msg.type === "show_passage") {
+      showPassage(Number(msg.tabId), msg.quote).then((result) => post(panel, { type: "passage_shown", id: msg.id, result }));
     } else if (msg.type === "reconnect") {
       backoffMs = BACKOFF_MIN_MS;
       if (port) port.postMessage({ type: "ping", version: PROTOCOL_VERSION });

@@ -6,7 +6,7 @@
 // `await window.chatagentTest.ask("question")`, or fill #question and press
 // Ask. `document.body.dataset.state` is idle | running | done | stopped | error.
 
-import { citationChip, renderMarkdown } from "./markdown.js";
+import { citationChip, clip, passageChip, renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
 const els = {
@@ -32,6 +32,11 @@ const els = {
   settingsCancel: $("settings-cancel"),
   viewer: $("viewer"),
   viewerImage: $("viewer-image"),
+  selection: $("selection"),
+  selectionWhere: $("selection-where"),
+  selectionText: $("selection-text"),
+  selectionUse: $("selection-use"),
+  selectionDismiss: $("selection-dismiss"),
 };
 
 const params = new URLSearchParams(location.search);
@@ -103,6 +108,13 @@ function onMessage(msg) {
       break;
     case "tool_activity":
       if (current && msg.id === current.id) setTurnStatus(current.turn, toolStatus(msg.name, msg.tabId, msg.args));
+      break;
+    case "passage_shown":
+      passageShown(msg);
+      break;
+    case "selection":
+      // From the context menu or the keyboard shortcut: attached at once.
+      if (typeof msg.text === "string" && Number.isInteger(msg.tabId)) offerSelection(msg.tabId, msg.text, true);
       break;
     case "settings":
       showSettings(msg);
@@ -449,10 +461,86 @@ function tabInWords(tabId) {
   return `the “${title}” tab`;
 }
 
+// ---------------------------------------------------------------- the selection
+
+// Text selected in a tab: offered above the question box, then (on "Ask about
+// the selection", the context menu or the shortcut) attached to the next
+// question, whose context leads with it.
+const MAX_SELECTION_CHARS = 20000; // the host's bound (chatagent.limits.MAX_SELECTION_CHARS)
+let selection = null; // { tabId, text, attached }
+let dismissed = ""; // a selection the person said no to is not offered again
+
+// Runs in the page: the selected text, if any (not in a text field).
+function pageSelection(max) {
+  const s = getSelection();
+  return s && !s.isCollapsed ? s.toString().slice(0, max) : "";
+}
+
+async function readSelection(tabId) {
+  try {
+    const [res] = await chrome.scripting.executeScript({ target: { tabId }, func: pageSelection, args: [MAX_SELECTION_CHARS] });
+    return typeof res?.result === "string" ? res.result : "";
+  } catch {
+    return ""; // a page the extension may not read
+  }
+}
+
+async function refreshSelection() {
+  if (selection?.attached) return selection;
+  // The tab in front first, then the ticked ones.
+  const [active] = fixedTabIds ? [] : await chrome.tabs.query({ active: true, currentWindow: true });
+  const ids = [...new Set([...(active && tabsById.has(active.id) ? [active.id] : []), ...checked])];
+  for (const tabId of ids) {
+    const text = (await readSelection(tabId)).trim();
+    if (text && text !== dismissed) return offerSelection(tabId, text, false);
+  }
+  clearSelection();
+  return null;
+}
+
+function offerSelection(tabId, text, attached) {
+  text = text.trim().slice(0, MAX_SELECTION_CHARS);
+  if (!text) return null;
+  selection = { tabId, text, attached };
+  els.selection.dataset.attached = String(attached);
+  els.selectionWhere.textContent = `${attached ? "Asking about" : "Selected in"} ${tabInWords(tabId)}:`;
+  els.selectionText.textContent = clip(text, 240);
+  els.selectionText.title = clip(text, 1000);
+  els.selection.hidden = false;
+  els.question.placeholder = attached ? "Ask about the selected text… (Enter to ask)" : QUESTION_PLACEHOLDER;
+  if (attached) els.question.focus();
+  return selection;
+}
+
+function clearSelection() {
+  selection = null;
+  els.selection.hidden = true;
+  els.selection.dataset.attached = "false";
+  els.question.placeholder = QUESTION_PLACEHOLDER;
+}
+
+const QUESTION_PLACEHOLDER = els.question.placeholder;
+els.selectionUse.addEventListener("click", () => selection && offerSelection(selection.tabId, selection.text, true));
+els.selectionDismiss.addEventListener("click", () => {
+  dismissed = selection?.text || "";
+  clearSelection();
+  els.question.focus();
+});
+// Coming back to the panel (after selecting in the page) or to another tab: look again.
+const lookAgain = () => {
+  if (!current) refreshSelection().catch(() => {});
+};
+window.addEventListener("focus", lookAgain);
+document.addEventListener("pointerenter", lookAgain);
+document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && lookAgain());
+chrome.tabs.onActivated.addListener(lookAgain);
+
 // ---------------------------------------------------------------- asking
 
 async function ask(question, opts = {}) {
   question = (question ?? "").trim();
+  const about = selection?.attached ? selection : null;
+  if (!question && about) question = "Explain the selected text.";
   if (!question) {
     els.question.focus();
     throw new Error("Type a question first.");
@@ -463,6 +551,8 @@ async function ask(question, opts = {}) {
     throw new Error("no host");
   }
   const tabIds = opts.tabIds ?? [...checked];
+  // The selection's tab is asked about, ticked or not.
+  if (about && !tabIds.includes(about.tabId)) tabIds.push(about.tabId);
   if (!tabIds.length) {
     showError("Tick at least one tab to ask about.", "no_tabs");
     throw new Error("no tabs selected");
@@ -481,10 +571,24 @@ async function ask(question, opts = {}) {
   setRunning(true);
   setTurnStatus(turn, ordered.length > 1 ? `Reading ${ordered.length} tabs…` : `Reading ${tabInWords(ordered[0])}…`);
   const msg = { type: "ask", id, question, tabIds: ordered, conversation: thread.conversation };
+  if (about) {
+    msg.selection = { tabId: about.tabId, text: about.text };
+    addSelectionQuote(turn, about);
+    dismissed = about.text; // asked about: not offered again
+    clearSelection();
+  }
   if (opts.model) msg.model = opts.model;
   if (opts.noCache) msg.noCache = true;
   send(msg);
   return done;
+}
+
+function addSelectionQuote(turn, about) {
+  const quote = document.createElement("blockquote");
+  quote.className = "asked-selection";
+  quote.textContent = clip(about.text, 240);
+  quote.title = `Selected in ${tabInWords(about.tabId)}`;
+  turn.querySelector(".question").after(quote);
 }
 
 function addTurn(thread, question) {
@@ -559,7 +663,10 @@ function renderStreaming() {
 }
 
 function renderAnswer(turn, text, thread, citations) {
-  const byLabel = new Map((citations || []).map((c) => [String(c.label), c]));
+  const byLabel = new Map((citations || []).filter((c) => !c.block).map((c) => [String(c.label), c]));
+  const passages = citations ? passagesOf(citations) : null;
+  // Before the answer's citations are known, a passage id stays as written; after, one that names nothing goes.
+  const passageFor = (block) => (passages ? passages.get(block) ?? null : undefined);
   const tabFor = (label) => {
     const cited = byLabel.get(label);
     if (cited) return { tabId: Number(cited.tab_id), title: cited.title || tabInfo(cited.tab_id).title, url: cited.url };
@@ -568,7 +675,7 @@ function renderAnswer(turn, text, thread, citations) {
   };
   const box = els.threadBox;
   const following = box.scrollHeight - box.scrollTop - box.clientHeight < 40; // the reader is at the end
-  turn.querySelector(".answer").replaceChildren(renderMarkdown(text, tabFor));
+  turn.querySelector(".answer").replaceChildren(renderMarkdown(text, tabFor, passageFor));
   if (following) box.scrollTop = box.scrollHeight;
 }
 
@@ -696,15 +803,48 @@ function showTurnError(turn, ev) {
   turn.querySelector(".meta").before(box);
 }
 
+// A done event's passages ([1.4]), numbered as the answer first cites them: block -> {tabId, title, quote, url, n}.
+function passagesOf(citations) {
+  const out = new Map();
+  for (const c of citations || []) {
+    if (!c.block || !c.quote || out.has(c.block)) continue;
+    out.set(c.block, { tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, quote: c.quote, url: c.url, n: out.size + 1 });
+  }
+  return out;
+}
+
 function renderSources(turn, citations, thread) {
   const box = turn.querySelector(".sources");
   if (!citations.length) return;
   const label = document.createElement("span");
   label.className = "sources-label";
   label.textContent = "Sources";
+  const whole = citations.filter((c) => !c.block);
+  const passages = [...passagesOf(citations).values()].map((p) => {
+    const li = document.createElement("li");
+    const button = passageChip(p);
+    button.className = "passage-source";
+    button.replaceChildren();
+    const n = document.createElement("span");
+    n.className = "n";
+    n.textContent = String(p.n);
+    const title = document.createElement("span");
+    title.className = "source-title";
+    title.textContent = p.title || p.url;
+    const quote = document.createElement("span");
+    quote.className = "source-quote";
+    quote.textContent = `“${clip(p.quote, 280)}”`;
+    button.append(n, title, quote);
+    li.append(button);
+    return li;
+  });
+  const list = document.createElement("ol");
+  list.className = "passages";
+  list.append(...passages);
   box.replaceChildren(
     label,
-    ...citations.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, url: c.url })),
+    ...whole.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, url: c.url })),
+    ...(passages.length ? [list] : []),
   );
   box.hidden = false;
 }
@@ -745,16 +885,34 @@ function addCopy(turn, answer) {
   turn.querySelector(".meta").append(button);
 }
 
-// Chips (in answers and sources) focus the tab they cite.
+// Chips (in answers and sources) focus the tab they cite; a passage's also
+// scrolls the tab to its words and highlights them (the worker does it).
+const shownPassages = new Map(); // request id -> the chip clicked
 els.threadBox.addEventListener("click", (e) => {
-  const chip = e.target.closest?.(".chip");
+  const chip = e.target.closest?.(".chip, .passage-source");
   if (!chip) return;
   const tabId = Number(chip.dataset.tabId);
+  if (chip.dataset.quote) {
+    const id = crypto.randomUUID();
+    shownPassages.set(id, chip);
+    chip.dataset.shown = "pending";
+    send({ type: "show_passage", id, tabId, quote: chip.dataset.quote });
+    return;
+  }
   chrome.tabs
     .update(tabId, { active: true })
     .then((tab) => chrome.windows.update(tab.windowId, { focused: true }))
     .catch(() => (chip.title = "That tab is closed."));
 });
+
+function passageShown(msg) {
+  const chip = shownPassages.get(msg.id);
+  shownPassages.delete(msg.id);
+  if (!chip) return;
+  chip.dataset.shown = msg.result; // found | missing | closed
+  if (msg.result === "closed") chip.title = "That tab is closed.";
+  if (msg.result === "missing") chip.title = `${chip.title.split("\n— ")[0]}\n— no longer on the page (it changed since).`;
+}
 
 // ---------------------------------------------------------------- UI state
 
@@ -815,6 +973,7 @@ window.chatagentTest = {
   selectedTabIds: () => [...checked],
   hostState: () => ({ ...hostState }),
   refreshTabs: () => renderTabs(),
+  refreshSelection: () => refreshSelection().then((s) => s && { ...s }),
 };
 
 connect();

@@ -1,0 +1,177 @@
+"""The side panel's reading aids, end to end: the extension in headless
+Chromium, the real host (`python -m extension_bridge`) over native messaging,
+answers scripted by the Gemini-compatible stand-in, pages of the test's own
+served on 127.0.0.1. One browser for the file (a restart test launches its
+own); what is checked is what a person sees in the panel and in the page."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from chatagent.settings import set_values
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply
+from extension_bridge.harness import chromium_with_extension, open_panel
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+# Two pages of the test's own: the passages cited sit far down the first, split
+# across elements and spaced unlike the text extraction gives the model.
+def _filler(start: int) -> str:  # ~4,000 tokens: more than a tab's budget
+    return "".join(
+        f"<p>Section {i} of the harbour notes lists the tide tables, berth numbers and the pilot rota.</p>"
+        for i in range(start, start + 220)
+    )
+
+
+PAGES = {
+    "harbour.html": (
+        "<html><head><meta charset='utf-8'><title>Harbour notes — Lindqvist Bay</title></head><body><h1>Harbour notes</h1>"
+        f"{_filler(1)}<h2>Ferries</h2><p>The early   <b>ferry to Skerholm</b> leaves\n  the north quay at"
+        " <em>06:40</em> on weekdays.</p><p>Tickets are sold on board.</p>" + _filler(300) + "</body></html>"
+    ),
+    "museum.html": (
+        "<html><head><meta charset='utf-8'><title>Maritime museum — visitor guide</title></head><body><h1>Visitor guide</h1>"
+        "<p>The museum shows the bay's boats from three centuries.</p>"
+        "<p>Opening hours: the galleries open at ten and close at five, every day but Monday.</p>"
+        "</body></html>"
+    ),
+}
+SELECTED = "The early ferry to Skerholm leaves the north quay at 06:40 on weekdays."
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("pages")
+    for name, html in PAGES.items():
+        (root / name).write_text(html)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class Script:
+    """What the model stand-in answers: the test sets `respond` for its question."""
+
+    def __init__(self) -> None:
+        self.respond: Callable[[RecordedRequest], Reply] = lambda _: TextReply(text="OK")
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        return self.respond(request)
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tuple[GeminiServer, Script]]:
+    script = Script()
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=script, api_key="panel-key-1234") as server:
+        yield server, script
+
+
+def _settings(path: Path, gemini: GeminiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini, at the stand-in, with its key: as the panel's Settings save them."""
+    monkeypatch.setenv("CHATAGENT_CONFIG", str(path))
+    set_values({"model": "gemini-2.5-flash", "gemini_base_url": gemini.url, "google_api_key": "panel-key-1234"})
+
+
+def _env(settings: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
+    env["CHATAGENT_CONFIG"] = str(settings)
+    return env
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser(
+    tmp_path_factory: pytest.TempPathFactory, model: tuple[GeminiServer, Script]
+) -> AsyncIterator[Any]:
+    workdir = tmp_path_factory.mktemp("panel")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _settings(workdir / "config.toml", model[0], monkeypatch)
+    async with chromium_with_extension(workdir, env=_env(workdir / "config.toml")) as ctx:
+        yield ctx
+    log = workdir / "host.log"
+    if log.exists():
+        print(log.read_text()[-3000:])
+
+
+async def _open(ctx: Any, urls: list[str]) -> tuple[list[Any], Any]:
+    tabs = []
+    for url in urls:
+        tab = await ctx.new_page()
+        await tab.goto(url)
+        tabs.append(tab)
+    return tabs, await open_panel(ctx, urls)
+
+
+async def _close(*pages: Any) -> None:
+    for page in pages:
+        await page.close()
+
+
+def _tab_body(request: RecordedRequest, tab: str = "1") -> str:
+    """The text the model was given for tab `tab`, after its <tab …> line and notes."""
+    text = request.text()
+    start = re.search(rf'<tab id="{tab}"[^>]*>\n', text)
+    assert start, text[:2000]
+    body = text[start.end():text.index("</tab>", start.end())]
+    return re.sub(r"\A(?:\(Note: [^\n]*\)\n)*", "", body)
+
+
+async def test_asking_about_the_selection_leads_the_context_with_it(
+    browser: Any, pages: str, model: tuple[GeminiServer, Script],
+) -> None:
+    """Text selected in a tab is offered in the panel (its start shown); the
+    shortcut's and the context menu's path attaches it; the question's
+    context then starts with the selected text, the page around it after."""
+    gemini, script = model
+    script.respond = lambda _: TextReply(text="At 06:40 [Tab 1].")
+    (harbour, museum), panel = await _open(browser, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    harbour_id, museum_id = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+    await harbour.evaluate(
+        "() => { const p = [...document.querySelectorAll('p')].find(p => p.textContent.includes('Skerholm'));"
+        " getSelection().selectAllChildren(p); }"
+    )
+    offered = await panel.evaluate("window.chatagentTest.refreshSelection()")
+    assert offered == {"tabId": harbour_id, "text": SELECTED.replace("early ferry", "early   ferry"), "attached": False} \
+        or offered["text"].split() == SELECTED.split(), offered
+    box = panel.locator("#selection")
+    assert await box.is_visible() and (await box.locator("#selection-text").inner_text()).startswith("The early")
+    assert "Harbour notes" in await box.locator("#selection-where").inner_text()
+    assert await box.locator("#selection-use").is_visible()
+
+    # The keyboard shortcut and the context menu's entry run this in the worker.
+    worker = browser.service_workers[0]
+    await worker.evaluate("async (id) => chatagentAskAboutSelection(await chrome.tabs.get(id), '')", harbour_id)
+    await panel.wait_for_selector("#selection[data-attached=true]")
+    assert await box.locator("#selection-use").is_hidden()
+
+    before = len(gemini.generate_requests)
+    result = await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When does it leave?")
+    assert result["ok"], result["error"]
+    [request] = gemini.generate_requests[before:]
+    body = _tab_body(request)
+    lead = re.sub(r"\A\[\d+\.\d+\] ", "", body)  # a block id the context may give it
+    assert " ".join(lead.split()).startswith(SELECTED), body[:500]
+    # Then the page around it (the paragraph after it), not all of it: within the budget.
+    rest = lead[len(lead.split("\n", 1)[0]):]
+    assert "Tickets are sold on board." in rest and "left out" in rest, rest[:3000]
+    assert await box.is_hidden(), "the selection went with the question"
+    assert (await panel.locator(".turn .asked-selection").inner_text()).startswith("The early")
+    await _close(panel, harbour, museum)
