@@ -6,6 +6,7 @@ against the local server. What is checked is what a person sees in the panel."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 import threading
@@ -179,7 +180,7 @@ async def test_a_narrow_panel_with_a_long_model_name_keeps_its_heading_and_whole
     )
     assert chip["text"] == "gemini-2.5-flash-lite-preview-09-2025-extended" and chip["ellipsized"]
     assert await panel.evaluate("document.documentElement.scrollWidth") <= 320
-    for button in ("#new-button", "#settings-button"):
+    for button in ("#new-button", "#history-button", "#settings-button"):
         shown = await panel.eval_on_selector(
             button, "b => { const r = document.createRange(); r.selectNodeContents(b);"
             " return {lines: r.getClientRects().length, right: b.getBoundingClientRect().right}; }",
@@ -272,7 +273,9 @@ async def test_settings_saved_by_the_host_are_used_by_the_next_answer_and_markdo
         saved = private_settings.read_text()
         assert 'model = "gemini-2.5-flash"' in saved and "panel-key-1234" in saved and gemini.url in saved
         assert stat.S_IMODE(private_settings.stat().st_mode) == 0o600
-        assert await panel.evaluate("chrome.storage.local.get(null)") == {}
+        # The extension's storage keeps the panel's threads, and no setting or key.
+        stored = await panel.evaluate("chrome.storage.local.get(null)")
+        assert set(stored) == {"threads"} and "panel-key-1234" not in json.dumps(stored) and gemini.url not in json.dumps(stored)
         # The answer's markdown, rendered.
         answer = panel.locator(".turn .answer").last
         assert await answer.locator("h2").inner_text() == "Prices"

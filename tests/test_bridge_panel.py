@@ -175,3 +175,87 @@ async def test_asking_about_the_selection_leads_the_context_with_it(
     assert await box.is_hidden(), "the selection went with the question"
     assert (await panel.locator(".turn .asked-selection").inner_text()).startswith("The early")
     await _close(panel, harbour, museum)
+
+
+async def _reopen(ctx: Any, panel: Any) -> Any:
+    """The panel closed and opened again, on the tabs it showed."""
+    url = panel.url
+    await panel.close()
+    again = await ctx.new_page()
+    await again.set_viewport_size({"width": 400, "height": 720})
+    await again.goto(url)
+    await again.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
+    return again
+
+
+async def test_a_thread_outlasts_the_panel_and_says_when_its_page_changed(
+    browser: Any, pages: str, model: tuple[GeminiServer, Script],
+) -> None:
+    _, script = model
+    script.respond = lambda r: TextReply(text=f"Answer to: {r.last_user_text().splitlines()[-1]} [Tab 2]")
+    (harbour, museum), panel = await _open(browser, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    await panel.evaluate("window.chatagentTest.clearHistory()")
+    for question in ("When does the museum open?", "And on Mondays?"):
+        assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", question))["ok"]
+
+    panel = await _reopen(browser, panel)
+    turns = panel.locator(".thread .turn")
+    await turns.nth(1).wait_for()
+    assert await turns.locator(".question").all_inner_texts() == ["When does the museum open?", "And on Mondays?"]
+    assert await turns.nth(1).locator(".answer").inner_text() == "Answer to: And on Mondays? Maritime museum"
+    assert await turns.nth(1).locator(".sources .chip").inner_text() == "Maritime museum"
+    assert await panel.locator(".thread-changes").count() == 0, "nothing changed"
+
+    # A page that changed since: the reopened thread says so; a follow-up goes on in it.
+    await museum.evaluate("() => document.body.insertAdjacentHTML('beforeend', '<p>Closed for repairs in May.</p>')")
+    panel = await _reopen(browser, panel)
+    note = panel.locator(".thread-changes")
+    await note.wait_for()
+    assert await note.inner_text() == "Since this conversation: “Maritime museum — visitor guide” has changed."
+    assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", "Is it open in May?"))["ok"]
+    assert await panel.locator(".thread .turn").count() == 3
+
+    # Bounded: the oldest threads go first.
+    for i in range(40):
+        await panel.evaluate(
+            "(i) => window.chatagentTest.saveThread({id: `t${i}`, tabs: [], labels: [], turns: [{question: `q${i}`,"
+            " answer: 'a', citations: [], state: 'done', meta: ''}]})", i)
+    saved = await panel.evaluate("window.chatagentTest.savedThreads()")
+    assert len(saved) == 30 and saved[-1]["id"] == "t39" and saved[0]["id"] == "t10"
+
+    # Clear history: gone from the panel and from the browser's storage.
+    await panel.click("#history-button")
+    await panel.click("#history-clear")
+    assert await panel.locator(".thread .turn").count() == 0
+    assert await panel.evaluate("chrome.storage.local.get(null)") == {}
+    panel = await _reopen(browser, panel)
+    assert await panel.locator(".thread .turn").count() == 0
+    await _close(panel, harbour, museum)
+
+
+async def test_a_thread_outlasts_a_browser_restart_and_says_which_tab_was_closed(
+    tmp_path: Path, pages: str, model: tuple[GeminiServer, Script],
+) -> None:
+    gemini, script = model
+    script.respond = lambda _: TextReply(text="Weekdays at 06:40 [Tab 1].")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _settings(tmp_path / "config.toml", gemini, monkeypatch)
+    urls = [f"{pages}/harbour.html", f"{pages}/museum.html"]
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as ctx:
+        _, panel = await _open(ctx, urls)
+        assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When is the first ferry?"))["ok"]
+    # The same profile, the harbour page open again (under a new tab id), the museum's not.
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as ctx:
+        _, panel = await _open(ctx, urls[:1])
+        await panel.click("#history-button")
+        entry = panel.locator("#history-list button")
+        assert await entry.count() == 1
+        assert (await entry.inner_text()).startswith("When is the first ferry?\nHarbour notes — Lindqvist Bay · Maritime")
+        await entry.click()
+        turn = panel.locator(".thread .turn")
+        await turn.wait_for()
+        assert await turn.locator(".answer").inner_text() == "Weekdays at 06:40 Harbour notes."
+        note = panel.locator(".thread-changes")
+        await note.wait_for()
+        assert await note.inner_text() == "Since this conversation: “Maritime museum — visitor guide” was closed."
+        await panel.screenshot(path=str(tmp_path / "restored.png"))

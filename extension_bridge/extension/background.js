@@ -566,6 +566,36 @@ function pageShowPassage(quote) {
   return { found: true, text: range.toString() };
 }
 
+// ---------------------------------------------------------------- page fingerprints
+
+// A page's text, summed up (FNV-1a, 32 bits): a saved thread can tell whether
+// its tabs' pages changed since, without keeping their text.
+function fingerprint(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, "0");
+}
+
+// Runs in the page.
+function pageText() {
+  return document.body ? document.body.innerText : "";
+}
+
+async function fingerprints(tabIds) {
+  const out = {};
+  for (const tabId of tabIds) {
+    try {
+      out[tabId] = fingerprint((await inTab(tabId, pageText)).slice(0, MAX_TEXT_CHARS));
+    } catch {
+      // closed, or not readable: nothing to compare
+    }
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------- asks
 
 const encoder = new TextEncoder();
@@ -628,6 +658,12 @@ async function startAsk(panel, req) {
     else notes.push({ message: friendlyScriptError(r.reason, await tabInWords(req.tabIds[i])) });
   }
   if (!live()) return;
+  // What was read, for the panel's saved thread (did its pages change since?).
+  post(panel, {
+    type: "tabs_read",
+    id: req.id,
+    tabs: tabs.map((t) => ({ tabId: t.tabId, url: t.url, title: t.title, fingerprint: fingerprint(t.text || "") })),
+  });
   for (const n of notes) {
     post(panel, { type: "event", id: req.id, event: { type: "note", text: `Skipped: ${n.message}` } });
   }
@@ -757,6 +793,9 @@ chrome.runtime.onConnect.addListener((panel) => {
         settingsRequests.delete(msg.id);
         post(panel, { type: "error", id: msg.id, code: host.code || "host_unavailable", message: String(e.message || e) });
       }
+    } else if (msg.type === "fingerprints") {
+      const ids = (Array.isArray(msg.tabIds) ? msg.tabIds : []).filter(Number.isInteger).slice(0, 40);
+      fingerprints(ids).then((prints) => post(panel, { type: "fingerprints", id: msg.id, prints }));
     } else if (msg.type === "show_passage") {
       showPassage(Number(msg.tabId), msg.quote).then((result) => post(panel, { type: "passage_shown", id: msg.id, result }));
     } else if (msg.type === "reconnect") {

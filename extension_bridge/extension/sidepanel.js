@@ -6,6 +6,7 @@
 // `await window.chatagentTest.ask("question")`, or fill #question and press
 // Ask. `document.body.dataset.state` is idle | running | done | stopped | error.
 
+import { clearThreads, loadThreads, saveThread, tabsSince } from "./history.js";
 import { citationChip, clip, passageChip, renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
@@ -13,6 +14,11 @@ const els = {
   hostStatus: $("host-status"),
   modelChip: $("model-chip"),
   newButton: $("new-button"),
+  historyButton: $("history-button"),
+  history: $("history"),
+  historyList: $("history-list"),
+  historyClear: $("history-clear"),
+  historyClose: $("history-close"),
   settingsButton: $("settings-button"),
   tabs: $("tabs"),
   tabsTitle: $("tabs-title"),
@@ -111,6 +117,12 @@ function onMessage(msg) {
       break;
     case "passage_shown":
       passageShown(msg);
+      break;
+    case "tabs_read":
+      if (current && msg.id === current.id && Array.isArray(msg.tabs)) current.read = msg.tabs;
+      break;
+    case "fingerprints":
+      settle(msg.id, msg.prints || {});
       break;
     case "selection":
       // From the context menu or the keyboard shortcut: attached at once.
@@ -405,7 +417,7 @@ function threadFor(key) {
     const el = document.createElement("section");
     el.className = "thread";
     // labels: "[Tab N]" label -> Chrome tab id, as the host numbers the conversation's tabs.
-    thread = { key, conversation: crypto.randomUUID(), tabIds: null, labels: new Map(), el, turns: 0 };
+    thread = { key, conversation: crypto.randomUUID(), tabIds: null, labels: new Map(), el, turns: 0, saved: null };
     threads.set(key, thread);
   }
   return thread;
@@ -422,6 +434,7 @@ function showThread(thread) {
   if (els.threadBox.firstChild !== thread.el) els.threadBox.replaceChildren(thread.el);
   els.newButton.disabled = thread.turns === 0;
   if (!thread.turns && !thread.el.firstChild) thread.el.append(emptyHint());
+  if (thread.restored && !thread.checked) sayWhatChanged(thread).catch(console.error);
 }
 
 function emptyHint() {
@@ -566,7 +579,7 @@ async function ask(question, opts = {}) {
   const turn = addTurn(thread, question);
   const id = crypto.randomUUID();
   const done = new Promise((resolve) => {
-    current = { id, thread, turn, events: [], resolve, started: performance.now(), text: "", stopping: false };
+    current = { id, thread, turn, events: [], resolve, started: performance.now(), text: "", stopping: false, question, about };
   });
   setRunning(true);
   setTurnStatus(turn, ordered.length > 1 ? `Reading ${ordered.length} tabs…` : `Reading ${tabInWords(ordered[0])}…`);
@@ -765,8 +778,9 @@ function finish(ev) {
   turn.dataset.state = state;
   document.body.dataset.state = state;
   turn.scrollIntoView({ block: "nearest" });
+  const saving = keep(run, ev, state).catch((e) => console.warn("chatagent: could not save the thread", e));
   if (checked.size && selectionKey() !== thread.key) showThread(threadFor(selectionKey()));
-  run.resolve({
+  const result = {
     ok: ev.type === "done",
     answer: ev.type === "done" ? ev.answer : null,
     done: ev.type === "done" ? ev : null,
@@ -774,8 +788,158 @@ function finish(ev) {
     stopped: state === "stopped",
     events: run.events,
     text: turn.querySelector(".answer").innerText,
-  });
+  };
+  saving.then(() => run.resolve(result)); // (for tests) once the thread is saved
 }
+
+// ---------------------------------------------------------------- threads that last
+
+// Each finished turn saves its thread (history.js): what was asked and
+// answered, with its sources, and the tabs as they were read.
+async function keep(run, ev, state) {
+  const { thread, turn } = run;
+  const saved = thread.saved ?? { id: thread.conversation, tabs: [], labels: [], turns: [] };
+  thread.saved = saved;
+  savedThreads.set(saved.id, thread);
+  if (run.read?.length) {
+    const others = saved.tabs.filter((t) => !run.read.some((r) => r.tabId === t.tabId));
+    saved.tabs = [...others, ...run.read];
+  }
+  saved.labels = [...thread.labels];
+  saved.turns.push({
+    question: run.question,
+    ...(run.about ? { selection: run.about.text } : {}),
+    answer: ev.type === "done" ? ev.answer : run.text,
+    citations: ev.type === "done" ? ev.citations || [] : [],
+    state,
+    meta: turn.querySelector(".meta-text")?.textContent || "",
+    ...(state === "error" ? { error: turn.querySelector(".turn-error p")?.textContent || ev.message || "" } : {}),
+  });
+  await saveThread(saved);
+}
+
+// A saved thread shown again: its turns as they were, its tabs as they are now.
+function restoredThread(record, tabIds) {
+  const ids = new Map(record.tabs.map((t, i) => [t.tabId, tabIds[i]])); // saved tab id -> its tab now
+  const now = (id) => ids.get(Number(id)) ?? null;
+  const el = document.createElement("section");
+  el.className = "thread";
+  const open = tabIds.length > 0 && tabIds.every((id) => id != null);
+  const key = open ? [...tabIds].sort((a, b) => a - b).join(",") : `saved:${record.id}`;
+  const labels = new Map(record.labels.map(([label, id]) => [label, now(id)]).filter(([, id]) => id != null));
+  const thread = { key, conversation: record.id, tabIds: open ? tabIds : null, labels, el, turns: 0, saved: record, restored: true, tabIdsNow: tabIds };
+  for (const t of record.turns) {
+    const turn = addTurn(thread, t.question);
+    if (t.selection) addSelectionQuote(turn, { text: t.selection, tabId: now(record.tabs[0]?.tabId) });
+    // Its sources point at the tabs as they are now (a closed one's chip says so when clicked).
+    const citations = (t.citations || []).map((c) => ({ ...c, tab_id: String(now(c.tab_id) ?? -1) }));
+    if (t.answer) renderAnswer(turn, t.answer, thread, t.state === "done" ? citations : null);
+    if (t.state === "done") {
+      renderSources(turn, citations, thread);
+      addCopy(turn, t.answer);
+    }
+    if (t.error) showTurnError(turn, { message: t.error });
+    if (t.state === "stopped") setTurnStatus(turn, "Stopped.");
+    const meta = document.createElement("span");
+    meta.className = "meta-text";
+    meta.textContent = t.meta || "";
+    turn.querySelector(".meta").prepend(meta);
+    turn.dataset.state = t.state;
+  }
+  return thread;
+}
+
+async function openTabs() {
+  const tabs = await chrome.tabs.query({});
+  return new Map(tabs.map((t) => [t.id, { url: t.url || t.pendingUrl || "", title: t.title || "" }]));
+}
+
+const savedThreads = new Map(); // record id -> its thread, as restored (or kept) in this panel
+
+async function restoreThreads() {
+  const records = await loadThreads();
+  const now = await openTabs();
+  for (const record of records) { // oldest first: a newer thread of the same tabs wins
+    const { tabIds } = tabsSince(record, now);
+    const thread = restoredThread(record, tabIds);
+    savedThreads.set(record.id, thread);
+    if (!thread.key.startsWith("saved:")) threads.set(thread.key, thread);
+  }
+  if (!current) showThread(threadFor(selectionKey()));
+}
+
+// The line at the top of a restored thread saying what became of its tabs.
+async function sayWhatChanged(thread) {
+  thread.checked = true;
+  const now = await openTabs();
+  const open = thread.tabIdsNow.filter((id) => id != null);
+  const prints = open.length ? new Map(Object.entries(await requestSettings({ type: "fingerprints", tabIds: open })).map(([k, v]) => [Number(k), v])) : new Map();
+  const { changes } = tabsSince(thread.saved, now, prints);
+  if (!changes.length) return;
+  const p = document.createElement("p");
+  p.className = "thread-changes";
+  p.setAttribute("role", "note");
+  p.textContent = `Since this conversation: ${changes.join("; ")}.`;
+  thread.el.prepend(p);
+}
+
+function showHistory() {
+  const records = [...savedThreads.values()].map((t) => t.saved).sort((a, b) => b.updated - a.updated);
+  els.historyList.replaceChildren(
+    ...records.map((r) => {
+      const li = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.dataset.thread = r.id;
+      const q = document.createElement("span");
+      q.className = "history-question";
+      q.textContent = clip(r.turns[0]?.question || "", 90);
+      const where = document.createElement("span");
+      where.className = "history-tabs";
+      const when = r.updated ? new Date(r.updated).toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : "";
+      where.textContent = `${r.tabs.map((t) => clip(t.title || t.url, 40)).join(" · ")}${when ? ` — ${when}` : ""}`;
+      button.append(q, where);
+      button.addEventListener("click", () => openSaved(r.id));
+      li.append(button);
+      return li;
+    }),
+  );
+  if (!records.length) {
+    const li = document.createElement("li");
+    li.className = "empty";
+    li.textContent = "No saved conversations.";
+    els.historyList.append(li);
+  }
+  els.historyClear.disabled = !records.length;
+  els.history.showModal();
+}
+
+function openSaved(id) {
+  const thread = savedThreads.get(id);
+  els.history.close();
+  if (!thread || current) return;
+  if (thread.tabIds) {
+    // Its tabs are all open: tick them; the thread is theirs, and goes on.
+    checked.clear();
+    thread.tabIds.forEach((t) => checked.add(t));
+    threads.set(thread.key, thread);
+    renderTabs().catch(console.error);
+  } else {
+    showThread(thread); // some of its tabs are gone: shown as it was; a question goes to the ticked tabs
+  }
+}
+
+async function clearHistory() {
+  await clearThreads();
+  savedThreads.clear();
+  threads.clear();
+  els.history.close();
+  if (!current) showThread(threadFor(selectionKey()));
+}
+
+els.historyButton.addEventListener("click", showHistory);
+els.historyClose.addEventListener("click", () => els.history.close());
+els.historyClear.addEventListener("click", () => clearHistory().catch(console.error));
 
 function showTurnError(turn, ev) {
   const box = document.createElement("div");
@@ -974,8 +1138,14 @@ window.chatagentTest = {
   hostState: () => ({ ...hostState }),
   refreshTabs: () => renderTabs(),
   refreshSelection: () => refreshSelection().then((s) => s && { ...s }),
+  savedThreads: () => loadThreads(),
+  saveThread: (record) => saveThread(record).then((list) => list.length),
+  clearHistory: () => clearHistory(),
 };
 
 connect();
-renderTabs().catch((e) => showError(`Could not list tabs: ${e.message}`, "tabs"));
+renderTabs()
+  .catch((e) => showError(`Could not list tabs: ${e.message}`, "tabs"))
+  .then(() => restoreThreads())
+  .catch((e) => console.warn("chatagent: could not restore the saved threads", e));
 els.question.focus();
