@@ -551,7 +551,11 @@ function pageShowPassage(quote) {
   const range = document.createRange();
   range.setStart(nodes[at], offsets[at]);
   const end = at + length - 1;
-  range.setEnd(nodes[end], offsets[end] + 1);
+  // With the punctuation that ends it ("weekdays." and not "weekdays").
+  const last = nodes[end].nodeValue;
+  let stop = offsets[end] + 1;
+  while (stop < last.length && stop - offsets[end] <= 3 && /[.!?;:,)\]”’"'»…]/.test(last[stop])) stop++;
+  range.setEnd(nodes[end], stop);
   if (typeof Highlight === "function" && CSS.highlights) {
     CSS.highlights.set("chatagent-passage", new Highlight(range));
   }
