@@ -177,6 +177,96 @@ async def test_asking_about_the_selection_leads_the_context_with_it(
     await _close(panel, harbour, museum)
 
 
+def _block(request: RecordedRequest, words: str) -> str:
+    """The id the context gives the block holding `words` ("[1.4] The early ferry…")."""
+    found = re.search(rf"\[(\d+\.\d+)\] [^\n]*{re.escape(words)}", request.text())
+    assert found, request.text()[:3000]
+    return found.group(1)
+
+
+HIGHLIGHTED = """() => {
+    const h = CSS.highlights.get('chatagent-passage');
+    const [range] = h ? [...h] : [];
+    if (!range) return null;
+    const box = range.getBoundingClientRect();
+    return {text: range.toString().replace(/\\s+/g, ' '), top: box.top, bottom: box.bottom,
+            viewport: innerHeight, scrolled: scrollY};
+}"""
+
+
+async def _active(panel: Any) -> list[int]:
+    return await panel.evaluate("async () => (await chrome.tabs.query({active: true})).map(t => t.id)")
+
+
+async def _shown(panel: Any, chip: Any, tab: Any) -> dict[str, Any]:
+    """Click `chip`; once the panel says the passage is shown, where it is in `tab`."""
+    await chip.click()
+    await panel.wait_for_selector(f"[data-shown=found][data-tab-id='{await chip.get_attribute('data-tab-id')}']")
+    return await tab.evaluate(HIGHLIGHTED)
+
+
+async def test_a_passage_chip_shows_its_quote_and_scrolls_its_tab_to_it_highlighted(
+    browser: Any, pages: str, model: tuple[GeminiServer, Script], tmp_path: Path,
+) -> None:
+    """The answer cites a block of each tab and one id that names nothing:
+    two numbered chips (the quote on hover), none for the unknown id; a
+    chip, clicked, brings its tab to the front scrolled to the quoted words,
+    which are highlighted, although the page splits them across elements."""
+    _, script = model
+
+    def respond(request: RecordedRequest) -> Reply:
+        ferry, hours = _block(request, "Skerholm"), _block(request, "galleries open at ten")
+        return TextReply(text=f"The first ferry leaves at 06:40 [{ferry}]; the museum opens at ten [{hours}]. "
+                              "Tickets are sold on board [7.99].")
+
+    script.respond = respond
+    (harbour, museum), panel = await _open(browser, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    harbour_id, museum_id = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+    result = await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When can I take the ferry and see the museum?")
+    assert result["ok"], result["error"]
+    assert result["done"]["dropped_citations"] == 1
+    answer = panel.locator(".turn .answer")
+    assert await answer.inner_text() == "The first ferry leaves at 06:40 1; the museum opens at ten 2. Tickets are sold on board."
+    chips = answer.locator(".chip.passage")
+    assert await chips.count() == 2
+    ferry, hours = chips.nth(0), chips.nth(1)
+    assert await ferry.get_attribute("data-tab-id") == str(harbour_id)
+    assert await hours.get_attribute("data-tab-id") == str(museum_id)
+    title = await ferry.get_attribute("title")
+    assert "ferry to Skerholm leaves the north quay at 06:40" in title and "Harbour notes" in title, title
+    sources = panel.locator(".turn .sources .passage-source")
+    assert await sources.count() == 2
+    assert "galleries open at ten" in await sources.nth(1).inner_text()
+
+    await harbour.set_viewport_size({"width": 760, "height": 720})  # for the picture below
+    shown = await _shown(panel, hours, museum)
+    assert museum_id in await _active(panel)
+    assert shown and "galleries open at ten" in shown["text"], shown
+    shown = await _shown(panel, ferry, harbour)
+    assert harbour_id in await _active(panel) and museum_id not in await _active(panel)
+    assert shown and shown["text"].startswith("The early ferry to Skerholm leaves the north quay at 06:40"), shown
+    assert shown["scrolled"] > 0 and 0 <= shown["top"] and shown["bottom"] <= shown["viewport"], shown
+    # Only highlighted: the page's own DOM is as it was (no element added around the words).
+    assert await harbour.evaluate("document.querySelectorAll('mark, [data-chatagent]').length") == 0
+
+    out = DOCS if os.environ.get("CHATAGENT_DOCS_SCREENSHOTS") else tmp_path
+    await _side_by_side(harbour, panel, out / "panel-citation.png")
+    await _close(panel, harbour, museum)
+
+
+async def _side_by_side(page: Any, panel: Any, path: Path) -> None:
+    """The page (left) and the panel (right), as a person sees them, in one picture."""
+    import io
+
+    from PIL import Image
+
+    shots = [Image.open(io.BytesIO(await p.screenshot())) for p in (page, panel)]
+    picture = Image.new("RGB", (sum(s.width for s in shots) + 1, max(s.height for s in shots)), "#d0d7de")
+    picture.paste(shots[0], (0, 0))
+    picture.paste(shots[1], (shots[0].width + 1, 0))
+    picture.save(path, optimize=True)
+
+
 async def _reopen(ctx: Any, panel: Any) -> Any:
     """The panel closed and opened again, on the tabs it showed."""
     url = panel.url

@@ -57,7 +57,7 @@ const fixedTabIds = params.has("tabs")
 let port = null;
 let hostState = { state: "idle" };
 let hostSettings = null; // the host's `settings` message
-const pendingSettings = new Map(); // request id -> {resolve, reject}
+const pendingReplies = new Map(); // request id -> {resolve, reject}
 let current = null; // the running question: { id, thread, turn, events, resolve, started, stopping }
 const checked = new Set(); // tab ids the user picked (kept across list refreshes)
 let pickedDefault = false;
@@ -133,7 +133,7 @@ function onMessage(msg) {
       settle(msg.id, msg);
       break;
     case "error":
-      if (pendingSettings.has(msg.id)) settle(msg.id, null, msg);
+      if (pendingReplies.has(msg.id)) settle(msg.id, null, msg);
       else if (current && msg.id === current.id) finish({ type: "error", code: msg.code, message: msg.message });
       break;
   }
@@ -148,23 +148,24 @@ function showHost() {
   if (hostState.state === "error" && !current) showError(hostState.message, hostState.code);
   else if (hostState.state === "ready") {
     if (retryable(els.error.dataset.code)) hideError();
-    requestSettings({ type: "settings_get" }).catch(() => {});
+    request({ type: "settings_get" }).catch(() => {});
   }
 }
 
 // ---------------------------------------------------------------- settings
 
-function requestSettings(msg) {
+// A request to the worker (settings, page fingerprints), answered by a message with its id.
+function request(msg) {
   const id = crypto.randomUUID();
-  const done = new Promise((resolve, reject) => pendingSettings.set(id, { resolve, reject }));
+  const done = new Promise((resolve, reject) => pendingReplies.set(id, { resolve, reject }));
   send({ ...msg, id });
   return done;
 }
 
 function settle(id, value, error) {
-  const waiting = pendingSettings.get(id);
+  const waiting = pendingReplies.get(id);
   if (!waiting) return;
-  pendingSettings.delete(id);
+  pendingReplies.delete(id);
   if (error) waiting.reject(Object.assign(new Error(error.message), { code: error.code }));
   else waiting.resolve(value);
 }
@@ -265,7 +266,7 @@ async function saveSettings(values, { said = "Saved", fill = fillSettingsForm } 
   els.settingsMessage.dataset.kind = "";
   els.settingsMessage.textContent = "Saving…";
   try {
-    const msg = await requestSettings({ type: "settings_set", values });
+    const msg = await request({ type: "settings_set", values });
     fill(msg);
     // Saved, but the first question would fail (a missing key): say so now, and what to do.
     els.settingsMessage.dataset.kind = msg.problem ? "error" : "ok";
@@ -297,7 +298,7 @@ function openSettings() {
   $("settings-save").disabled = hostState.state === "error";
   showProviderGroup();
   if (!els.settings.open) els.settings.showModal();
-  if (!hostSettings && hostState.state !== "error") requestSettings({ type: "settings_get" }).then(fillSettingsForm, () => {});
+  if (!hostSettings && hostState.state !== "error") request({ type: "settings_get" }).then(fillSettingsForm, () => {});
 }
 
 els.settingsForm.addEventListener("change", (e) => {
@@ -873,7 +874,7 @@ async function sayWhatChanged(thread) {
   thread.checked = true;
   const now = await openTabs();
   const open = thread.tabIdsNow.filter((id) => id != null);
-  const prints = open.length ? new Map(Object.entries(await requestSettings({ type: "fingerprints", tabIds: open })).map(([k, v]) => [Number(k), v])) : new Map();
+  const prints = open.length ? new Map(Object.entries(await request({ type: "fingerprints", tabIds: open })).map(([k, v]) => [Number(k), v])) : new Map();
   const { changes } = tabsSince(thread.saved, now, prints);
   if (!changes.length) return;
   const p = document.createElement("p");
