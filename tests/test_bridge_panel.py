@@ -120,9 +120,14 @@ async def _open(ctx: Any, urls: list[str]) -> tuple[list[Any], Any]:
     return tabs, await open_panel(ctx, urls)
 
 
-async def _close(*pages: Any) -> None:
-    for page in pages:
-        await page.close()
+@pytest_asyncio.fixture(loop_scope="module")
+async def ctx(browser: Any) -> AsyncIterator[Any]:
+    """The file's browser for one test: the pages it opens are closed after it, however it ends."""
+    first = browser.pages[:1]
+    yield browser
+    for page in browser.pages:
+        if page not in first:
+            await page.close()
 
 
 def _tab_body(request: RecordedRequest, tab: str = "1") -> str:
@@ -135,14 +140,14 @@ def _tab_body(request: RecordedRequest, tab: str = "1") -> str:
 
 
 async def test_asking_about_the_selection_leads_the_context_with_it(
-    browser: Any, pages: str, model: tuple[GeminiServer, Script],
+    ctx: Any, pages: str, model: tuple[GeminiServer, Script],
 ) -> None:
     """Text selected in a tab is offered in the panel (its start shown); the
     shortcut's and the context menu's path attaches it; the question's
     context then starts with the selected text, the page around it after."""
     gemini, script = model
     script.respond = lambda _: TextReply(text="At 06:40 [Tab 1].")
-    (harbour, museum), panel = await _open(browser, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    (harbour, museum), panel = await _open(ctx, [f"{pages}/harbour.html", f"{pages}/museum.html"])
     harbour_id, museum_id = await panel.evaluate("window.chatagentTest.selectedTabIds()")
     await harbour.evaluate(
         "() => { const p = [...document.querySelectorAll('p')].find(p => p.textContent.includes('Skerholm'));"
@@ -157,7 +162,7 @@ async def test_asking_about_the_selection_leads_the_context_with_it(
     assert await box.locator("#selection-use").is_visible()
 
     # The keyboard shortcut and the context menu's entry run this in the worker.
-    worker = browser.service_workers[0]
+    worker = ctx.service_workers[0]
     await worker.evaluate("async (id) => chatagentAskAboutSelection(await chrome.tabs.get(id), '')", harbour_id)
     await panel.wait_for_selector("#selection[data-attached=true]")
     assert await box.locator("#selection-use").is_hidden()
@@ -174,7 +179,6 @@ async def test_asking_about_the_selection_leads_the_context_with_it(
     assert "Tickets are sold on board." in rest and "left out" in rest, rest[:3000]
     assert await box.is_hidden(), "the selection went with the question"
     assert (await panel.locator(".turn .asked-selection").inner_text()).startswith("The early")
-    await _close(panel, harbour, museum)
 
 
 def _block(request: RecordedRequest, words: str) -> str:
@@ -206,7 +210,7 @@ async def _shown(panel: Any, chip: Any, tab: Any) -> dict[str, Any]:
 
 
 async def test_a_passage_chip_shows_its_quote_and_scrolls_its_tab_to_it_highlighted(
-    browser: Any, pages: str, model: tuple[GeminiServer, Script], tmp_path: Path,
+    ctx: Any, pages: str, model: tuple[GeminiServer, Script], tmp_path: Path,
 ) -> None:
     """The answer cites a block of each tab and one id that names nothing:
     two numbered chips (the quote on hover), none for the unknown id; a
@@ -220,7 +224,7 @@ async def test_a_passage_chip_shows_its_quote_and_scrolls_its_tab_to_it_highligh
                               "Tickets are sold on board [7.99].")
 
     script.respond = respond
-    (harbour, museum), panel = await _open(browser, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    (harbour, museum), panel = await _open(ctx, [f"{pages}/harbour.html", f"{pages}/museum.html"])
     harbour_id, museum_id = await panel.evaluate("window.chatagentTest.selectedTabIds()")
     result = await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When can I take the ferry and see the museum?")
     assert result["ok"], result["error"]
@@ -251,7 +255,6 @@ async def test_a_passage_chip_shows_its_quote_and_scrolls_its_tab_to_it_highligh
 
     out = DOCS if os.environ.get("CHATAGENT_DOCS_SCREENSHOTS") else tmp_path
     await _side_by_side(harbour, panel, out / "panel-citation.png")
-    await _close(panel, harbour, museum)
 
 
 async def _side_by_side(page: Any, panel: Any, path: Path) -> None:
@@ -279,16 +282,16 @@ async def _reopen(ctx: Any, panel: Any) -> Any:
 
 
 async def test_a_thread_outlasts_the_panel_and_says_when_its_page_changed(
-    browser: Any, pages: str, model: tuple[GeminiServer, Script],
+    ctx: Any, pages: str, model: tuple[GeminiServer, Script],
 ) -> None:
     _, script = model
     script.respond = lambda r: TextReply(text=f"Answer to: {r.last_user_text().splitlines()[-1]} [Tab 2]")
-    (harbour, museum), panel = await _open(browser, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    (harbour, museum), panel = await _open(ctx, [f"{pages}/harbour.html", f"{pages}/museum.html"])
     await panel.evaluate("window.chatagentTest.clearHistory()")
     for question in ("When does the museum open?", "And on Mondays?"):
         assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", question))["ok"]
 
-    panel = await _reopen(browser, panel)
+    panel = await _reopen(ctx, panel)
     turns = panel.locator(".thread .turn")
     await turns.nth(1).wait_for()
     assert await turns.locator(".question").all_inner_texts() == ["When does the museum open?", "And on Mondays?"]
@@ -298,7 +301,7 @@ async def test_a_thread_outlasts_the_panel_and_says_when_its_page_changed(
 
     # A page that changed since: the reopened thread says so; a follow-up goes on in it.
     await museum.evaluate("() => document.body.insertAdjacentHTML('beforeend', '<p>Closed for repairs in May.</p>')")
-    panel = await _reopen(browser, panel)
+    panel = await _reopen(ctx, panel)
     note = panel.locator(".thread-changes")
     await note.wait_for()
     assert await note.inner_text() == "Since this conversation: “Maritime museum — visitor guide” has changed."
@@ -318,9 +321,8 @@ async def test_a_thread_outlasts_the_panel_and_says_when_its_page_changed(
     await panel.click("#history-clear")
     assert await panel.locator(".thread .turn").count() == 0
     assert await panel.evaluate("chrome.storage.local.get(null)") == {}
-    panel = await _reopen(browser, panel)
+    panel = await _reopen(ctx, panel)
     assert await panel.locator(".thread .turn").count() == 0
-    await _close(panel, harbour, museum)
 
 
 async def test_a_thread_outlasts_a_browser_restart_and_says_which_tab_was_closed(
@@ -331,12 +333,12 @@ async def test_a_thread_outlasts_a_browser_restart_and_says_which_tab_was_closed
     with pytest.MonkeyPatch.context() as monkeypatch:
         _settings(tmp_path / "config.toml", gemini, monkeypatch)
     urls = [f"{pages}/harbour.html", f"{pages}/museum.html"]
-    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as ctx:
-        _, panel = await _open(ctx, urls)
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
+        _, panel = await _open(browser, urls)
         assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When is the first ferry?"))["ok"]
     # The same profile, the harbour page open again (under a new tab id), the museum's not.
-    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as ctx:
-        _, panel = await _open(ctx, urls[:1])
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
+        _, panel = await _open(browser, urls[:1])
         await panel.click("#history-button")
         entry = panel.locator("#history-list button")
         assert await entry.count() == 1
