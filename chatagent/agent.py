@@ -16,11 +16,12 @@ from langchain_core.messages import (
 
 from .browser.base import Tab, TabFailure
 from .cache import AnswerCache, CachedAnswer
-from .context import ContextBuilder, PageContext
+from .citations import resolve
+from .context import ContextBuilder, PageContext, TabContext
 from .errors import ChatAgentError, ContextOverflowError, ModelError
 from .escalation import EscalationGate, looks_unanswerable
 from .events import (
-    Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, StopReason, Timings, Token, ToolCall, ToolResult,
+    Done, ErrorEvent, Event, Note, PassStart, Screenshot, StopReason, Timings, Token, ToolCall, ToolResult,
     Usage,
 )
 from .history import History, message_tokens
@@ -41,7 +42,6 @@ MIN_OVERFLOW_BUDGET = 250  # tokens per tab: below this, shrinking cannot help
 # the growing conversation every turn), but never below MIN_INPUT_BUDGET: a
 # small page's request is mostly fixed overhead (instructions, tool schemas),
 # and three scrolls would use up 8 times it.
-_CITE = re.compile(r"\[Tab (\d+)(?:, pp?\. [\d–-]+)?\]")  # [Tab 2], and a PDF's [Tab 2, p. 3]
 
 Emit = Callable[[Event], None]
 
@@ -180,7 +180,7 @@ class ChatAgent:
             ctx = await self._context(smaller, question, emit, notes=False, selection=selection)
             done = await self._passes(ctx, question, emit, run, history_tokens=self.history.budget_tokens // 2)
         if self.cache is not None and done.stop_reason == "answered" and done.answer:
-            self.cache.put(key, CachedAnswer(done.answer, done.pass_, done.citations))
+            self.cache.put(key, CachedAnswer(done.answer, done.pass_, done.citations, done.dropped_citations))
 
     async def _context(
         self, builder: ContextBuilder, question: str, emit: Emit, *, notes: bool = True,
@@ -220,7 +220,8 @@ class ChatAgent:
             self._emit_text(word, [], emit, run)
         self.history.add([HumanMessage(question), AIMessage(hit.answer)])
         emit(Done(
-            answer=hit.answer, pass_=hit.pass_, citations=hit.citations, cached=True, model=self.model.name,
+            answer=hit.answer, pass_=hit.pass_, citations=hit.citations, dropped_citations=hit.dropped_citations,
+            cached=True, model=self.model.name,
             timings=Timings(first_token_ms=run.first_token_ms, total_ms=run.ms(),
                             extraction_ms=ctx.extraction_ms, budget_ms=ctx.budget_ms),
         ))
@@ -357,10 +358,14 @@ class ChatAgent:
         """End the question: the turn joins the history; `done` goes out."""
         answer = str(turn[-1].text).strip()
         self.history.add([*turn[:-1], AIMessage(answer)])
+        # Pass 2's re-read tabs (tool artifacts) have blocks of their own, numbered after the context's.
+        reread = [m.artifact for m in turn if isinstance(m, ToolMessage) and isinstance(m.artifact, TabContext)]
+        citations, dropped = resolve(answer, [*ctx.tabs, *reread])
         done = Done(
             answer=answer,
             pass_=pass_,
-            citations=_citations(answer, ctx),
+            citations=citations,
+            dropped_citations=dropped,
             usage=run.usage,
             timings=Timings(
                 first_token_ms=run.first_token_ms, total_ms=run.ms(),
@@ -372,14 +377,6 @@ class ChatAgent:
         )
         emit(done)
         return done
-
-
-def _citations(answer: str, ctx: PageContext) -> list[Citation]:
-    cited = dict.fromkeys(_CITE.findall(answer))
-    readable = [t for t in ctx.tabs if t.ok]
-    if not cited and len(readable) == 1:
-        cited = {readable[0].tab_id: None}
-    return [Citation(tab_id=t.tab_id, url=t.url, title=t.title, label=t.tab_id) for t in ctx.tabs if t.tab_id in cited]
 
 
 def _request_tokens(messages: list[BaseMessage]) -> int:

@@ -23,6 +23,7 @@ class CachedAnswer:
     answer: str
     pass_: int
     citations: list[Citation]
+    dropped_citations: int = 0
 
 
 class AnswerCache:

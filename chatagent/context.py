@@ -12,10 +12,11 @@ from pydantic import BaseModel, Field
 
 from .browser.base import PageSnapshot, Tab, TabFailure
 from .browser.localfiles import is_local
+from .blocks import render_text
 from .budget import LONG_TEXT_CHARS, Fitted, TextFitter, allocate, fit_text, may_select
 from .errors import ChatAgentError, UnnamedLocalFileError
 from .extraction import Extracted, Extractor
-from .limits import DEFAULT_TAB_BUDGET
+from .limits import DEFAULT_TAB_BUDGET, MIN_TAB_BUDGET
 from .markers import selection_marker
 from .selection import Selection
 from .tokens import count_tokens
@@ -32,7 +33,8 @@ class TabContext(BaseModel):
     url: str
     title: str = ""
     text: str = ""
-    tokens: int = 0
+    tokens: int = 0  # of `text`
+    id_tokens: int = 0  # what its block ids add in the prompt ("[1.4] "): within the budget with `tokens`
     original_tokens: int = 0
     truncated: bool = False
     selected: bool = False
@@ -44,6 +46,12 @@ class TabContext(BaseModel):
     authors: list[str] = Field(default_factory=list)  # as the page's markup names them (`Extracted`)
     published: str = ""  # the day the page says it was first published, ISO
     selection: str = ""  # the text the person selected and asks about, which leads `text`
+    first_block: int = 1  # the number of its first block (`blocks.py`): after an earlier text's when re-read
+
+    @property
+    def prompt_tokens(self) -> int:
+        """What the tab costs in a prompt: its text with its block ids."""
+        return self.tokens + self.id_tokens
 
     @property
     def ok(self) -> bool:
@@ -122,7 +130,7 @@ class ContextBuilder:
 
     def _prepare(self, extracted: list[Extracted]) -> None:
         for _, body, need, share in self._shares(extracted):
-            if self._fit_budget(body, need, share, asked=True) is not None:
+            if self._fit_budget(body, need, share, asked=True, ids=_ids(body)) is not None:
                 self._fitter.prepare(body)
 
     async def snapshot(self, tab: Tab) -> PageSnapshot | TabFailure:
@@ -184,11 +192,12 @@ class ContextBuilder:
 
     def _shares(self, extracted: list[Extracted], extra: dict[str, int] | None = None) -> list[tuple[Extracted, str, int, int]]:
         """Each tab with its text, the tokens that text needs and the tokens it
-        gets (`extra`: tokens a tab needs besides its text, by label)."""
+        gets (room for its block ids included; `extra`: tokens a tab needs
+        besides its text, by label)."""
         bodies = [_body(e) for e in extracted]
         needs = [self._count(b) for b in bodies]
         extra = extra or {}
-        shares = allocate([n + extra.get(e.tab_id, 0) for e, n in zip(extracted, needs)],
+        shares = allocate([n + _ids(b) + extra.get(e.tab_id, 0) for e, n, b in zip(extracted, needs, bodies)],
                           self.budget_per_tab * len(extracted))
         return list(zip(extracted, bodies, needs, shares))
 
@@ -199,19 +208,26 @@ class ContextBuilder:
         out: dict[str, TabContext] = {}
         asked = bool(question and question.strip())
         first = fit_text(lead[1], int(self.budget_per_tab * SELECTION_SHARE)) if lead else None
-        extra = {lead[0]: first.tokens + count_tokens(selection_marker())} if lead and first else {}
-        for e, body, need, share in self._shares(extracted, extra):
+        extra = {lead[0]: first.tokens + _ids(first.text) + count_tokens(selection_marker())} if lead and first else {}
+        shares = self._shares(extracted, extra)
+        # What the tabs' shares leave of the total: a text sent whole whose ids take more than estimated uses it.
+        spare = self.budget_per_tab * len(extracted) - sum(s for *_, s in shares)
+        for e, body, need, share in shares:
             if lead and first and e.tab_id == lead[0]:
                 out[e.tab_id] = self._led_by(e, body, need, share - extra[e.tab_id], first, question, lead[1])
                 continue
-            budget = self._fit_budget(body, need, share, asked=asked)
-            f = self._fitter.fit(body, budget, question) if budget is not None else None
+            budget = self._fit_budget(body, need, share, asked=asked, ids=_ids(body))
+            limit = share + spare if budget is None else budget
+            f, with_ids = self._fit_with_ids(e, body, need, limit, budget, question)
+            spare -= max(with_ids - share, 0) if budget is None else 0
+            text_tokens = f.tokens if f else need
             out[e.tab_id] = TabContext(
                 tab_id=e.tab_id,
                 url=e.url,
                 title=e.title,
                 text=f.text if f else body,
-                tokens=f.tokens if f else need,
+                tokens=text_tokens,
+                id_tokens=max(with_ids - text_tokens, 0),
                 original_tokens=need,
                 truncated=bool(f and f.truncated),
                 selected=bool(f and f.selected),
@@ -232,14 +248,19 @@ class ContextBuilder:
         then the page in the `room` left, its parts that match the selection
         and the question (the ones around the selection) kept first."""
         marker = selection_marker()
-        budget = self._fit_budget(body, need, max(room, 0), asked=True)
-        rest = self._fitter.fit(body, budget, f"{question or ''}\n{selection}") if budget is not None else None
+        room = max(room, 0)
+        budget = self._fit_budget(body, need, room, asked=True, ids=_ids(body))
+        rest, _ = self._fit_with_ids(e, body, need, room if budget is None else budget, budget,
+                                     f"{question or ''}\n{selection}")
+        text = f"{lead.text}\n\n{marker}\n\n{rest.text if rest else body}"
+        tokens = lead.tokens + count_tokens(marker) + (rest.tokens if rest else need)
         return TabContext(
             tab_id=e.tab_id,
             url=e.url,
             title=e.title,
-            text=f"{lead.text}\n\n{marker}\n\n{rest.text if rest else body}",
-            tokens=lead.tokens + count_tokens(marker) + (rest.tokens if rest else need),
+            text=text,
+            tokens=tokens,
+            id_tokens=max(count_tokens(render_text(e.tab_id, text, title=e.title)) - tokens, 0),
             original_tokens=need,
             truncated=bool(lead.truncated or (rest and rest.truncated)),
             selected=bool(rest and rest.selected),
@@ -252,14 +273,34 @@ class ContextBuilder:
             selection=lead.text,
         )
 
-    def _fit_budget(self, body: str, need: int, share: int, *, asked: bool) -> int | None:
+    def _fit_with_ids(
+        self, e: Extracted, body: str, need: int, limit: int, budget: int | None, question: str | None,
+    ) -> tuple[Fitted | None, int]:
+        """The fit of `body` whose text, block ids included (`blocks.render_text`),
+        takes at most `limit` tokens, and those tokens: the ids are part of the
+        budget, so the text is fitted into what they leave."""
+        if budget is not None:  # the text's part: what the ids leave of it (in proportion for a text cut)
+            ids = _ids(body)
+            budget = budget - ids if need + ids <= budget else max(budget * need // (need + ids), _ID_FLOOR)
+        f = self._fitter.fit(body, budget, question) if budget is not None else None
+        while True:
+            text, tokens = (f.text, f.tokens) if f else (body, need)
+            with_ids = count_tokens(render_text(e.tab_id, text, title=e.title))
+            # Fit again into what the ids leave, keeping a margin: a cut changes how the ids tokenize.
+            smaller = max(min(tokens, budget or tokens) - (with_ids - limit) - _ID_MARGIN, _ID_FLOOR)
+            if with_ids <= limit or (budget is not None and smaller >= budget):
+                return f, with_ids
+            budget = smaller
+            f = self._fitter.fit(body, budget, question)
+
+    def _fit_budget(self, body: str, need: int, share: int, *, asked: bool, ids: int = 0) -> int | None:
         """The budget a tab's text is fitted into; None to send it whole.
 
         A text within the per-tab budget may still be cut to three quarters of
         it (`budget.CONFIDENT_SHARE`); a longer one that fits only because
         shorter tabs left tokens unused is sent whole, as analysing a long text
         costs tens of milliseconds on a tab's first question."""
-        if need > share:
+        if need + ids > share:  # `share` holds the block ids too
             return share
         if asked and may_select(body, need, self.budget_per_tab):
             return self.budget_per_tab
@@ -279,6 +320,9 @@ class ContextBuilder:
 
 
 _TOKEN_CACHE_SIZE = 64
+ID_TOKENS = 5  # an id as the prompt writes it ("[1.4] "), in tokens, up to block 999
+_ID_FLOOR = MIN_TAB_BUDGET // 2  # the smallest budget a text is refitted into to leave room for its ids
+_ID_MARGIN = 8  # tokens kept back on a refit: a cut changes how the ids tokenize
 
 
 def _body(e: Extracted) -> str:
@@ -286,6 +330,11 @@ def _body(e: Extracted) -> str:
     if e.title and not e.text.lstrip("# ").startswith(e.title):
         return f"# {e.title}\n\n{e.text}" if e.text else f"# {e.title}"
     return e.text
+
+
+def _ids(body: str) -> int:
+    """The tokens `body`'s block ids would take, about: one id a line, blank lines aside."""
+    return ID_TOKENS * max(body.count("\n") + 1 - body.count("\n\n"), 0) if body else 0
 
 
 async def _failed(failure: TabFailure) -> TabFailure:

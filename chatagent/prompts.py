@@ -22,6 +22,7 @@ from typing import Literal
 
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
+from .blocks import render as render_blocks
 from .context import PageContext, TabContext
 
 # The model starts its reply with this when the text is not enough; the agent
@@ -66,6 +67,11 @@ _MULTI = (
     "Several tabs are open, each labelled with its number. Say which tab every fact comes "
     "from as [Tab N], and when comparing, give the evidence from each tab."
 )
+_BLOCKS = (
+    "Each passage of a tab's text starts with its id in brackets: [1.4] is tab 1, passage 4. "
+    "Cite the passages a fact comes from by their ids, right after it, as [1.4] (several as "
+    "[1.4][2.7]); [Tab N] cites a whole tab. Never write an id that is not in the text."
+)
 _ESCALATE = (
     f"If the page text is not enough to answer (the answer is in an image, chart or canvas; "
     f"the page may have more content further down; or the text looks stale), reply with "
@@ -96,7 +102,7 @@ def _untrusted(fence: Fence) -> str:
 
 def system_prompt(context: PageContext, fence: Fence, *, tools: bool) -> str:
     readable = [t for t in context.tabs if t.ok]
-    parts = [_ROLE, _untrusted(fence), _MULTI if len(readable) > 1 else _SINGLE]
+    parts = [_ROLE, _untrusted(fence), _MULTI if len(readable) > 1 else _SINGLE, _BLOCKS]
     if any(t.method == "pdf" for t in readable):
         parts.append(_PAGES)
     if any(t.truncated or t.selected for t in readable):
@@ -130,7 +136,7 @@ def render_tab(tab: TabContext, fence: Fence) -> str:
     if not tab.ok:
         return f"{head} unavailable=\"true\">\n(This tab could not be read: {fence.clean(tab.error or '')})\n</tab>"
     notes = "".join(f"\n(Note: {fence.clean(n)})" for n in tab.notes)
-    return f"{head}>{notes}\n{fence.clean(tab.text)}\n</tab>"
+    return f"{head}>{notes}\n{fence.clean(render_blocks(tab))}\n</tab>"
 
 
 def render_context(context: PageContext, fence: Fence) -> str:

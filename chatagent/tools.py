@@ -12,6 +12,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
 
+from .blocks import next_block
 from .browser.base import ScrollResult, Tab
 from .context import ContextBuilder, PageContext, TabContext
 from .errors import ChatAgentError, ToolError
@@ -75,12 +76,14 @@ class ToolRunner:
         self.question = question
         self._bottom: dict[str, ScrollResult] = {}  # label -> the scroll that reached the bottom
         self._seen: dict[str, str] = {}  # label -> content hash of the text the model has
+        self._next_block: dict[str, int] = {}  # label -> where a re-read's block ids start (after those it was given)
 
     def start(self, question: str, context: PageContext) -> None:
         """A new question's pass 2: its model has seen `context`, and no scrolls."""
         self.question = question
         self._bottom.clear()
         self._seen = {t.tab_id: t.content_hash for t in context.tabs if t.ok}
+        self._next_block = {t.tab_id: next_block(t) for t in context.tabs if t.ok}
 
     async def run(self, name: str, args: dict[str, Any]) -> ToolOutcome:
         if name not in TOOL_NAMES:
@@ -138,7 +141,8 @@ class ToolRunner:
 
     async def _refresh_browser_state_tool(self, label: str, tab: Tab, args: refresh_browser_state_tool) -> ToolOutcome:
         ctx = await self.builder.build([tab], self.question)
-        fresh = ctx.tabs[0].model_copy(update={"tab_id": label})
+        # Its block ids follow those the model was given: an id names one passage in a request.
+        fresh = ctx.tabs[0].model_copy(update={"tab_id": label, "first_block": self._next_block.get(label, 1)})
         if not fresh.ok:
             raise ToolError(fresh.error or f"Tab {label} could not be read.")
         if self._seen.get(label) == fresh.content_hash:
@@ -149,6 +153,7 @@ class ToolRunner:
                 summary=f"tab {label} unchanged",
             )
         self._seen[label] = fresh.content_hash
+        self._next_block[label] = next_block(fresh)
         return ToolOutcome(
             name="refresh_browser_state_tool", ok=True, fresh=fresh, tab_id=label,
             text=f"Tab {label} re-read ({fresh.url}, {fresh.tokens} tokens); its fresh text follows.",

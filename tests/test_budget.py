@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from chatagent.blocks import render, split
 from chatagent.browser.static import StaticTab
 from chatagent.budget import CONFIDENT_SHARE, LONG_TEXT_CHARS, TextFitter, allocate, fit_text
 from chatagent.context import ContextBuilder
@@ -383,8 +384,25 @@ async def test_context_builder_gives_a_short_tab_all_and_a_long_tab_more_than_it
     assert short.tokens == short.original_tokens and not short.truncated
     assert "founded in 1648" in short.text
     assert long_.truncated and long_.tokens > 1000  # it got what the short tab did not need
-    assert ctx.tokens <= 2000
-    assert long_.tokens >= 2000 - short.tokens - 120  # and the donation was mostly used
+    # Within the budget with their block ids, as the prompt shows them ("[1.4] …").
+    assert [t.prompt_tokens for t in ctx.tabs] == [count_tokens(render(t)) for t in ctx.tabs]
+    assert short.prompt_tokens + long_.prompt_tokens <= 2000
+    assert long_.prompt_tokens >= 2000 - short.prompt_tokens - 120  # and the donation was mostly used
+
+
+@pytest.mark.parametrize("question", [None, "Which item is number 250?"])
+async def test_a_tab_holds_its_budget_with_the_block_ids_the_prompt_shows(question: str | None) -> None:
+    # Hundreds of short lines: the ids ("[1.4] ") cost as much as the text itself.
+    items = "".join(f"<li>Item {i}</li>" for i in range(600))
+    html = f"<html><head><title>Items</title></head><body><main><h1>Items</h1><ul>{items}</ul></main></body></html>"
+    ctx = await ContextBuilder(Extractor(), budget_per_tab=800).build([StaticTab("1", "http://x/items.html", html)], question)
+    (tab,) = ctx.tabs
+    assert tab.truncated or tab.selected
+    shown = render(tab)
+    assert count_tokens(shown) <= 800 and tab.prompt_tokens == count_tokens(shown)
+    blocks = split(tab)
+    assert len(blocks) > 50 and [b.id for b in blocks] == [f"1.{i}" for i in range(1, len(blocks) + 1)]
+    assert all(f"[{b.id}] " in shown for b in blocks)
 
 
 async def test_context_builder_reports_failures_in_place() -> None:
@@ -409,7 +427,7 @@ async def test_context_builder_cuts_a_tab_within_its_budget_when_the_question_s_
     tab = StaticTab("1", "http://x/clubs.html", html, title="Club records")
     whole = (await ContextBuilder(Extractor(), budget_per_tab=100_000).build([tab], "Which club scored the most goals?")).tabs[0]
     assert not whole.selected and f"|Club T|2009|{(19 * 7) % 23}|" in whole.text
-    budget = whole.original_tokens + 50
+    budget = whole.prompt_tokens + 50  # the whole page fits, block ids and all
     builder = ContextBuilder(Extractor(), budget_per_tab=budget)
     cut = (await builder.build([tab], "Which club scored the most goals?")).tabs[0]
     assert cut.selected and cut.tokens <= budget * 0.75 and MARKER.search(cut.text)

@@ -1,0 +1,102 @@
+"""An answer's citations, resolved against the context it was given.
+
+"[Tab 2]" (and a PDF's "[Tab 2, p. 3]") cites a whole tab. "[1.4]" cites block
+4 of tab 1 (`blocks.py`): it becomes a `Citation` quoting the page verbatim
+(the block, or for a long block the sentence of it that best matches the
+answer's words just before the citation) with a link that opens the page at
+that text (a text fragment, `#:~:text=…`). An id that names no block of the
+context is dropped and counted, never shown as a source. With no citation at
+all, a single readable tab is the source, as before blocks existed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from urllib.parse import quote as percent
+
+from .blocks import Block, cited_ids, split
+from .context import TabContext
+from .events import Citation
+from .ranking import ENGLISH
+
+_TAB = re.compile(r"\[Tab (\d+)(?:, pp?\. [\d–-]+)?\]")  # [Tab 2], and a PDF's [Tab 2, p. 3]
+_SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"“‘(\[]?[A-Z0-9])")
+_CLAIM_START = re.compile(r"[.!?]\s|\n|\]")  # where a claim starts: a sentence's end, a line, a citation
+_TRAILING_CITES = re.compile(r"(?:\s*\[[^\]\n]*\])+\s*$")
+SENTENCE_QUOTE_CHARS = 160  # a block longer than this is quoted by its best sentence
+FRAGMENT_WORDS = 4  # a long quote's link names its first and last words (textStart,textEnd)
+EXACT_FRAGMENT_CHARS = 80  # a quote up to this long is named whole in its link
+
+
+def resolve(answer: str, tabs: Sequence[TabContext]) -> tuple[list[Citation], int]:
+    """The citations of `answer` over `tabs` (the context, then any tab pass 2
+    re-read), and the number of distinct cited ids that named no block."""
+    readable = [t for t in tabs if t.ok]
+    by_label = {t.tab_id: t for t in readable}
+    blocks: dict[str, tuple[Block, TabContext]] = {b.id: (b, t) for t in readable for b in split(t)}
+    whole = dict.fromkeys(m.group(1) for m in _TAB.finditer(answer))
+    passages: list[Citation] = []
+    seen: set[str] = set()
+    dropped: set[str] = set()
+    for block_id, start, _ in cited_ids(answer):
+        if block_id in seen or block_id in dropped:
+            continue
+        if block_id not in blocks:
+            dropped.add(block_id)
+            continue
+        seen.add(block_id)
+        block, tab = blocks[block_id]
+        passages.append(passage(block, tab, claim(answer, start)))
+    if not whole and not passages and not dropped and len({t.tab_id for t in readable}) == 1:
+        whole = {readable[0].tab_id: None}
+    tabs_cited = [Citation(tab_id=t.tab_id, url=t.url, title=t.title, label=t.tab_id)
+                  for label in by_label if label in whole for t in [by_label[label]]]
+    return tabs_cited + passages, len(dropped)
+
+
+def claim(answer: str, at: int) -> str:
+    """The answer's words a citation at `at` stands for: back to the sentence's start or the previous citation."""
+    before = _TRAILING_CITES.sub("", answer[:at])  # "[1.4][1.5]": both stand for the same words
+    starts = [m.end() for m in _CLAIM_START.finditer(before)]
+    return before[starts[-1] if starts else 0:]
+
+
+def passage(block: Block, tab: TabContext, said: str) -> Citation:
+    quote = best_sentence(block.quote, said) if len(block.quote) > SENTENCE_QUOTE_CHARS else block.quote
+    if block.is_row and len(block.cells) > 1 and quote == block.quote:
+        link = text_fragment(tab.url, block.cells[0], block.cells[-1])
+    else:
+        link = text_fragment(tab.url, *_ends(quote))
+    return Citation(tab_id=tab.tab_id, url=link, title=tab.title, label=tab.tab_id, block=block.id, quote=quote)
+
+
+def best_sentence(text: str, said: str) -> str:
+    """The sentence of `text` sharing the most words with `said` (the first on a tie); `text` when none shares any."""
+    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    wanted = set(ENGLISH.terms(said))
+    scored = [(len(wanted & set(ENGLISH.terms(s))), -i) for i, s in enumerate(sentences)]
+    best = max(range(len(sentences)), key=lambda i: scored[i], default=None)
+    return sentences[best] if best is not None and scored[best][0] > 0 else text
+
+
+def _ends(quote: str) -> tuple[str, ...]:
+    if len(quote) <= EXACT_FRAGMENT_CHARS:
+        return (quote,)
+    words = quote.split()
+    if len(words) <= 2 * FRAGMENT_WORDS:
+        return (quote,)
+    return " ".join(words[:FRAGMENT_WORDS]), " ".join(words[-FRAGMENT_WORDS:])
+
+
+def text_fragment(url: str, start: str, end: str = "") -> str:
+    """`url` opened at the text from `start` (to `end`): "#:~:text=start,end", each part
+    percent-encoded as the Text Fragments spec asks ("-", "&" and "," included)."""
+    base, _, fragment = url.partition("#")
+    directive = _encode(start) + (f",{_encode(end)}" if end else "")
+    return f"{base}#{fragment.split(':~:', 1)[0]}:~:text={directive}"
+
+
+def _encode(text: str) -> str:
+    # quote() leaves "-" (and ".", "_", "~") alone; the spec's syntax uses "-" and ",".
+    return percent(text, safe="").replace("-", "%2D")

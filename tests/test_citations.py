@@ -1,0 +1,96 @@
+"""Citations to passages: the model sees each block of a tab's text with its id
+("[1.4]"), cites ids, and `done` carries each as a verbatim quote of the page
+with a link that opens the page at it. Through the real Gemini client against
+the local Gemini-compatible server, on real Chromium."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from chatagent.agent import ChatAgent
+from chatagent.browser.playwright import PlaywrightTab
+from chatagent.cache import AnswerCache
+from chatagent.events import Done, Event
+from chatagent.models import load_model
+from chatagent.settings import Settings
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+
+from conftest import Site
+
+pytestmark = pytest.mark.asyncio(loop_scope="session")
+
+
+def _agent(gemini: GeminiServer, tabs: list, **options: object) -> ChatAgent:
+    model = load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url))
+    return ChatAgent(model, tabs, **options)
+
+
+async def _done(agent: ChatAgent, question: str) -> Done:
+    events: list[Event] = [e async for e in agent.ask(question)]
+    assert isinstance(events[-1], Done), events[-1]
+    return events[-1]
+
+
+def _id_of(request: RecordedRequest, words: str) -> str:
+    """The id the model was shown in front of the line holding `words`."""
+    m = re.search(rf"^\[(\d+\.\d+)\] [^\n]*{re.escape(words)}", request.text(), re.M)
+    assert m, f"no block holds {words!r}"
+    return m.group(1)
+
+
+def _normalised(text: str) -> str:
+    return " ".join(text.split())
+
+
+async def _page_text(tab: PlaywrightTab) -> str:
+    return _normalised((await tab.snapshot()).visible_text)
+
+
+async def test_cited_blocks_of_two_tabs_become_verbatim_quotes_with_links_to_them(
+    gemini: GeminiServer, site: Site, open_tabs,
+) -> None:
+    tabs = await open_tabs([site.url("ferry_timetable"), site.url("coastal_bus")])
+
+    def reply(request: RecordedRequest) -> TextReply:
+        dogs, row, pass_ = (_id_of(request, w) for w in ("dogs travel for", "|06:15|", "Day pass"))
+        return TextReply(text=f"Dogs pay €2 on board [{dogs}], the first boat leaves at 06:15 [{row}], and a "
+                              f"day pass for €7 covers both the bus and the ferry [{pass_}][7.99].")
+
+    gemini.responder = reply
+    done = await _done(_agent(gemini, tabs), "Can I bring my dog, when is the first boat, is there a day pass?")
+    request = gemini.requests[0]
+    assert "[1.4]" in request.system_text() and "[Tab N]" in request.system_text()  # the model is told how to cite
+    # The answer keeps the ids as the model wrote them; the unknown one is dropped and counted, never a source.
+    assert "[7.99]" in done.answer and done.dropped_citations == 1
+    assert [c.block for c in done.citations] == [_id_of(request, w) for w in ("dogs travel for", "|06:15|", "Day pass")]
+    dogs, row, day_pass = done.citations
+    ferry, bus = site.url("ferry_timetable"), site.url("coastal_bus")
+    # A long paragraph is quoted by the sentence the claim matches, verbatim; "-", "," and "€" encoded in its link.
+    assert dogs.tab_id == "1" and dogs.title.startswith("Brenna lake ferry")
+    assert dogs.quote == "Bicycles ride free on weekdays, and dogs travel for €2 - pay the deckhand on board."
+    assert dogs.url == f"{ferry}#:~:text=Bicycles%20ride%20free%20on,the%20deckhand%20on%20board."
+    # A table row reads as the page shows its cells, no pipes; its link runs from its first cell to its last.
+    assert row.quote == "06:15 06:55 North-2" and "|" not in row.quote
+    assert row.url == f"{ferry}#:~:text=06%3A15,North%2D2"
+    assert day_pass.tab_id == "2" and day_pass.quote == "Day pass: €7, valid on bus 7 and on the Brenna ferry"
+    assert day_pass.url == f"{bus}#:~:text=Day%20pass%3A%20%E2%82%AC7%2C%20valid%20on%20bus%207%20and%20on%20the%20Brenna%20ferry"
+    pages = {"1": await _page_text(tabs[0]), "2": await _page_text(tabs[1])}
+    for c in done.citations:
+        assert _normalised(c.quote) in pages[c.tab_id], c
+
+
+async def test_a_whole_tab_citation_is_unchanged_and_a_cached_answer_keeps_its_citations(
+    gemini: GeminiServer, site: Site, open_tabs,
+) -> None:
+    tabs = await open_tabs([site.url("ferry_timetable"), site.url("coastal_bus")])
+    gemini.responder = lambda request: TextReply(
+        text=f"It takes 1 hour 25 minutes [Tab 2] [{_id_of(request, 'whole trip takes')}] [2.404].")
+    agent = _agent(gemini, tabs, cache=AnswerCache())
+    first = await _done(agent, "How long is the bus ride?")
+    whole, passage = first.citations
+    assert (whole.tab_id, whole.block, whole.quote, whole.url) == ("2", "", "", site.url("coastal_bus"))
+    assert passage.quote == "The whole trip takes 1 hour 25 minutes, and buses leave every half hour from 06:00 to 23:30."
+    again = await _done(agent, "How long is the bus ride?")
+    assert again.cached and again.citations == first.citations and again.dropped_citations == 1
