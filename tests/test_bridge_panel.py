@@ -122,12 +122,14 @@ async def _open(ctx: Any, urls: list[str]) -> tuple[list[Any], Any]:
 
 @pytest_asyncio.fixture(loop_scope="module")
 async def ctx(browser: Any) -> AsyncIterator[Any]:
-    """The file's browser for one test: the pages it opens are closed after it, however it ends."""
+    """The file's browser for one test: the pages it opens are closed after it,
+    however it ends, and the threads it saved forgotten."""
     first = browser.pages[:1]
     yield browser
     for page in browser.pages:
         if page not in first:
             await page.close()
+    await browser.service_workers[0].evaluate("chrome.storage.local.clear()")
 
 
 def _tab_body(request: RecordedRequest, tab: str = "1") -> str:
