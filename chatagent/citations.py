@@ -22,7 +22,7 @@ from .ranking import ENGLISH
 
 _TAB = re.compile(r"\[Tab (\d+)(?:, pp?\. [\d–-]+)?\]")  # [Tab 2], and a PDF's [Tab 2, p. 3]
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"“‘(\[]?[A-Z0-9])")
-_CLAIM_START = re.compile(r"[.!?]\s|\n|\]")  # where a claim starts: a sentence's end, a line, a citation
+_CLAIM_START = re.compile(r"\n|\]")  # where a claim starts: a line, or after a citation
 _TRAILING_CITES = re.compile(r"(?:\s*\[[^\]\n]*\])+\s*$")
 SENTENCE_QUOTE_CHARS = 160  # a block longer than this is quoted by its best sentence
 FRAGMENT_WORDS = 4  # a long quote's link names its first and last words (textStart,textEnd)
@@ -56,19 +56,26 @@ def resolve(answer: str, tabs: Sequence[TabContext]) -> tuple[list[Citation], in
 
 
 def claim(answer: str, at: int) -> str:
-    """The answer's words a citation at `at` stands for: back to the sentence's start or the previous citation."""
-    before = _TRAILING_CITES.sub("", answer[:at])  # "[1.4][1.5]": both stand for the same words
+    """The answer's words a citation at `at` stands for: back to the previous citation or the line's start."""
+    before = _TRAILING_CITES.sub("", answer[:at]).rstrip()  # "[1.4][1.5]": both stand for the same words
     starts = [m.end() for m in _CLAIM_START.finditer(before)]
     return before[starts[-1] if starts else 0:]
 
 
 def passage(block: Block, tab: TabContext, said: str) -> Citation:
-    quote = best_sentence(block.quote, said) if len(block.quote) > SENTENCE_QUOTE_CHARS else block.quote
+    quote = block.quote
+    if len(quote) > SENTENCE_QUOTE_CHARS and _spaced(quote) not in _spaced(said):
+        # Not quoted whole by the answer: the sentence of it that the claim's last sentence says.
+        quote = best_sentence(quote, _SENTENCE.split(said.strip())[-1])
     if block.is_row and len(block.cells) > 1 and quote == block.quote:
         link = text_fragment(tab.url, block.cells[0], block.cells[-1])
     else:
         link = text_fragment(tab.url, *_ends(quote))
     return Citation(tab_id=tab.tab_id, url=link, title=tab.title, label=tab.tab_id, block=block.id, quote=quote)
+
+
+def _spaced(text: str) -> str:
+    return " ".join(text.split())
 
 
 def best_sentence(text: str, said: str) -> str:
@@ -100,3 +107,47 @@ def text_fragment(url: str, start: str, end: str = "") -> str:
 def _encode(text: str) -> str:
     # quote() leaves "-" (and ".", "_", "~") alone; the spec's syntax uses "-" and ",".
     return percent(text, safe="").replace("-", "%2D")
+
+
+# --- an extractive answer's quotes, cited by block ------------------------
+
+_FROM_TAB = re.compile(r"^\s*From \[Tab \d+\]")  # the offline model's heading over one tab's quotes
+_QUOTING = re.compile(r"(?<=[.!?;:])\s+|\s+…$")
+MIN_QUOTED_WORDS = 4  # a piece of an answer this long, found in a block, quotes it
+MAX_CITED = 4  # ids cited for one line of an answer
+
+
+def cite_quotes(answer: str, tabs: Sequence[TabContext]) -> str:
+    """`answer`, whose lines quote the tabs verbatim (the offline model's), with each
+    line citing the blocks it quotes by id: its "[Tab N]" becomes "[N.4][N.5]", or the
+    ids follow a line under a "From [Tab N]" heading. A line that quotes no block is left as it is."""
+    blocks = {t.tab_id: split(t) for t in tabs if t.ok}
+    current = next(iter(blocks)) if len(blocks) == 1 else None
+    out = []
+    for line in answer.split("\n"):
+        if _FROM_TAB.match(line):
+            current = _TAB.search(line).group(1)  # type: ignore[union-attr]
+            out.append(line)
+            continue
+        named = {m.group(1) for m in _TAB.finditer(line)}
+        tab = next(iter(named)) if len(named) == 1 else current if not named else None
+        found = [b.id for b in blocks.get(tab or "", []) if _quotes(line, b)][:MAX_CITED]
+        ids = "".join(f"[{i}]" for i in found)
+        if not found:
+            out.append(line)
+        elif named:
+            out.append(_TAB.sub(ids, line, count=1))
+        else:
+            out.append(f"{line.rstrip()} {ids}")
+    return "\n".join(out)
+
+
+def _quotes(line: str, block: Block) -> bool:
+    said = " ".join(_TAB.sub("", line).split())
+    if block.is_row and len(block.cells) > 1:
+        # "Pier: North-2": every cell of a data row, not a header row's names before their values.
+        return all(c in said for c in block.cells) and any(f"{c}:" not in said for c in block.cells)
+    quote = block.quote
+    if len(quote.split()) >= MIN_QUOTED_WORDS - 1 and quote in said:
+        return True
+    return any(len(p.split()) >= MIN_QUOTED_WORDS and p in quote for p in _QUOTING.split(said.lstrip("-*+ ")))

@@ -94,3 +94,20 @@ async def test_a_whole_tab_citation_is_unchanged_and_a_cached_answer_keeps_its_c
     assert passage.quote == "The whole trip takes 1 hour 25 minutes, and buses leave every half hour from 06:00 to 23:30."
     again = await _done(agent, "How long is the bus ride?")
     assert again.cached and again.citations == first.citations and again.dropped_citations == 1
+
+
+@pytest.mark.parametrize(("question", "quoted"), [
+    ("how much does a dog pay on the ferry", "dogs travel for €2 - pay the deckhand on board"),
+    ("when does the first ferry leave", "06:15 06:55 North-2"),
+    ("how much is a day pass", "Day pass: €7, valid on bus 7 and on the Brenna ferry"),
+])
+async def test_the_offline_answerer_cites_the_blocks_it_quotes(site: Site, open_tabs, question: str, quoted: str) -> None:
+    tabs = await open_tabs([site.url("ferry_timetable"), site.url("coastal_bus")])
+    done = await _done(ChatAgent(load_model("extractive"), tabs), question)
+    passages = [c for c in done.citations if c.block]
+    assert passages and done.dropped_citations == 0
+    assert all(f"[{c.block}]" in done.answer for c in passages)
+    assert any(quoted in c.quote for c in passages), passages
+    pages = {"1": await _page_text(tabs[0]), "2": await _page_text(tabs[1])}
+    for c in passages:
+        assert _normalised(c.quote) in pages[c.tab_id] and "#:~:text=" in c.url, c

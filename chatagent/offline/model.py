@@ -25,6 +25,7 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field
 
 from ..browser.base import ScrollResult
+from ..citations import cite_quotes
 from ..context import PageContext, TabContext
 from ..prompts import ESCALATION_MARKER, message_text
 from ..ranking import BM25Ranker, RankerFactory
@@ -81,8 +82,8 @@ class ExtractiveChatModel(BaseChatModel):
         tool_names = {t["function"]["name"] for t in tools or []}
         if not tool_names:
             said = None if visual else answer(Question.parse(question), [_page(t) for t in tabs], len(tabs), self.ranker)
-            if said:
-                return AIMessage(said)
+            if said:  # each quote cites the block it comes from ([1.4]), as the prompt asks a model to
+                return AIMessage(cite_quotes(said, tabs))
             why = "the question is about something visual" if visual else "nothing in the page text matches the question"
             return AIMessage(f"{ESCALATION_MARKER} {why}")
         return self._use_tools(question, tabs, _activity(messages, question), tool_names, visual)
@@ -108,10 +109,9 @@ class ExtractiveChatModel(BaseChatModel):
             if text.strip():
                 fresh.setdefault(artifact.tab_id if isinstance(artifact, TabContext) else str(args.get("tab_id") or only),
                                  []).append(text)
-        by_id = {t.tab_id: t for t in tabs}
-        pages = [_page(by_id[t], "\n\n".join(parts)) for t, parts in fresh.items() if t in by_id]
-        if pages and (said := answer(Question.parse(question), pages, len(tabs), self.ranker)):
-            return AIMessage(said)
+        pages = [_page(t, "\n\n".join(fresh[t.tab_id])) for t in tabs if t.tab_id in fresh]  # fresh: in tab order
+        if pages and (said := answer(Question.parse(question), pages, len(tabs), self.ranker)):  # a re-read's own ids
+            return AIMessage(cite_quotes(said, [*tabs, *(a for *_, a, ok in done if ok and isinstance(a, TabContext))]))
         refreshed = {str(a.get("tab_id")) for n, a, _, _ in done if n == "refresh_browser_state_tool"}
         bottom = {str(a.get("tab_id") or only) for n, a, artifact, ok in done if n == "scroll_tool"
                   and (not ok or (isinstance(artifact, ScrollResult) and artifact.at_bottom))}
