@@ -101,10 +101,12 @@ async def test_question_through_the_extension_and_real_host(browser_with_host: A
     assert scrolls and all(str(e["args"]["tab_id"]) == str(tab_id) for e in scrolls)
     done = events[-1]
     assert done["type"] == "done" and done["citations"][0]["tab_id"] == str(tab_id)
-    # What the person sees: the answer, its source as a chip that focuses the tab, the model.
+    # What the person sees: the answer, its source (the tab, or the passage quoted from it), the model.
     turn = panel.locator(".turn").last
     assert "ZX-4471" in await turn.locator(".answer").inner_text()
-    assert await turn.locator(".sources .chip").count() == 1
+    sources = turn.locator(".sources .chip, .sources .passage-source")
+    assert await sources.count() >= 1
+    assert {await s.get_attribute("data-tab-id") for s in await sources.all()} == {str(tab_id)}
     assert await panel.inner_text("#model-chip") == "Offline"
 
 

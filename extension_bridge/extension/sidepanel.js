@@ -984,8 +984,10 @@ function renderSources(turn, citations, thread) {
   const label = document.createElement("span");
   label.className = "sources-label";
   label.textContent = "Sources";
-  const whole = citations.filter((c) => !c.block);
-  const passages = [...passagesOf(citations).values()].map((p) => {
+  const quoted = [...passagesOf(citations).values()];
+  // A tab whose passages are listed needs no chip of its own here (the answer's text keeps its [Tab N] chip).
+  const whole = citations.filter((c) => !c.block && !quoted.some((p) => p.tabId === Number(c.tab_id)));
+  const passages = quoted.map((p) => {
     const li = document.createElement("li");
     const button = passageChip(p);
     button.className = "passage-source";
