@@ -381,6 +381,7 @@ async function renderTabs() {
     }),
   );
   selectionChanged();
+  showSelectionWhere();
   return tabs;
 }
 
@@ -517,13 +518,18 @@ function offerSelection(tabId, text, attached) {
   if (!text) return null;
   selection = { tabId, text, attached };
   els.selection.dataset.attached = String(attached);
-  els.selectionWhere.textContent = `${attached ? "Asking about" : "Selected in"} ${tabInWords(tabId)}:`;
+  showSelectionWhere();
   els.selectionText.textContent = clip(text, 240);
   els.selectionText.title = clip(text, 1000);
   els.selection.hidden = false;
   els.question.placeholder = attached ? "Ask about the selected text… (Enter to ask)" : QUESTION_PLACEHOLDER;
   if (attached) els.question.focus();
   return selection;
+}
+
+// Which tab it is in, by title (once the tabs are listed: a panel opened by the shortcut gets the selection first).
+function showSelectionWhere() {
+  if (selection) els.selectionWhere.textContent = `${selection.attached ? "Asking about" : "Selected in"} ${tabInWords(selection.tabId)}:`;
 }
 
 function clearSelection() {
