@@ -506,13 +506,23 @@ const MAX_QUOTE_CHARS = 5000;
 // it into view. Self-contained: serialised by executeScript.
 function pageShowPassage(quote) {
   const WORD = /[\p{L}\p{N}]/u;
-  const fold = (s) => s.toLowerCase();
-  const needle = [...fold(quote)].filter((c) => WORD.test(c)).join("");
+  const letters = (text, offsets) => {
+    let out = "";
+    for (let i = 0; i < text.length; i++) {
+      if (!WORD.test(text[i])) continue;
+      for (const f of text[i].toLowerCase()) {
+        out += f;
+        offsets?.push(i);
+      }
+    }
+    return out;
+  };
+  const needle = letters(quote);
   if (!needle) return { found: false };
-  // The page's letters and digits, each with where it sits (text node, offset).
-  const chars = [];
-  const nodes = [];
-  const offsets = [];
+  // The page's letters and digits, text node by text node, each with where it sits.
+  const segments = []; // { node, start (in hay), offsets (in the node) }
+  const parts = [];
+  let total = 0;
   const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT, {
     acceptNode(n) {
       const tag = n.parentElement?.tagName;
@@ -521,20 +531,26 @@ function pageShowPassage(quote) {
         : NodeFilter.FILTER_ACCEPT;
     },
   });
-  for (let n = walker.nextNode(); n && chars.length < 5e6; n = walker.nextNode()) {
-    const text = n.nodeValue;
-    for (let i = 0; i < text.length; i++) {
-      const c = text[i];
-      if (!WORD.test(c)) continue;
-      const folded = fold(c);
-      for (const f of folded) {
-        chars.push(f);
-        nodes.push(n);
-        offsets.push(i);
-      }
-    }
+  for (let n = walker.nextNode(); n && total < 4e6; n = walker.nextNode()) {
+    const offsets = [];
+    const part = letters(n.nodeValue, offsets);
+    if (!part) continue;
+    segments.push({ node: n, start: total, offsets });
+    parts.push(part);
+    total += part.length;
   }
-  const hay = chars.join("");
+  const hay = parts.join("");
+  const position = (k) => {
+    let lo = 0;
+    let hi = segments.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (segments[mid].start <= k) lo = mid;
+      else hi = mid - 1;
+    }
+    const seg = segments[lo];
+    return [seg.node, seg.offsets[k - seg.start]];
+  };
   // The whole quote; failing that (the page changed a little), its start or its end.
   let at = hay.indexOf(needle);
   let length = needle.length;
@@ -549,18 +565,19 @@ function pageShowPassage(quote) {
   }
   if (at < 0) return { found: false };
   const range = document.createRange();
-  range.setStart(nodes[at], offsets[at]);
-  const end = at + length - 1;
+  const [startNode, startOffset] = position(at);
+  range.setStart(startNode, startOffset);
+  const [endNode, endOffset] = position(at + length - 1);
   // With the punctuation that ends it ("weekdays." and not "weekdays").
-  const last = nodes[end].nodeValue;
-  let stop = offsets[end] + 1;
-  while (stop < last.length && stop - offsets[end] <= 3 && /[.!?;:,)\]”’"'»…]/.test(last[stop])) stop++;
-  range.setEnd(nodes[end], stop);
+  const last = endNode.nodeValue;
+  let stop = endOffset + 1;
+  while (stop < last.length && stop - endOffset <= 3 && /[.!?;:,)\]”’"'»…]/.test(last[stop])) stop++;
+  range.setEnd(endNode, stop);
   if (typeof Highlight === "function" && CSS.highlights) {
     CSS.highlights.set("chatagent-passage", new Highlight(range));
   }
   // Its element centred (inner scrolling boxes too); a tall element, the quote's first line a third down.
-  const target = nodes[at].parentElement;
+  const target = startNode.parentElement;
   if (target && target.getBoundingClientRect().height <= innerHeight * 0.8) {
     target.scrollIntoView({ block: "center", behavior: "instant" });
   } else {
