@@ -505,24 +505,32 @@ const MAX_QUOTE_CHARS = 5000;
 // the CSS Custom Highlight API (the page's DOM is left as it is) and scrolls
 // it into view. Self-contained: serialised by executeScript.
 function pageShowPassage(quote) {
-  const WORD = /[\p{L}\p{N}]/u;
-  const letters = (text, offsets) => {
-    let out = "";
-    for (let i = 0; i < text.length; i++) {
-      if (!WORD.test(text[i])) continue;
-      for (const f of text[i].toLowerCase()) {
-        out += f;
-        offsets?.push(i);
+  const RUN = /[\p{L}\p{N}]+/gu;
+  // `text`'s letters and digits, lower-cased; `from` gets the index in `text` each came from.
+  const letters = (text, from) => {
+    const out = [];
+    for (const m of text.matchAll(RUN)) {
+      const low = m[0].toLowerCase();
+      if (low.length === m[0].length) {
+        out.push(low);
+        for (let k = 0; k < low.length; k++) from?.push(m.index + k);
+        continue;
+      }
+      for (let k = 0; k < m[0].length; k++) { // rare: a letter whose lower case is longer ("İ")
+        const c = m[0][k].toLowerCase();
+        out.push(c);
+        for (let u = 0; u < c.length; u++) from?.push(m.index + k);
       }
     }
-    return out;
+    return out.join("");
   };
   const needle = letters(quote);
   if (!needle) return { found: false };
-  // The page's letters and digits, text node by text node, each with where it sits.
-  const segments = []; // { node, start (in hay), offsets (in the node) }
-  const parts = [];
-  let total = 0;
+  // The page's text nodes, end to end, then its letters and digits, each with where it sits.
+  const nodes = [];
+  const starts = [];
+  const texts = [];
+  let length_ = 0;
   const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT, {
     acceptNode(n) {
       const tag = n.parentElement?.tagName;
@@ -531,25 +539,24 @@ function pageShowPassage(quote) {
         : NodeFilter.FILTER_ACCEPT;
     },
   });
-  for (let n = walker.nextNode(); n && total < 4e6; n = walker.nextNode()) {
-    const offsets = [];
-    const part = letters(n.nodeValue, offsets);
-    if (!part) continue;
-    segments.push({ node: n, start: total, offsets });
-    parts.push(part);
-    total += part.length;
+  for (let n = walker.nextNode(); n && length_ < 1e7; n = walker.nextNode()) {
+    nodes.push(n);
+    starts.push(length_);
+    texts.push(n.nodeValue);
+    length_ += n.nodeValue.length;
   }
-  const hay = parts.join("");
+  const from = [];
+  const hay = letters(texts.join(""), from);
   const position = (k) => {
+    const r = from[k];
     let lo = 0;
-    let hi = segments.length - 1;
+    let hi = starts.length - 1;
     while (lo < hi) {
       const mid = (lo + hi + 1) >> 1;
-      if (segments[mid].start <= k) lo = mid;
+      if (starts[mid] <= r) lo = mid;
       else hi = mid - 1;
     }
-    const seg = segments[lo];
-    return [seg.node, seg.offsets[k - seg.start]];
+    return [nodes[lo], r - starts[lo]];
   };
   // The whole quote; failing that (the page changed a little), its start or its end.
   let at = hay.indexOf(needle);
