@@ -30,6 +30,7 @@ from .hooks import RunHooks
 from .models import Model
 from .prompts import browser_state_message, build_messages, screenshot_message, tool_result_text, without_image
 from .retry import RetryPolicy, stream_reply
+from .selection import Selection
 from .tokens import count_tokens
 from .limits import DEFAULT_DEADLINE_S, INPUT_BUDGET_FACTOR, MAX_QUESTION_CHARS, MIN_INPUT_BUDGET
 from .tools import ToolRunner, tool_specs
@@ -125,9 +126,10 @@ class ChatAgent:
         self._runner = ToolRunner({t.label: t for t in self.tabs if isinstance(t, Tab)}, self.builder)
         self._task: asyncio.Task[None] | None = None
 
-    async def ask(self, question: str) -> AsyncIterator[Event]:
+    async def ask(self, question: str, *, selection: Selection | None = None) -> AsyncIterator[Event]:
+        """`selection`: text the person selected in one of the tabs, which the question is about."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
-        self._task = task = asyncio.create_task(self._guarded(question, queue.put_nowait))
+        self._task = task = asyncio.create_task(self._guarded(question, queue.put_nowait, selection))
         try:
             while True:
                 event = await queue.get()
@@ -144,10 +146,10 @@ class ChatAgent:
         if self._task and not self._task.done():
             self._task.cancel()
 
-    async def _guarded(self, question: str, emit: Emit) -> None:
+    async def _guarded(self, question: str, emit: Emit, selection: Selection | None = None) -> None:
         try:
             async with asyncio.timeout(self.deadline_s):
-                await self._answer(question, emit, _Run())
+                await self._answer(question, emit, _Run(), selection)
         except TimeoutError:
             stopped = f"No complete answer within {self.deadline_s:g} s, so I stopped."
             emit(ErrorEvent(code="deadline", message=f"{stopped} Ask again, or allow more time with --deadline.",
@@ -159,7 +161,7 @@ class ChatAgent:
         except Exception as exc:  # noqa: BLE001 - a run must end with an event, never a hang
             emit(ErrorEvent(code="internal", message=f"{type(exc).__name__}: {exc}"))
 
-    async def _answer(self, question: str, emit: Emit, run: _Run) -> None:
+    async def _answer(self, question: str, emit: Emit, run: _Run, selection: Selection | None = None) -> None:
         question = question.strip()
         if not question:
             emit(ErrorEvent(code="bad_input", message="The question is empty."))
@@ -169,7 +171,7 @@ class ChatAgent:
                 f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."
             )))
             return
-        ctx = await self._context(self.builder, question, emit)
+        ctx = await self._context(self.builder, question, emit, selection=selection)
         self.hooks.context_built(ctx)
         if not any(t.ok for t in ctx.tabs):
             emit(ErrorEvent(code="no_readable_tabs", message="None of the tabs could be read; the notes say why."))
@@ -186,15 +188,18 @@ class ChatAgent:
             emit(Note(text="The pages and the conversation were too long for the model: "
                       "trying once more with half as much of each."))
             smaller = self.builder.with_budget(self.builder.budget_per_tab // 2)
-            ctx = await self._context(smaller, question, emit, notes=False)
+            ctx = await self._context(smaller, question, emit, notes=False, selection=selection)
             done = await self._passes(ctx, question, emit, run, history_tokens=self.history.budget_tokens // 2)
         if self.cache is not None and done.stop_reason == "answered" and done.answer:
             self.cache.put(key, CachedAnswer(done.answer, done.pass_, done.citations, done.dropped_citations))
 
-    async def _context(self, builder: ContextBuilder, question: str, emit: Emit, *, notes: bool = True) -> PageContext:
+    async def _context(
+        self, builder: ContextBuilder, question: str, emit: Emit, *, notes: bool = True,
+        selection: Selection | None = None,
+    ) -> PageContext:
         """Build the page context (every tab re-read; unchanged ones come from
         the extraction cache) and say which tabs changed since the last question."""
-        ctx = await builder.build(self.tabs, question)
+        ctx = await builder.build(self.tabs, question, selection=selection)
         for tab in ctx.tabs:  # tab_id: the tab's label
             before = self.history.pages.get(tab.tab_id)
             if tab.ok and before and before[0] != tab.url:

@@ -35,7 +35,7 @@ class AnswerCache:
 
     @staticmethod
     def key(model: str, question: str, context: PageContext) -> str:
-        pages = [(t.url, t.content_hash, t.error or "") for t in context.tabs]
+        pages = [(t.url, t.content_hash, t.error or "", t.selection) for t in context.tabs]
         raw = repr((model, " ".join(question.casefold().split()), pages, context.budget_per_tab))
         return hashlib.sha256(raw.encode()).hexdigest()
 

@@ -13,13 +13,19 @@ from pydantic import BaseModel, Field
 from .browser.base import PageSnapshot, Tab, TabFailure
 from .browser.localfiles import is_local
 from .blocks import render_text
-from .budget import LONG_TEXT_CHARS, Fitted, TextFitter, allocate, may_select
+from .budget import LONG_TEXT_CHARS, Fitted, TextFitter, allocate, fit_text, may_select
 from .errors import ChatAgentError, UnnamedLocalFileError
 from .extraction import Extracted, Extractor
 from .limits import DEFAULT_TAB_BUDGET, MIN_TAB_BUDGET
+from .markers import selection_marker
+from .selection import Selection
 from .tokens import count_tokens
 
 log = logging.getLogger(__name__)
+
+
+# Of a tab's budget the selection may take at most: the rest shows where it sits on the page.
+SELECTION_SHARE = 0.5
 
 
 class TabContext(BaseModel):
@@ -39,6 +45,7 @@ class TabContext(BaseModel):
     error: str | None = None  # set when the tab could not be read at all
     authors: list[str] = Field(default_factory=list)  # as the page's markup names them (`Extracted`)
     published: str = ""  # the day the page says it was first published, ISO
+    selection: str = ""  # the text the person selected and asks about, which leads `text`
     first_block: int = 1  # the number of its first block (`blocks.py`): after an earlier text's when re-read
 
     @property
@@ -152,13 +159,17 @@ class ContextBuilder:
         question: str | None = None,
         *,
         snapshots: list[PageSnapshot | TabFailure] | None = None,
+        selection: Selection | None = None,
     ) -> PageContext:
         t0 = time.perf_counter()
         reads = [self._read(t) for t in tabs] if snapshots is None else [self._extract(s) for s in snapshots]
         read = await asyncio.gather(*reads)
         extracted = {e.tab_id: e for e in read if isinstance(e, Extracted)}
+        # Extracted tabs are known by their labels; the selection names its tab by its own id.
+        selected = next((t.label for t in tabs if selection and isinstance(t, Tab) and t.tab_id == selection.tab_id), None)
         t1 = time.perf_counter()
-        fitted = await asyncio.to_thread(self._fit, list(extracted.values()), question)
+        lead = (selected, selection.text.strip()) if selection is not None and selected in extracted else None
+        fitted = await asyncio.to_thread(self._fit, list(extracted.values()), question, lead)
         t2 = time.perf_counter()
         out: list[TabContext] = []
         for r in read:
@@ -179,20 +190,32 @@ class ContextBuilder:
             log.info("read in %.0f ms, fitted in %.0f ms", context.extraction_ms, context.budget_ms)
         return context
 
-    def _shares(self, extracted: list[Extracted]) -> list[tuple[Extracted, str, int, int]]:
-        """Each tab with its text, the tokens that text needs and the tokens it gets (room for its block ids included)."""
+    def _shares(self, extracted: list[Extracted], extra: dict[str, int] | None = None) -> list[tuple[Extracted, str, int, int]]:
+        """Each tab with its text, the tokens that text needs and the tokens it
+        gets (room for its block ids included; `extra`: tokens a tab needs
+        besides its text, by label)."""
         bodies = [_body(e) for e in extracted]
         needs = [self._count(b) for b in bodies]
-        shares = allocate([n + _ids(b) for n, b in zip(needs, bodies)], self.budget_per_tab * len(extracted))
+        extra = extra or {}
+        shares = allocate([n + _ids(b) + extra.get(e.tab_id, 0) for e, n, b in zip(extracted, needs, bodies)],
+                          self.budget_per_tab * len(extracted))
         return list(zip(extracted, bodies, needs, shares))
 
-    def _fit(self, extracted: list[Extracted], question: str | None) -> dict[str, TabContext]:
+    def _fit(
+        self, extracted: list[Extracted], question: str | None, lead: tuple[str, str] | None = None,
+    ) -> dict[str, TabContext]:
+        """Each tab's context; `lead`: a tab's label and the text selected in it, which leads it."""
         out: dict[str, TabContext] = {}
         asked = bool(question and question.strip())
-        shares = self._shares(extracted)
+        first = fit_text(lead[1], int(self.budget_per_tab * SELECTION_SHARE)) if lead else None
+        extra = {lead[0]: first.tokens + _ids(first.text) + count_tokens(selection_marker())} if lead and first else {}
+        shares = self._shares(extracted, extra)
         # What the tabs' shares leave of the total: a text sent whole whose ids take more than estimated uses it.
         spare = self.budget_per_tab * len(extracted) - sum(s for *_, s in shares)
         for e, body, need, share in shares:
+            if lead and first and e.tab_id == lead[0]:
+                out[e.tab_id] = self._led_by(e, body, need, share - extra[e.tab_id], first, question, lead[1])
+                continue
             budget = self._fit_budget(body, need, share, asked=asked, ids=_ids(body))
             limit = share + spare if budget is None else budget
             f, with_ids = self._fit_with_ids(e, body, need, limit, budget, question)
@@ -216,6 +239,39 @@ class ContextBuilder:
                 published=e.published,
             )
         return out
+
+    def _led_by(
+        self, e: Extracted, body: str, need: int, room: int, lead: Fitted, question: str | None, selection: str,
+    ) -> TabContext:
+        """The context of a tab whose text the person selected and asks about:
+        that text first (`lead`, at most SELECTION_SHARE of a tab's budget),
+        then the page in the `room` left, its parts that match the selection
+        and the question (the ones around the selection) kept first."""
+        marker = selection_marker()
+        room = max(room, 0)
+        budget = self._fit_budget(body, need, room, asked=True, ids=_ids(body))
+        rest, _ = self._fit_with_ids(e, body, need, room if budget is None else budget, budget,
+                                     f"{question or ''}\n{selection}")
+        text = f"{lead.text}\n\n{marker}\n\n{rest.text if rest else body}"
+        tokens = lead.tokens + count_tokens(marker) + (rest.tokens if rest else need)
+        return TabContext(
+            tab_id=e.tab_id,
+            url=e.url,
+            title=e.title,
+            text=text,
+            tokens=tokens,
+            id_tokens=max(count_tokens(render_text(e.tab_id, text, title=e.title)) - tokens, 0),
+            original_tokens=need,
+            truncated=bool(lead.truncated or (rest and rest.truncated)),
+            selected=bool(rest and rest.selected),
+            method=e.method,
+            content_hash=e.content_hash,
+            reused=e.reused,
+            notes=[*e.notes, rest.note] if rest and rest.note else e.notes,
+            authors=e.authors,
+            published=e.published,
+            selection=lead.text,
+        )
 
     def _fit_with_ids(
         self, e: Extracted, body: str, need: int, limit: int, budget: int | None, question: str | None,

@@ -9,6 +9,8 @@ an `ask` process that never loads the settings machinery."""
 
 MIN_TAB_BUDGET = 64  # tokens: below this a tab cannot hold its title and a marker
 MAX_QUESTION_CHARS = 8000
+# A passage the person selected and asks about (the side panel): its tokens come out of its tab's budget anyway.
+MAX_SELECTION_CHARS = 20_000
 MIN_INPUT_BUDGET = 10_000  # a question's input-token budget never goes below this
 
 DEFAULT_MODEL = "extractive"  # the offline model: answers with no key and no server

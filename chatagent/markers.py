@@ -4,6 +4,8 @@ reads it cannot drift apart.
 
 - `omitted_marker`: "[… 1,397 tokens less related to the question left out …]"
   (or "… further down the page …"), a line of its own where text was cut.
+- `selection_marker`: the line after the text the person selected, which
+  leads its tab's text, before the page around it.
 - `columns_marker`: "[table shown with 2 of 9 columns: Name, Height; 5,120
   tokens of other columns left out]", the line above a table cut to the
   columns a question matches.
@@ -24,6 +26,12 @@ def omitted_marker(tokens: int, *, selected: bool) -> str:
     return f"[… {tokens:,} tokens {why} left out …]"
 
 
+def selection_marker() -> str:
+    """The line between the text the person selected, which leads its tab's
+    text, and the rest of the page (the parts around the selection first)."""
+    return "[… above: the text the person selected on this page; below: the page around it …]"
+
+
 def columns_marker(shown: list[str], width: int, tokens: int) -> str:
     names = ", ".join(shown)
     return f"[table shown with {len(shown)} of {width} columns: {names}; {tokens:,} tokens of other columns left out]"
@@ -42,5 +50,5 @@ def is_columns_marker(line: str) -> bool:
 
 
 def is_marker(line: str) -> bool:
-    """Whether `line` is a marker the budgeter wrote (either kind), not page text."""
-    return is_omitted_marker(line) or is_columns_marker(line)
+    """Whether `line` is a marker the budgeter wrote (any kind), not page text."""
+    return is_omitted_marker(line) or is_columns_marker(line) or line.strip() == selection_marker()

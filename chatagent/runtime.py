@@ -33,6 +33,7 @@ from .browser.slots import TabSlots, Waiting
 from .errors import ChatAgentError
 from .events import ErrorEvent, Event
 from .scrub import Scrubber
+from .selection import Selection
 from .settings import Settings
 
 if TYPE_CHECKING:  # loaded by `_load_parts`, off the event loop
@@ -68,14 +69,15 @@ class Conversation:
 
     async def ask(
         self, question: str, *, tabs: Sequence[Tab | TabFailure] | None = None, model: str | None = None,
-        cache: bool = True,
+        cache: bool = True, selection: Selection | None = None,
     ) -> AsyncIterator[Event]:
+        """`selection`: text the person selected in one of `tabs` (by its `Tab.tab_id`), which the question is about."""
         try:
             agent = self._agent_for(list(tabs) if tabs is not None else self.tabs, model or self.model_name, cache)
         except ChatAgentError as exc:  # the model cannot be made: a setting to fix
             yield ErrorEvent.of(exc)
             return
-        stream = agent.ask(question)
+        stream = agent.ask(question, selection=selection)
         try:
             async for event in stream:
                 yield event

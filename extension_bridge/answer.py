@@ -20,6 +20,7 @@ from typing import Any
 
 from chatagent.events import Done, Event, Note, Screenshot, ToolCall
 from chatagent.runtime import Conversation, Runtime
+from chatagent.selection import Selection
 from chatagent.settings import Settings
 
 from . import panel_settings
@@ -85,7 +86,11 @@ class AgentAnswerer:
     async def __call__(self, ask: AskMessage, tabs: list[BridgeTab]) -> AsyncIterator[Event]:
         await self.runtime.load()  # loading since the host started: wait here, not blocking the loop
         conversation = self._conversation(ask.conversation)
-        stream = conversation.ask(ask.question, tabs=tabs, model=ask.model, cache=not ask.no_cache)
+        # BridgeTabs are known by their Chrome tab ids (as strings).
+        selection = Selection(tab_id=str(ask.selection.tab_id), text=ask.selection.text) if ask.selection else None
+        stream = conversation.ask(
+            ask.question, tabs=tabs, model=ask.model, cache=not ask.no_cache, selection=selection
+        )
         try:
             async for event in stream:
                 yield _to_chrome(event, tabs)

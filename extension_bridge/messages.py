@@ -13,12 +13,12 @@ import base64
 import binascii
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 from pydantic_core import ErrorDetails
 
 from chatagent.events import Event
-from chatagent.limits import MAX_QUESTION_CHARS
+from chatagent.limits import MAX_QUESTION_CHARS, MAX_SELECTION_CHARS
 
 from .errors import BadToolResultError, MessageError
 
@@ -92,6 +92,20 @@ class AskTab(_Wire):
         return v
 
 
+class AskSelection(_Wire):
+    """Text the person selected in one of the ask's tabs, which the question is about."""
+
+    tab_id: int = Field(ge=0)
+    text: str = Field(min_length=1, max_length=MAX_SELECTION_CHARS)
+
+    @field_validator("text")
+    @classmethod
+    def _not_blank(cls, v: str) -> str:
+        if not v.strip():
+            raise ValueError("selection is blank")
+        return v
+
+
 class AskMessage(_Wire):
     type: Literal["ask"] = "ask"
     id: RequestId
@@ -102,6 +116,7 @@ class AskMessage(_Wire):
     # The panel's thread: asks with the same id are follow-ups of each other.
     # None: the connection's one default conversation.
     conversation: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
+    selection: AskSelection | None = None
 
     @field_validator("question")
     @classmethod
@@ -117,6 +132,12 @@ class AskMessage(_Wire):
         if len(set(ids)) != len(ids):
             raise ValueError("tabs has the same tabId twice")
         return v
+
+    @model_validator(mode="after")
+    def _selection_in_a_tab(self) -> AskMessage:
+        if self.selection is not None and self.selection.tab_id not in {t.tab_id for t in self.tabs}:
+            raise ValueError("selection.tabId is not one of the ask's tabs")
+        return self
 
 
 class CancelMessage(_Wire):
@@ -318,7 +339,7 @@ def _describe(err: ErrorDetails) -> str:
     return f"{loc}: {err['msg']}"
 
 
-_BULKY_FIELDS = {"question", "html", "text", "png", "url", "title", "error"}
+_BULKY_FIELDS = {"question", "html", "text", "png", "url", "title", "error"}  # `text` is a selection's too
 
 
 def _classify(errors: list[ErrorDetails]) -> str:

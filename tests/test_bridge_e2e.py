@@ -6,6 +6,7 @@ against the local server. What is checked is what a person sees in the panel."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import stat
 import threading
@@ -100,10 +101,12 @@ async def test_question_through_the_extension_and_real_host(browser_with_host: A
     assert scrolls and all(str(e["args"]["tab_id"]) == str(tab_id) for e in scrolls)
     done = events[-1]
     assert done["type"] == "done" and done["citations"][0]["tab_id"] == str(tab_id)
-    # What the person sees: the answer, its source as a chip that focuses the tab, the model.
+    # What the person sees: the answer, its source (the tab, or the passage quoted from it), the model.
     turn = panel.locator(".turn").last
     assert "ZX-4471" in await turn.locator(".answer").inner_text()
-    assert await turn.locator(".sources .chip").count() == 1
+    sources = turn.locator(".sources .chip, .sources .passage-source")
+    assert await sources.count() >= 1
+    assert {await s.get_attribute("data-tab-id") for s in await sources.all()} == {str(tab_id)}
     assert await panel.inner_text("#model-chip") == "Offline"
 
 
@@ -122,7 +125,7 @@ async def test_a_comparison_names_each_tab_once(private_settings: Path, panel_br
     assert text.startswith("From Aurora X14 Pro:\n"), text
     assert "From Orion 14 review: a quiet wo…:" in text, text
     assert aurora not in text and "Bitfield Reviews" not in text, text
-    chips = answer.locator(".chip")
+    chips = answer.locator(".chip:not(.passage)")  # the tabs' chips; the passages quoted have numbered ones
     assert [await chips.nth(i).get_attribute("title") for i in range(await chips.count())] == [
         f"[Tab 1]: {aurora} (go to the tab)", "[Tab 2]: Orion 14 review: a quiet workhorse | Bitfield Reviews (go to the tab)",
     ]
@@ -179,7 +182,7 @@ async def test_a_narrow_panel_with_a_long_model_name_keeps_its_heading_and_whole
     )
     assert chip["text"] == "gemini-2.5-flash-lite-preview-09-2025-extended" and chip["ellipsized"]
     assert await panel.evaluate("document.documentElement.scrollWidth") <= 320
-    for button in ("#new-button", "#settings-button"):
+    for button in ("#new-button", "#history-button", "#settings-button"):
         shown = await panel.eval_on_selector(
             button, "b => { const r = document.createRange(); r.selectNodeContents(b);"
             " return {lines: r.getClientRects().length, right: b.getBoundingClientRect().right}; }",
@@ -272,7 +275,9 @@ async def test_settings_saved_by_the_host_are_used_by_the_next_answer_and_markdo
         saved = private_settings.read_text()
         assert 'model = "gemini-2.5-flash"' in saved and "panel-key-1234" in saved and gemini.url in saved
         assert stat.S_IMODE(private_settings.stat().st_mode) == 0o600
-        assert await panel.evaluate("chrome.storage.local.get(null)") == {}
+        # The extension's storage keeps the panel's threads, and no setting or key.
+        stored = await panel.evaluate("chrome.storage.local.get(null)")
+        assert set(stored) == {"threads"} and "panel-key-1234" not in json.dumps(stored) and gemini.url not in json.dumps(stored)
         # The answer's markdown, rendered.
         answer = panel.locator(".turn .answer").last
         assert await answer.locator("h2").inner_text() == "Prices"

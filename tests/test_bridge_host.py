@@ -217,7 +217,9 @@ async def test_ask_streams_events_to_done(tmp_path: Path) -> None:
         events = await peer.events_until_end("r1")
         assert [e["type"] for e in events] == ["pass_start", "done"]
         assert events[-1]["answer"] == "answer to what?"
-        assert events[-1]["citations"] == [{"tab_id": "7", "url": "https://ex.com/", "title": "Ex", "label": ""}]
+        assert events[-1]["citations"] == [
+            {"tab_id": "7", "url": "https://ex.com/", "title": "Ex", "label": "", "block": "", "quote": ""}
+        ]
 
 
 async def test_stray_prints_do_not_corrupt_frames(tmp_path: Path) -> None:

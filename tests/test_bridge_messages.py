@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from chatagent.events import Done, Token, parse_event
+from chatagent.limits import MAX_SELECTION_CHARS
 from extension_bridge.errors import MessageError
 from extension_bridge.messages import (
     MAX_HTML_BYTES,
@@ -152,6 +153,11 @@ def test_unknown_type(data: dict[str, Any]) -> None:
         ({"tabs": [{"tabId": 1, "url": "a"}, {"tabId": 1, "url": "b"}]}, "tabs"),
         ({"noCache": "yes"}, "noCache"),
         ({"model": 3}, "model"),
+        ({"selection": {"tabId": 13, "text": "hi"}}, "selection.tabId is not one of the ask's tabs"),
+        ({"selection": {"tabId": "12", "text": "hi"}}, "selection.tabId"),
+        ({"selection": {"tabId": 12, "text": "  \n "}}, "selection.text"),
+        ({"selection": {"tabId": 12}}, "selection.text"),
+        ({"selection": "hi"}, "selection"),
     ],
 )
 def test_invalid_ask_fields(over: dict[str, Any], field: str) -> None:
@@ -200,6 +206,14 @@ def test_question_limit() -> None:
     assert isinstance(parse_message(ask(question="q" * MAX_QUESTION_CHARS)), AskMessage)
     e = err(ask(question="q" * (MAX_QUESTION_CHARS + 1)))
     assert e.code == "too_large" and "question" in e.message
+
+
+def test_selection_is_typed_and_bounded() -> None:
+    m = parse_message(ask(selection={"tabId": 12, "text": "s" * MAX_SELECTION_CHARS}))
+    assert isinstance(m, AskMessage) and m.selection is not None
+    assert m.selection.tab_id == 12 and len(m.selection.text) == MAX_SELECTION_CHARS
+    e = err(ask(selection={"tabId": 12, "text": "s" * (MAX_SELECTION_CHARS + 1)}))
+    assert e.code == "too_large" and "selection.text" in e.message
 
 
 def test_try_parse_returns_error() -> None:

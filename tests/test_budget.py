@@ -13,6 +13,7 @@ from chatagent.browser.static import StaticTab
 from chatagent.budget import CONFIDENT_SHARE, LONG_TEXT_CHARS, TextFitter, allocate, fit_text
 from chatagent.context import ContextBuilder
 from chatagent.extraction import Extractor
+from chatagent.selection import Selection
 from chatagent.markers import is_columns_marker, is_marker, is_omitted_marker
 from chatagent.tables import tables
 from chatagent.tokens import count_tokens
@@ -440,6 +441,31 @@ async def test_context_builder_cuts_a_tab_within_its_budget_when_the_question_s_
     tight = ContextBuilder(Extractor(), budget_per_tab=whole.original_tokens - 100)
     both = (await tight.build([tab, short], "Which club scored the most goals?")).tabs
     assert not both[0].selected and both[0].text == whole.text
+
+
+async def test_a_tab_with_a_selection_leads_with_it_then_the_page_around_it_within_the_budget() -> None:
+    paragraphs = [f"<p>Entry {i} of the logbook records the weather, the crew and the cargo.</p>" for i in range(400)]
+    paragraphs[250] = "<p>On the third night the <b>lantern</b> on the west mole went out.</p>"
+    html = f"<html><body><article><h1>Logbook</h1>{''.join(paragraphs)}</article></body></html>"
+    tabs = [StaticTab("7", "http://x/log.html", html, title="Logbook"),
+            StaticTab("8", "http://x/note.html", "<p>A short note.</p>", title="Note")]
+    for i, tab in enumerate(tabs, 1):
+        tab.label = str(i)
+    selected = "On the third night the lantern on the west mole went out."
+    builder = ContextBuilder(Extractor(), budget_per_tab=600)
+    plain = (await builder.build(tabs, "What happened then?")).tabs[0]
+    ctx = await builder.build(tabs, "What happened then?", selection=Selection(tab_id="7", text=f"  {selected}\n"))
+    log, note = ctx.tabs
+    assert log.selection == selected and log.text.startswith(f"{selected}\n\n")
+    rest = log.text.split("\n", 3)[3]
+    assert is_marker(log.text.split("\n")[2]), "a marker says where the selection ends and the page begins"
+    # The page around the selection is kept, the rest of it left out; the budget still holds.
+    assert "Entry 249 " in rest and "Entry 251 " in rest and "Entry 100 " not in rest
+    assert "Entry 249 " not in plain.text, "without the selection, the question alone picks other parts"
+    assert ctx.tokens <= 2 * 600 and note.text.endswith("A short note.")
+    # A selection in no tab of the question changes nothing.
+    other = await builder.build(tabs, "What happened then?", selection=Selection(tab_id="99", text=selected))
+    assert other.tabs[0].text == plain.text and not other.tabs[0].selection
 
 
 def test_a_part_kept_after_a_gap_is_shown_under_its_heading_path() -> None:

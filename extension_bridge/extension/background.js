@@ -473,6 +473,155 @@ async function pageScroll(direction, toText, maxChars) {
   };
 }
 
+// ---------------------------------------------------------------- passages
+
+// The passage's look in the page: a stylesheet injected by the browser (a
+// page's own CSP cannot refuse it); nothing executable enters the page.
+const HIGHLIGHT_CSS =
+  "::highlight(chatagent-passage) { background-color: #ffd33d; color: #1f2328; }";
+
+// A cited passage, shown: its tab in front, scrolled to the quote, which is highlighted.
+async function showPassage(tabId, quote) {
+  let tab;
+  try {
+    tab = await chrome.tabs.update(tabId, { active: true });
+    await chrome.windows.update(tab.windowId, { focused: true });
+  } catch {
+    return "closed";
+  }
+  return onTabQueue(tabId, async () => {
+    await chrome.scripting.insertCSS({ target: { tabId }, css: HIGHLIGHT_CSS }).catch(() => {});
+    const r = await inTab(tabId, pageShowPassage, [String(quote).slice(0, MAX_QUOTE_CHARS)]);
+    return r.found ? "found" : "missing";
+  }).catch(() => "missing");
+}
+
+const MAX_QUOTE_CHARS = 5000;
+
+// Runs in the page. Finds `quote` in the page's text whatever its elements
+// and spacing (letters and digits compared, case aside), highlights it with
+// the CSS Custom Highlight API (the page's DOM is left as it is) and scrolls
+// it into view. Self-contained: serialised by executeScript.
+function pageShowPassage(quote) {
+  const RUN = /[\p{L}\p{N}]+/gu;
+  // `text`'s letters and digits, lower-cased; `from` gets the index in `text` each came from.
+  const letters = (text, from) => {
+    const out = [];
+    for (const m of text.matchAll(RUN)) {
+      const low = m[0].toLowerCase();
+      if (low.length === m[0].length) {
+        out.push(low);
+        for (let k = 0; k < low.length; k++) from?.push(m.index + k);
+        continue;
+      }
+      for (let k = 0; k < m[0].length; k++) { // rare: a letter whose lower case is longer ("İ")
+        const c = m[0][k].toLowerCase();
+        out.push(c);
+        for (let u = 0; u < c.length; u++) from?.push(m.index + k);
+      }
+    }
+    return out.join("");
+  };
+  const needle = letters(quote);
+  if (!needle) return { found: false };
+  // The page's text nodes, end to end, then its letters and digits, each with where it sits.
+  const nodes = [];
+  const starts = [];
+  const texts = [];
+  let length_ = 0;
+  const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT, {
+    acceptNode(n) {
+      const tag = n.parentElement?.tagName;
+      return tag === "SCRIPT" || tag === "STYLE" || tag === "NOSCRIPT" || tag === "TEMPLATE"
+        ? NodeFilter.FILTER_REJECT
+        : NodeFilter.FILTER_ACCEPT;
+    },
+  });
+  for (let n = walker.nextNode(); n && length_ < 1e7; n = walker.nextNode()) {
+    nodes.push(n);
+    starts.push(length_);
+    texts.push(n.nodeValue);
+    length_ += n.nodeValue.length;
+  }
+  const from = [];
+  const hay = letters(texts.join(""), from);
+  const position = (k) => {
+    const r = from[k];
+    let lo = 0;
+    let hi = starts.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (starts[mid] <= r) lo = mid;
+      else hi = mid - 1;
+    }
+    return [nodes[lo], r - starts[lo]];
+  };
+  // The whole quote; failing that (the page changed a little), its start or its end.
+  let at = hay.indexOf(needle);
+  let length = needle.length;
+  if (at < 0 && needle.length > 60) {
+    for (const part of [needle.slice(0, 60), needle.slice(-60)]) {
+      at = hay.indexOf(part);
+      if (at >= 0) {
+        length = part.length;
+        break;
+      }
+    }
+  }
+  if (at < 0) return { found: false };
+  const range = document.createRange();
+  const [startNode, startOffset] = position(at);
+  range.setStart(startNode, startOffset);
+  const [endNode, endOffset] = position(at + length - 1);
+  // With the punctuation that ends it ("weekdays." and not "weekdays").
+  const last = endNode.nodeValue;
+  let stop = endOffset + 1;
+  while (stop < last.length && stop - endOffset <= 3 && /[.!?;:,)\]”’"'»…]/.test(last[stop])) stop++;
+  range.setEnd(endNode, stop);
+  if (typeof Highlight === "function" && CSS.highlights) {
+    CSS.highlights.set("chatagent-passage", new Highlight(range));
+  }
+  // Its element centred (inner scrolling boxes too); a tall element, the quote's first line a third down.
+  const target = startNode.parentElement;
+  if (target && target.getBoundingClientRect().height <= innerHeight * 0.8) {
+    target.scrollIntoView({ block: "center", behavior: "instant" });
+  } else {
+    target?.scrollIntoView({ block: "start", behavior: "instant" });
+    window.scrollBy({ top: range.getBoundingClientRect().top - innerHeight / 3, behavior: "instant" });
+  }
+  return { found: true, text: range.toString() };
+}
+
+// ---------------------------------------------------------------- page fingerprints
+
+// A page's text, summed up (FNV-1a, 32 bits): a saved thread can tell whether
+// its tabs' pages changed since, without keeping their text.
+function fingerprint(text) {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193);
+  }
+  return (h >>> 0).toString(16).padStart(8, "0");
+}
+
+// Runs in the page.
+function pageText() {
+  return document.body ? document.body.innerText : "";
+}
+
+async function fingerprints(tabIds) {
+  const out = {};
+  for (const tabId of tabIds) {
+    try {
+      out[tabId] = fingerprint((await inTab(tabId, pageText)).slice(0, MAX_TEXT_CHARS));
+    } catch {
+      // closed, or not readable: nothing to compare
+    }
+  }
+  return out;
+}
+
 // ---------------------------------------------------------------- asks
 
 const encoder = new TextEncoder();
@@ -535,6 +684,12 @@ async function startAsk(panel, req) {
     else notes.push({ message: friendlyScriptError(r.reason, await tabInWords(req.tabIds[i])) });
   }
   if (!live()) return;
+  // What was read, for the panel's saved thread (did its pages change since?).
+  post(panel, {
+    type: "tabs_read",
+    id: req.id,
+    tabs: tabs.map((t) => ({ tabId: t.tabId, url: t.url, title: t.title, fingerprint: fingerprint(t.text || "") })),
+  });
   for (const n of notes) {
     post(panel, { type: "event", id: req.id, event: { type: "note", text: `Skipped: ${n.message}` } });
   }
@@ -556,6 +711,11 @@ async function startAsk(panel, req) {
   if (req.model) msg.model = req.model;
   if (req.noCache) msg.noCache = true;
   if (req.conversation) msg.conversation = req.conversation;
+  const sel = req.selection;
+  // Only about a tab that could be read (the host refuses a selection in a tab it was not sent).
+  if (sel && typeof sel.text === "string" && sel.text.trim() && tabs.some((t) => t.tabId === sel.tabId)) {
+    msg.selection = { tabId: sel.tabId, text: sel.text.slice(0, SELECTION_MAX_CHARS) };
+  }
   ask.sent = true;
   try {
     sendToHost(msg);
@@ -564,6 +724,53 @@ async function startAsk(panel, req) {
     post(panel, { type: "error", id: req.id, code: host.code || "host_unavailable", message: String(e.message || e) });
   }
 }
+
+// ---------------------------------------------------------------- the selection
+
+// "Ask chatagent about the selection": the context menu's entry and the
+// keyboard shortcut (manifest `commands`) open the panel and hand it the
+// tab's selection, attached to the next question. A panel not open yet gets
+// it when it connects.
+const SELECTION_MAX_CHARS = 20000; // the host's bound (chatagent.limits.MAX_SELECTION_CHARS)
+const SELECTION_WAIT_MS = 30000; // a panel that takes longer to open than this was not opened for it
+let pendingSelection = null; // { tabId, text, at }
+
+chrome.runtime.onInstalled.addListener(() => {
+  chrome.contextMenus.create(
+    { id: "ask-selection", title: "Ask chatagent about the selection", contexts: ["selection"] },
+    () => void chrome.runtime.lastError, // already there (an update): fine
+  );
+});
+chrome.contextMenus?.onClicked.addListener((info, tab) => {
+  if (info.menuItemId === "ask-selection" && tab) askAboutSelection(tab, info.selectionText || "");
+});
+chrome.commands?.onCommand.addListener((command, tab) => {
+  if (command === "ask-selection" && tab) askAboutSelection(tab, "");
+});
+
+// Runs in the page: the selected text, in full (the menu's copy of it is cut and flattened).
+function pageSelectedText(max) {
+  const s = getSelection();
+  return s && !s.isCollapsed ? s.toString().slice(0, max) : "";
+}
+
+async function askAboutSelection(tab, fallback) {
+  // First, while this still counts as the person's gesture: Chrome opens a panel for nothing else.
+  const opening = chrome.sidePanel?.open?.({ windowId: tab.windowId })?.catch((e) => console.warn("chatagent: open panel", e));
+  let text = "";
+  try {
+    text = await inTab(tab.id, pageSelectedText, [SELECTION_MAX_CHARS]);
+  } catch {
+    text = fallback; // a page the extension may not script
+  }
+  text = String(text || "").trim().slice(0, SELECTION_MAX_CHARS);
+  await opening;
+  if (!text) return;
+  const msg = { type: "selection", tabId: tab.id, text };
+  if (panels.size) broadcast(msg);
+  else pendingSelection = { ...msg, at: Date.now() };
+}
+globalThis.chatagentAskAboutSelection = askAboutSelection; // for tests: the menu and the shortcut cannot be pressed headless
 
 // ---------------------------------------------------------------- panels
 
@@ -583,6 +790,11 @@ chrome.runtime.onConnect.addListener((panel) => {
   if (panel.name !== "chatagent-panel") return;
   panels.add(panel);
   post(panel, { type: "host", ...host });
+  if (pendingSelection && Date.now() - pendingSelection.at < SELECTION_WAIT_MS) {
+    const { at, ...msg } = pendingSelection;
+    post(panel, msg);
+  }
+  pendingSelection = null;
   connectHost();
   panel.onMessage.addListener((msg) => {
     if (msg.type === "ask") {
@@ -607,6 +819,11 @@ chrome.runtime.onConnect.addListener((panel) => {
         settingsRequests.delete(msg.id);
         post(panel, { type: "error", id: msg.id, code: host.code || "host_unavailable", message: String(e.message || e) });
       }
+    } else if (msg.type === "fingerprints") {
+      const ids = (Array.isArray(msg.tabIds) ? msg.tabIds : []).filter(Number.isInteger).slice(0, 40);
+      fingerprints(ids).then((prints) => post(panel, { type: "fingerprints", id: msg.id, prints }));
+    } else if (msg.type === "show_passage") {
+      showPassage(Number(msg.tabId), msg.quote).then((result) => post(panel, { type: "passage_shown", id: msg.id, result }));
     } else if (msg.type === "reconnect") {
       backoffMs = BACKOFF_MIN_MS;
       if (port) port.postMessage({ type: "ping", version: PROTOCOL_VERSION });

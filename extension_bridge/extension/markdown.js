@@ -30,8 +30,10 @@ const PURIFY = {
   RETURN_DOM_FRAGMENT: true,
 };
 
-// [Tab 1], [Tab 2, p. 3]: how answers cite tabs.
-const CITE = /\[Tab (\d+)(?:[,;][^\]\n]{0,40})?\]/g;
+// [Tab 1], [Tab 2, p. 3]: how answers cite tabs; [1.4] (tab 1, block 4),
+// [1.4, 2.1] or [Tab 1.4], how they cite passages. One pattern, so a text is cut once.
+const CITE = /\[Tab (\d+)(?:[,;][^\]\n]{0,40})?\]|\[((?:Tab\s*)?\d+\.\d+(?:\s*[,;]\s*(?:Tab\s*)?\d+\.\d+){0,9})\]/g;
+const BLOCK = /\d+\.\d+/g;
 
 export function escapeHtml(s) {
   return String(s).replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" })[c]);
@@ -41,8 +43,11 @@ export function escapeHtml(s) {
  * `text` (markdown) as a sanitised DocumentFragment. `tabFor(label)` gives
  * {tabId, title} for a cited tab label ("1"), or null; citations of known
  * tabs become chip buttons (data-tab-id) that the caller wires to focus the tab.
+ * `passageFor(block)` gives {tabId, title, quote, url, n} for a cited passage
+ * ("1.4"), null for one that names nothing (dropped from the text), or
+ * undefined while the answer's citations are not known (the id stays as written).
  */
-export function renderMarkdown(text, tabFor = () => null) {
+export function renderMarkdown(text, tabFor = () => null, passageFor = () => undefined) {
   const html = marked.parse(String(text ?? ""));
   const fragment = DOMPurify.sanitize(html, PURIFY);
   for (const a of fragment.querySelectorAll("a")) {
@@ -54,21 +59,31 @@ export function renderMarkdown(text, tabFor = () => null) {
     a.rel = "noopener noreferrer";
     a.title = a.href;
   }
-  chipCitations(fragment, tabFor);
+  chipCitations(fragment, tabFor, passageFor);
   return fragment;
 }
 
-function chipCitations(root, tabFor) {
+function chipCitations(root, tabFor, passageFor) {
   const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
     acceptNode: (n) => (n.parentElement?.closest("code, pre, a") ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT),
   });
   const nodes = [];
-  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.nodeValue.includes("[Tab ")) nodes.push(n);
+  for (let n = walker.nextNode(); n; n = walker.nextNode()) if (n.nodeValue.includes("[")) nodes.push(n);
   for (const node of nodes) {
     const parts = [];
     let last = 0;
     for (const m of node.nodeValue.matchAll(CITE)) {
       if (m.index < last) continue; // inside a title dropped below
+      if (m[2]) {
+        const passages = m[2].match(BLOCK).map((id) => [id, passageFor(id)]);
+        if (passages.some(([, p]) => p === undefined)) continue; // not known yet: as written
+        // An id that names nothing is no source: gone, with the space before it.
+        const before = node.nodeValue.slice(last, m.index);
+        parts.push(document.createTextNode(passages.some(([, p]) => p) ? before : before.replace(/\s+$/, "")));
+        for (const [id, p] of passages) if (p) parts.push(passageChip(p, id));
+        last = m.index + m[0].length;
+        continue;
+      }
       const tab = tabFor(m[1]);
       if (!tab) continue;
       parts.push(document.createTextNode(node.nodeValue.slice(last, m.index)), citationChip(tab, m[0]));
@@ -88,6 +103,28 @@ function chipCitations(root, tabFor) {
 function shortTitle(title) {
   const [first] = title.split(/\s+[—–|·]\s+|\s+-\s+/);
   return first.trim().length >= 3 ? first.trim() : title;
+}
+
+const QUOTE_SHOWN = 280; // characters of a quote in a tooltip or a source line
+
+export function clip(text, n) {
+  const t = String(text).replace(/\s+/g, " ").trim();
+  return t.length > n ? `${t.slice(0, n - 1).trimEnd()}…` : t;
+}
+
+/** A chip for one cited passage: its source's number; hovering shows the quote, clicking shows it in its tab. */
+export function passageChip(p, cited = "") {
+  const chip = document.createElement("button");
+  chip.type = "button";
+  chip.className = "chip passage";
+  chip.dataset.tabId = String(p.tabId);
+  chip.dataset.quote = p.quote;
+  if (cited) chip.dataset.block = cited;
+  chip.textContent = String(p.n);
+  const title = p.title || p.url || `Tab ${p.tabId}`;
+  chip.title = `“${clip(p.quote, QUOTE_SHOWN)}”\n— ${title} (show it in the tab)`;
+  chip.setAttribute("aria-label", `Source ${p.n}: ${title}`);
+  return chip;
 }
 
 export function citationChip(tab, cited = "") {

@@ -6,13 +6,19 @@
 // `await window.chatagentTest.ask("question")`, or fill #question and press
 // Ask. `document.body.dataset.state` is idle | running | done | stopped | error.
 
-import { citationChip, renderMarkdown } from "./markdown.js";
+import { clearThreads, loadThreads, saveThread, tabsSince } from "./history.js";
+import { citationChip, clip, passageChip, renderMarkdown } from "./markdown.js";
 
 const $ = (id) => document.getElementById(id);
 const els = {
   hostStatus: $("host-status"),
   modelChip: $("model-chip"),
   newButton: $("new-button"),
+  historyButton: $("history-button"),
+  history: $("history"),
+  historyList: $("history-list"),
+  historyClear: $("history-clear"),
+  historyClose: $("history-close"),
   settingsButton: $("settings-button"),
   tabs: $("tabs"),
   tabsTitle: $("tabs-title"),
@@ -32,6 +38,11 @@ const els = {
   settingsCancel: $("settings-cancel"),
   viewer: $("viewer"),
   viewerImage: $("viewer-image"),
+  selection: $("selection"),
+  selectionWhere: $("selection-where"),
+  selectionText: $("selection-text"),
+  selectionUse: $("selection-use"),
+  selectionDismiss: $("selection-dismiss"),
 };
 
 const params = new URLSearchParams(location.search);
@@ -46,7 +57,7 @@ const fixedTabIds = params.has("tabs")
 let port = null;
 let hostState = { state: "idle" };
 let hostSettings = null; // the host's `settings` message
-const pendingSettings = new Map(); // request id -> {resolve, reject}
+const pendingReplies = new Map(); // request id -> {resolve, reject}
 let current = null; // the running question: { id, thread, turn, events, resolve, started, stopping }
 const checked = new Set(); // tab ids the user picked (kept across list refreshes)
 let pickedDefault = false;
@@ -101,12 +112,25 @@ function onMessage(msg) {
         onEvent(msg.event);
       }
       break;
+    case "passage_shown":
+      passageShown(msg);
+      break;
+    case "tabs_read":
+      if (current && msg.id === current.id && Array.isArray(msg.tabs)) current.read = msg.tabs;
+      break;
+    case "fingerprints":
+      settle(msg.id, msg.prints || {});
+      break;
+    case "selection":
+      // From the context menu or the keyboard shortcut: attached at once.
+      if (typeof msg.text === "string" && Number.isInteger(msg.tabId)) offerSelection(msg.tabId, msg.text, true);
+      break;
     case "settings":
       showSettings(msg);
       settle(msg.id, msg);
       break;
     case "error":
-      if (pendingSettings.has(msg.id)) settle(msg.id, null, msg);
+      if (pendingReplies.has(msg.id)) settle(msg.id, null, msg);
       else if (current && msg.id === current.id) finish({ type: "error", code: msg.code, message: msg.message });
       break;
   }
@@ -121,23 +145,24 @@ function showHost() {
   if (hostState.state === "error" && !current) showError(hostState.message, hostState.code);
   else if (hostState.state === "ready") {
     if (retryable(els.error.dataset.code)) hideError();
-    requestSettings({ type: "settings_get" }).catch(() => {});
+    request({ type: "settings_get" }).catch(() => {});
   }
 }
 
 // ---------------------------------------------------------------- settings
 
-function requestSettings(msg) {
+// A request to the worker (settings, page fingerprints), answered by a message with its id.
+function request(msg) {
   const id = crypto.randomUUID();
-  const done = new Promise((resolve, reject) => pendingSettings.set(id, { resolve, reject }));
+  const done = new Promise((resolve, reject) => pendingReplies.set(id, { resolve, reject }));
   send({ ...msg, id });
   return done;
 }
 
 function settle(id, value, error) {
-  const waiting = pendingSettings.get(id);
+  const waiting = pendingReplies.get(id);
   if (!waiting) return;
-  pendingSettings.delete(id);
+  pendingReplies.delete(id);
   if (error) waiting.reject(Object.assign(new Error(error.message), { code: error.code }));
   else waiting.resolve(value);
 }
@@ -238,7 +263,7 @@ async function saveSettings(values, { said = "Saved", fill = fillSettingsForm } 
   els.settingsMessage.dataset.kind = "";
   els.settingsMessage.textContent = "Saving…";
   try {
-    const msg = await requestSettings({ type: "settings_set", values });
+    const msg = await request({ type: "settings_set", values });
     fill(msg);
     // Saved, but the first question would fail (a missing key): say so now, and what to do.
     els.settingsMessage.dataset.kind = msg.problem ? "error" : "ok";
@@ -270,7 +295,7 @@ function openSettings() {
   $("settings-save").disabled = hostState.state === "error";
   showProviderGroup();
   if (!els.settings.open) els.settings.showModal();
-  if (!hostSettings && hostState.state !== "error") requestSettings({ type: "settings_get" }).then(fillSettingsForm, () => {});
+  if (!hostSettings && hostState.state !== "error") request({ type: "settings_get" }).then(fillSettingsForm, () => {});
 }
 
 els.settingsForm.addEventListener("change", (e) => {
@@ -353,6 +378,7 @@ async function renderTabs() {
     }),
   );
   selectionChanged();
+  showSelectionWhere();
   return tabs;
 }
 
@@ -390,7 +416,7 @@ function threadFor(key) {
     const el = document.createElement("section");
     el.className = "thread";
     // labels: "[Tab N]" label -> Chrome tab id, as the host numbers the conversation's tabs.
-    thread = { key, conversation: crypto.randomUUID(), tabIds: null, labels: new Map(), el, turns: 0 };
+    thread = { key, conversation: crypto.randomUUID(), tabIds: null, labels: new Map(), el, turns: 0, saved: null };
     threads.set(key, thread);
   }
   return thread;
@@ -407,6 +433,7 @@ function showThread(thread) {
   if (els.threadBox.firstChild !== thread.el) els.threadBox.replaceChildren(thread.el);
   els.newButton.disabled = thread.turns === 0;
   if (!thread.turns && !thread.el.firstChild) thread.el.append(emptyHint());
+  if (thread.restored && !thread.checked) sayWhatChanged(thread).catch(console.error);
 }
 
 function emptyHint() {
@@ -446,10 +473,91 @@ function tabInWords(tabId) {
   return `the “${title}” tab`;
 }
 
+// ---------------------------------------------------------------- the selection
+
+// Text selected in a tab: offered above the question box, then (on "Ask about
+// the selection", the context menu or the shortcut) attached to the next
+// question, whose context leads with it.
+const MAX_SELECTION_CHARS = 20000; // the host's bound (chatagent.limits.MAX_SELECTION_CHARS)
+let selection = null; // { tabId, text, attached }
+let dismissed = ""; // a selection the person said no to is not offered again
+
+// Runs in the page: the selected text, if any (not in a text field).
+function pageSelection(max) {
+  const s = getSelection();
+  return s && !s.isCollapsed ? s.toString().slice(0, max) : "";
+}
+
+async function readSelection(tabId) {
+  try {
+    const [res] = await chrome.scripting.executeScript({ target: { tabId }, func: pageSelection, args: [MAX_SELECTION_CHARS] });
+    return typeof res?.result === "string" ? res.result : "";
+  } catch {
+    return ""; // a page the extension may not read
+  }
+}
+
+async function refreshSelection() {
+  if (selection?.attached) return selection;
+  // The tab in front first, then the ticked ones.
+  const [active] = fixedTabIds ? [] : await chrome.tabs.query({ active: true, currentWindow: true });
+  const ids = [...new Set([...(active && tabsById.has(active.id) ? [active.id] : []), ...checked])];
+  for (const tabId of ids) {
+    const text = (await readSelection(tabId)).trim();
+    if (text && text !== dismissed) return offerSelection(tabId, text, false);
+  }
+  clearSelection();
+  return null;
+}
+
+function offerSelection(tabId, text, attached) {
+  text = text.trim().slice(0, MAX_SELECTION_CHARS);
+  if (!text) return null;
+  selection = { tabId, text, attached };
+  els.selection.dataset.attached = String(attached);
+  showSelectionWhere();
+  els.selectionText.textContent = clip(text, 240);
+  els.selectionText.title = clip(text, 1000);
+  els.selection.hidden = false;
+  els.question.placeholder = attached ? "Ask about the selected text… (Enter to ask)" : QUESTION_PLACEHOLDER;
+  if (attached) els.question.focus();
+  return selection;
+}
+
+// Which tab it is in, by title (once the tabs are listed: a panel opened by the shortcut gets the selection first).
+function showSelectionWhere() {
+  if (selection) els.selectionWhere.textContent = `${selection.attached ? "Asking about" : "Selected in"} ${tabInWords(selection.tabId)}:`;
+}
+
+function clearSelection() {
+  selection = null;
+  els.selection.hidden = true;
+  els.selection.dataset.attached = "false";
+  els.question.placeholder = QUESTION_PLACEHOLDER;
+}
+
+const QUESTION_PLACEHOLDER = els.question.placeholder;
+els.selectionUse.addEventListener("click", () => selection && offerSelection(selection.tabId, selection.text, true));
+els.selectionDismiss.addEventListener("click", () => {
+  dismissed = selection?.text || "";
+  clearSelection();
+  els.question.focus();
+});
+// Coming back to the panel (after selecting in the page) or to another tab: look again.
+const lookAgain = () => {
+  if (!current) refreshSelection().catch(() => {});
+};
+window.addEventListener("focus", lookAgain);
+document.addEventListener("pointerenter", lookAgain);
+document.addEventListener("visibilitychange", () => document.visibilityState === "visible" && lookAgain());
+chrome.tabs.onActivated.addListener(lookAgain);
+
 // ---------------------------------------------------------------- asking
 
 async function ask(question, opts = {}) {
   question = (question ?? "").trim();
+  const about = selection?.attached ? selection : null;
+  if (!question && about) question = "Explain the selected text.";
   if (!question) {
     els.question.focus();
     throw new Error("Type a question first.");
@@ -460,6 +568,8 @@ async function ask(question, opts = {}) {
     throw new Error("no host");
   }
   const tabIds = opts.tabIds ?? [...checked];
+  // The selection's tab is asked about, ticked or not.
+  if (about && !tabIds.includes(about.tabId)) tabIds.push(about.tabId);
   if (!tabIds.length) {
     showError("Tick at least one tab to ask about.", "no_tabs");
     throw new Error("no tabs selected");
@@ -473,15 +583,29 @@ async function ask(question, opts = {}) {
   const turn = addTurn(thread, question);
   const id = crypto.randomUUID();
   const done = new Promise((resolve) => {
-    current = { id, thread, turn, events: [], resolve, started: performance.now(), text: "", stopping: false };
+    current = { id, thread, turn, events: [], resolve, started: performance.now(), text: "", stopping: false, question, about };
   });
   setRunning(true);
   setTurnStatus(turn, ordered.length > 1 ? `Reading ${ordered.length} tabs…` : `Reading ${tabInWords(ordered[0])}…`);
   const msg = { type: "ask", id, question, tabIds: ordered, conversation: thread.conversation };
+  if (about) {
+    msg.selection = { tabId: about.tabId, text: about.text };
+    addSelectionQuote(turn, about);
+    dismissed = about.text; // asked about: not offered again
+    clearSelection();
+  }
   if (opts.model) msg.model = opts.model;
   if (opts.noCache) msg.noCache = true;
   send(msg);
   return done;
+}
+
+function addSelectionQuote(turn, about) {
+  const quote = document.createElement("blockquote");
+  quote.className = "asked-selection";
+  quote.textContent = clip(about.text, 240);
+  quote.title = `Selected in ${tabInWords(about.tabId)}`;
+  turn.querySelector(".question").after(quote);
 }
 
 function addTurn(thread, question) {
@@ -543,7 +667,10 @@ function renderStreaming() {
 }
 
 function renderAnswer(turn, text, thread, citations) {
-  const byLabel = new Map((citations || []).map((c) => [String(c.label), c]));
+  const byLabel = new Map((citations || []).filter((c) => !c.block).map((c) => [String(c.label), c]));
+  const passages = citations ? passagesOf(citations) : null;
+  // Before the answer's citations are known, a passage id stays as written; after, one that names nothing goes.
+  const passageFor = (block) => (passages ? passages.get(block) ?? null : undefined);
   const tabFor = (label) => {
     const cited = byLabel.get(label);
     if (cited) return { tabId: Number(cited.tab_id), title: cited.title || tabInfo(cited.tab_id).title, url: cited.url };
@@ -552,7 +679,7 @@ function renderAnswer(turn, text, thread, citations) {
   };
   const box = els.threadBox;
   const following = box.scrollHeight - box.scrollTop - box.clientHeight < 40; // the reader is at the end
-  turn.querySelector(".answer").replaceChildren(renderMarkdown(text, tabFor));
+  turn.querySelector(".answer").replaceChildren(renderMarkdown(text, tabFor, passageFor));
   if (following) box.scrollTop = box.scrollHeight;
 }
 
@@ -642,8 +769,9 @@ function finish(ev) {
   turn.dataset.state = state;
   document.body.dataset.state = state;
   turn.scrollIntoView({ block: "nearest" });
+  const saving = keep(run, ev, state).catch((e) => console.warn("chatagent: could not save the thread", e));
   if (checked.size && selectionKey() !== thread.key) showThread(threadFor(selectionKey()));
-  run.resolve({
+  const result = {
     ok: ev.type === "done",
     answer: ev.type === "done" ? ev.answer : null,
     done: ev.type === "done" ? ev : null,
@@ -651,8 +779,158 @@ function finish(ev) {
     stopped: state === "stopped",
     events: run.events,
     text: turn.querySelector(".answer").innerText,
-  });
+  };
+  saving.then(() => run.resolve(result)); // (for tests) once the thread is saved
 }
+
+// ---------------------------------------------------------------- threads that last
+
+// Each finished turn saves its thread (history.js): what was asked and
+// answered, with its sources, and the tabs as they were read.
+async function keep(run, ev, state) {
+  const { thread, turn } = run;
+  const saved = thread.saved ?? { id: thread.conversation, tabs: [], labels: [], turns: [] };
+  thread.saved = saved;
+  savedThreads.set(saved.id, thread);
+  if (run.read?.length) {
+    const others = saved.tabs.filter((t) => !run.read.some((r) => r.tabId === t.tabId));
+    saved.tabs = [...others, ...run.read];
+  }
+  saved.labels = [...thread.labels];
+  saved.turns.push({
+    question: run.question,
+    ...(run.about ? { selection: run.about.text } : {}),
+    answer: ev.type === "done" ? ev.answer : run.text,
+    citations: ev.type === "done" ? ev.citations || [] : [],
+    state,
+    meta: turn.querySelector(".meta-text")?.textContent || "",
+    ...(state === "error" ? { error: turn.querySelector(".turn-error p")?.textContent || ev.message || "" } : {}),
+  });
+  await saveThread(saved);
+}
+
+// A saved thread shown again: its turns as they were, its tabs as they are now.
+function restoredThread(record, tabIds) {
+  const ids = new Map(record.tabs.map((t, i) => [t.tabId, tabIds[i]])); // saved tab id -> its tab now
+  const now = (id) => ids.get(Number(id)) ?? null;
+  const el = document.createElement("section");
+  el.className = "thread";
+  const open = tabIds.length > 0 && tabIds.every((id) => id != null);
+  const key = open ? [...tabIds].sort((a, b) => a - b).join(",") : `saved:${record.id}`;
+  const labels = new Map(record.labels.map(([label, id]) => [label, now(id)]).filter(([, id]) => id != null));
+  const thread = { key, conversation: record.id, tabIds: open ? tabIds : null, labels, el, turns: 0, saved: record, restored: true, tabIdsNow: tabIds };
+  for (const t of record.turns) {
+    const turn = addTurn(thread, t.question);
+    if (t.selection) addSelectionQuote(turn, { text: t.selection, tabId: now(record.tabs[0]?.tabId) });
+    // Its sources point at the tabs as they are now (a closed one's chip says so when clicked).
+    const citations = (t.citations || []).map((c) => ({ ...c, tab_id: String(now(c.tab_id) ?? -1) }));
+    if (t.answer) renderAnswer(turn, t.answer, thread, t.state === "done" ? citations : null);
+    if (t.state === "done") {
+      renderSources(turn, citations, thread);
+      addCopy(turn, t.answer);
+    }
+    if (t.error) showTurnError(turn, { message: t.error });
+    if (t.state === "stopped") setTurnStatus(turn, "Stopped.");
+    const meta = document.createElement("span");
+    meta.className = "meta-text";
+    meta.textContent = t.meta || "";
+    turn.querySelector(".meta").prepend(meta);
+    turn.dataset.state = t.state;
+  }
+  return thread;
+}
+
+async function openTabs() {
+  const tabs = await chrome.tabs.query({});
+  return new Map(tabs.map((t) => [t.id, { url: t.url || t.pendingUrl || "", title: t.title || "" }]));
+}
+
+const savedThreads = new Map(); // record id -> its thread, as restored (or kept) in this panel
+
+async function restoreThreads() {
+  const records = await loadThreads();
+  const now = await openTabs();
+  for (const record of records) { // oldest first: a newer thread of the same tabs wins
+    const { tabIds } = tabsSince(record, now);
+    const thread = restoredThread(record, tabIds);
+    savedThreads.set(record.id, thread);
+    if (!thread.key.startsWith("saved:")) threads.set(thread.key, thread);
+  }
+  if (!current) showThread(threadFor(selectionKey()));
+}
+
+// The line at the top of a restored thread saying what became of its tabs.
+async function sayWhatChanged(thread) {
+  thread.checked = true;
+  const now = await openTabs();
+  const open = thread.tabIdsNow.filter((id) => id != null);
+  const prints = open.length ? new Map(Object.entries(await request({ type: "fingerprints", tabIds: open })).map(([k, v]) => [Number(k), v])) : new Map();
+  const { changes } = tabsSince(thread.saved, now, prints);
+  if (!changes.length) return;
+  const p = document.createElement("p");
+  p.className = "thread-changes";
+  p.setAttribute("role", "note");
+  p.textContent = `Since this conversation: ${changes.join("; ")}.`;
+  thread.el.prepend(p);
+}
+
+function showHistory() {
+  const records = [...savedThreads.values()].map((t) => t.saved).sort((a, b) => b.updated - a.updated);
+  els.historyList.replaceChildren(
+    ...records.map((r) => {
+      const li = document.createElement("li");
+      const button = document.createElement("button");
+      button.type = "button";
+      button.dataset.thread = r.id;
+      const q = document.createElement("span");
+      q.className = "history-question";
+      q.textContent = clip(r.turns[0]?.question || "", 90);
+      const where = document.createElement("span");
+      where.className = "history-tabs";
+      const when = r.updated ? new Date(r.updated).toLocaleString([], { dateStyle: "medium", timeStyle: "short" }) : "";
+      where.textContent = `${r.tabs.map((t) => clip(t.title || t.url, 40)).join(" · ")}${when ? ` — ${when}` : ""}`;
+      button.append(q, where);
+      button.addEventListener("click", () => openSaved(r.id));
+      li.append(button);
+      return li;
+    }),
+  );
+  if (!records.length) {
+    const li = document.createElement("li");
+    li.className = "empty";
+    li.textContent = "No saved conversations.";
+    els.historyList.append(li);
+  }
+  els.historyClear.disabled = !records.length;
+  els.history.showModal();
+}
+
+function openSaved(id) {
+  const thread = savedThreads.get(id);
+  els.history.close();
+  if (!thread || current) return;
+  if (thread.tabIds) {
+    // Its tabs are all open: tick them; the thread is theirs, and goes on.
+    checked.clear();
+    thread.tabIds.forEach((t) => checked.add(t));
+    threads.set(thread.key, thread);
+    renderTabs().catch(console.error);
+  } else {
+    showThread(thread); // some of its tabs are gone: shown as it was; a question goes to the ticked tabs
+  }
+}
+
+async function clearHistory() {
+  await clearThreads();
+  savedThreads.clear();
+  threads.clear();
+  els.history.close();
+  if (!current) showThread(threadFor(selectionKey()));
+}
+
+els.historyButton.addEventListener("click", showHistory);
+els.historyClose.addEventListener("click", () => els.history.close());
+els.historyClear.addEventListener("click", () => clearHistory().catch(console.error));
 
 function showTurnError(turn, ev) {
   const box = document.createElement("div");
@@ -680,15 +958,50 @@ function showTurnError(turn, ev) {
   turn.querySelector(".meta").before(box);
 }
 
+// A done event's passages ([1.4]), numbered as the answer first cites them: block -> {tabId, title, quote, url, n}.
+function passagesOf(citations) {
+  const out = new Map();
+  for (const c of citations || []) {
+    if (!c.block || !c.quote || out.has(c.block)) continue;
+    out.set(c.block, { tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, quote: c.quote, url: c.url, n: out.size + 1 });
+  }
+  return out;
+}
+
 function renderSources(turn, citations, thread) {
   const box = turn.querySelector(".sources");
   if (!citations.length) return;
   const label = document.createElement("span");
   label.className = "sources-label";
   label.textContent = "Sources";
+  const quoted = [...passagesOf(citations).values()];
+  // A tab whose passages are listed needs no chip of its own here (the answer's text keeps its [Tab N] chip).
+  const whole = citations.filter((c) => !c.block && !quoted.some((p) => p.tabId === Number(c.tab_id)));
+  const passages = quoted.map((p) => {
+    const li = document.createElement("li");
+    const button = passageChip(p);
+    button.className = "passage-source";
+    button.replaceChildren();
+    const n = document.createElement("span");
+    n.className = "n";
+    n.textContent = String(p.n);
+    const title = document.createElement("span");
+    title.className = "source-title";
+    title.textContent = p.title || p.url;
+    const quote = document.createElement("span");
+    quote.className = "source-quote";
+    quote.textContent = `“${clip(p.quote, 280)}”`;
+    button.append(n, title, quote);
+    li.append(button);
+    return li;
+  });
+  const list = document.createElement("ol");
+  list.className = "passages";
+  list.append(...passages);
   box.replaceChildren(
     label,
-    ...citations.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, url: c.url })),
+    ...whole.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, url: c.url })),
+    ...(passages.length ? [list] : []),
   );
   box.hidden = false;
 }
@@ -730,16 +1043,34 @@ function addCopy(turn, answer) {
   turn.querySelector(".meta").append(button);
 }
 
-// Chips (in answers and sources) focus the tab they cite.
+// Chips (in answers and sources) focus the tab they cite; a passage's also
+// scrolls the tab to its words and highlights them (the worker does it).
+const shownPassages = new Map(); // request id -> the chip clicked
 els.threadBox.addEventListener("click", (e) => {
-  const chip = e.target.closest?.(".chip");
+  const chip = e.target.closest?.(".chip, .passage-source");
   if (!chip) return;
   const tabId = Number(chip.dataset.tabId);
+  if (chip.dataset.quote) {
+    const id = crypto.randomUUID();
+    shownPassages.set(id, chip);
+    chip.dataset.shown = "pending";
+    send({ type: "show_passage", id, tabId, quote: chip.dataset.quote });
+    return;
+  }
   chrome.tabs
     .update(tabId, { active: true })
     .then((tab) => chrome.windows.update(tab.windowId, { focused: true }))
     .catch(() => (chip.title = "That tab is closed."));
 });
+
+function passageShown(msg) {
+  const chip = shownPassages.get(msg.id);
+  shownPassages.delete(msg.id);
+  if (!chip) return;
+  chip.dataset.shown = msg.result; // found | missing | closed
+  if (msg.result === "closed") chip.title = "That tab is closed.";
+  if (msg.result === "missing") chip.title = `${chip.title.split("\n— ")[0]}\n— no longer on the page (it changed since).`;
+}
 
 // ---------------------------------------------------------------- UI state
 
@@ -800,8 +1131,15 @@ window.chatagentTest = {
   selectedTabIds: () => [...checked],
   hostState: () => ({ ...hostState }),
   refreshTabs: () => renderTabs(),
+  refreshSelection: () => refreshSelection().then((s) => s && { ...s }),
+  savedThreads: () => loadThreads(),
+  saveThread: (record) => saveThread(record).then((list) => list.length),
+  clearHistory: () => clearHistory(),
 };
 
 connect();
-renderTabs().catch((e) => showError(`Could not list tabs: ${e.message}`, "tabs"));
+renderTabs()
+  .catch((e) => showError(`Could not list tabs: ${e.message}`, "tabs"))
+  .then(() => restoreThreads())
+  .catch((e) => console.warn("chatagent: could not restore the saved threads", e));
 els.question.focus();

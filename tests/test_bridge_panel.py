@@ -1,0 +1,355 @@
+"""The side panel's reading aids, end to end: the extension in headless
+Chromium, the real host (`python -m extension_bridge`) over native messaging,
+answers scripted by the Gemini-compatible stand-in, pages of the test's own
+served on 127.0.0.1. One browser for the file (a restart test launches its
+own); what is checked is what a person sees in the panel and in the page."""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import os
+import re
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import pytest_asyncio
+
+from chatagent.settings import set_values
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply
+from extension_bridge.harness import chromium_with_extension, open_panel
+
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+
+DOCS = Path(__file__).resolve().parent.parent / "docs"
+
+# Two pages of the test's own: the passages cited sit far down the first, split
+# across elements and spaced unlike the text extraction gives the model.
+def _filler(start: int) -> str:  # ~4,000 tokens: more than a tab's budget
+    return "".join(
+        f"<p>Section {i} of the harbour notes lists the tide tables, berth numbers and the pilot rota.</p>"
+        for i in range(start, start + 220)
+    )
+
+
+PAGES = {
+    "harbour.html": (
+        "<html><head><meta charset='utf-8'><title>Harbour notes — Lindqvist Bay</title></head><body><h1>Harbour notes</h1>"
+        f"{_filler(1)}<h2>Ferries</h2><p>The early   <b>ferry to Skerholm</b> leaves\n  the north quay at"
+        " <em>06:40</em> on weekdays.</p><p>Tickets are sold on board.</p>" + _filler(300) + "</body></html>"
+    ),
+    "museum.html": (
+        "<html><head><meta charset='utf-8'><title>Maritime museum — visitor guide</title></head><body><h1>Visitor guide</h1>"
+        "<p>The museum shows the bay's boats from three centuries.</p>"
+        "<p>Opening hours: the galleries open at ten and close at five, every day but Monday.</p>"
+        "</body></html>"
+    ),
+}
+SELECTED = "The early ferry to Skerholm leaves the north quay at 06:40 on weekdays."
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    root = tmp_path_factory.mktemp("pages")
+    for name, html in PAGES.items():
+        (root / name).write_text(html)
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+class Script:
+    """What the model stand-in answers: the test sets `respond` for its question."""
+
+    def __init__(self) -> None:
+        self.respond: Callable[[RecordedRequest], Reply] = lambda _: TextReply(text="OK")
+
+    def __call__(self, request: RecordedRequest) -> Reply:
+        return self.respond(request)
+
+
+@pytest.fixture(scope="module")
+def model() -> Iterator[tuple[GeminiServer, Script]]:
+    script = Script()
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, responder=script, api_key="panel-key-1234") as server:
+        yield server, script
+
+
+def _settings(path: Path, gemini: GeminiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Gemini, at the stand-in, with its key: as the panel's Settings save them."""
+    monkeypatch.setenv("CHATAGENT_CONFIG", str(path))
+    set_values({"model": "gemini-2.5-flash", "gemini_base_url": gemini.url, "google_api_key": "panel-key-1234"})
+
+
+def _env(settings: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY")}
+    env["CHATAGENT_CONFIG"] = str(settings)
+    return env
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="module")
+async def browser(
+    tmp_path_factory: pytest.TempPathFactory, model: tuple[GeminiServer, Script]
+) -> AsyncIterator[Any]:
+    workdir = tmp_path_factory.mktemp("panel")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _settings(workdir / "config.toml", model[0], monkeypatch)
+    async with chromium_with_extension(workdir, env=_env(workdir / "config.toml")) as ctx:
+        yield ctx
+    log = workdir / "host.log"
+    if log.exists():
+        print(log.read_text()[-3000:])
+
+
+async def _open(ctx: Any, urls: list[str]) -> tuple[list[Any], Any]:
+    tabs = []
+    for url in urls:
+        tab = await ctx.new_page()
+        await tab.goto(url)
+        tabs.append(tab)
+    return tabs, await open_panel(ctx, urls)
+
+
+@pytest_asyncio.fixture(loop_scope="module")
+async def ctx(browser: Any) -> AsyncIterator[Any]:
+    """The file's browser for one test: the pages it opens are closed after it,
+    however it ends, and the threads it saved forgotten."""
+    first = browser.pages[:1]
+    yield browser
+    for page in browser.pages:
+        if page not in first:
+            await page.close()
+    await browser.service_workers[0].evaluate("chrome.storage.local.clear()")
+
+
+def _tab_body(request: RecordedRequest, tab: str = "1") -> str:
+    """The text the model was given for tab `tab`, after its <tab …> line and notes."""
+    text = request.text()
+    start = re.search(rf'<tab id="{tab}"[^>]*>\n', text)
+    assert start, text[:2000]
+    body = text[start.end():text.index("</tab>", start.end())]
+    return re.sub(r"\A(?:\(Note: [^\n]*\)\n)*", "", body)
+
+
+async def test_asking_about_the_selection_leads_the_context_with_it(
+    ctx: Any, pages: str, model: tuple[GeminiServer, Script],
+) -> None:
+    """Text selected in a tab is offered in the panel (its start shown); the
+    shortcut's and the context menu's path attaches it; the question's
+    context then starts with the selected text, the page around it after."""
+    gemini, script = model
+    script.respond = lambda _: TextReply(text="At 06:40 [Tab 1].")
+    (harbour, museum), panel = await _open(ctx, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    harbour_id, museum_id = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+    await harbour.evaluate(
+        "() => { const p = [...document.querySelectorAll('p')].find(p => p.textContent.includes('Skerholm'));"
+        " getSelection().selectAllChildren(p); }"
+    )
+    offered = await panel.evaluate("window.chatagentTest.refreshSelection()")
+    assert offered == {"tabId": harbour_id, "text": SELECTED.replace("early ferry", "early   ferry"), "attached": False} \
+        or offered["text"].split() == SELECTED.split(), offered
+    box = panel.locator("#selection")
+    assert await box.is_visible() and (await box.locator("#selection-text").inner_text()).startswith("The early")
+    assert "Harbour notes" in await box.locator("#selection-where").inner_text()
+    assert await box.locator("#selection-use").is_visible()
+
+    # The keyboard shortcut and the context menu's entry run this in the worker.
+    worker = ctx.service_workers[0]
+    await worker.evaluate("async (id) => chatagentAskAboutSelection(await chrome.tabs.get(id), '')", harbour_id)
+    await panel.wait_for_selector("#selection[data-attached=true]")
+    assert await box.locator("#selection-use").is_hidden()
+
+    before = len(gemini.generate_requests)
+    result = await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When does it leave?")
+    assert result["ok"], result["error"]
+    [request] = gemini.generate_requests[before:]
+    body = _tab_body(request)
+    lead = re.sub(r"\A\[\d+\.\d+\] ", "", body)  # a block id the context may give it
+    assert " ".join(lead.split()).startswith(SELECTED), body[:500]
+    # Then the page around it (the paragraph after it), not all of it: within the budget.
+    rest = lead[len(lead.split("\n", 1)[0]):]
+    assert "Tickets are sold on board." in rest and "left out" in rest, rest[:3000]
+    assert await box.is_hidden(), "the selection went with the question"
+    assert (await panel.locator(".turn .asked-selection").inner_text()).startswith("The early")
+
+
+def _block(request: RecordedRequest, words: str) -> str:
+    """The id the context gives the block holding `words` ("[1.4] The early ferry…")."""
+    found = re.search(rf"\[(\d+\.\d+)\] [^\n]*{re.escape(words)}", request.text())
+    assert found, request.text()[:3000]
+    return found.group(1)
+
+
+HIGHLIGHTED = """() => {
+    const h = CSS.highlights.get('chatagent-passage');
+    const [range] = h ? [...h] : [];
+    if (!range) return null;
+    const box = range.getBoundingClientRect();
+    return {text: range.toString().replace(/\\s+/g, ' '), top: box.top, bottom: box.bottom,
+            viewport: innerHeight, scrolled: scrollY};
+}"""
+
+
+async def _active(panel: Any) -> list[int]:
+    return await panel.evaluate("async () => (await chrome.tabs.query({active: true})).map(t => t.id)")
+
+
+async def _shown(panel: Any, chip: Any, tab: Any) -> dict[str, Any]:
+    """Click `chip`; once the panel says the passage is shown, where it is in `tab`."""
+    await chip.click()
+    await panel.wait_for_selector(f"[data-shown=found][data-tab-id='{await chip.get_attribute('data-tab-id')}']")
+    return await tab.evaluate(HIGHLIGHTED)
+
+
+async def test_a_passage_chip_shows_its_quote_and_scrolls_its_tab_to_it_highlighted(
+    ctx: Any, pages: str, model: tuple[GeminiServer, Script], tmp_path: Path,
+) -> None:
+    """The answer cites a block of each tab and one id that names nothing:
+    two numbered chips (the quote on hover), none for the unknown id; a
+    chip, clicked, brings its tab to the front scrolled to the quoted words,
+    which are highlighted, although the page splits them across elements."""
+    _, script = model
+
+    def respond(request: RecordedRequest) -> Reply:
+        ferry, hours = _block(request, "Skerholm"), _block(request, "galleries open at ten")
+        return TextReply(text=f"The first ferry leaves at 06:40 [{ferry}]; the museum opens at ten [{hours}]. "
+                              "Tickets are sold on board [7.99].")
+
+    script.respond = respond
+    (harbour, museum), panel = await _open(ctx, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    harbour_id, museum_id = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+    result = await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When can I take the ferry and see the museum?")
+    assert result["ok"], result["error"]
+    assert result["done"]["dropped_citations"] == 1
+    answer = panel.locator(".turn .answer")
+    assert await answer.inner_text() == "The first ferry leaves at 06:40 1; the museum opens at ten 2. Tickets are sold on board."
+    chips = answer.locator(".chip.passage")
+    assert await chips.count() == 2
+    ferry, hours = chips.nth(0), chips.nth(1)
+    assert await ferry.get_attribute("data-tab-id") == str(harbour_id)
+    assert await hours.get_attribute("data-tab-id") == str(museum_id)
+    title = await ferry.get_attribute("title")
+    assert "ferry to Skerholm leaves the north quay at 06:40" in title and "Harbour notes" in title, title
+    sources = panel.locator(".turn .sources .passage-source")
+    assert await sources.count() == 2
+    assert "galleries open at ten" in await sources.nth(1).inner_text()
+
+    await harbour.set_viewport_size({"width": 760, "height": 720})  # for the picture below
+    shown = await _shown(panel, hours, museum)
+    assert museum_id in await _active(panel)
+    assert shown and "galleries open at ten" in shown["text"], shown
+    shown = await _shown(panel, ferry, harbour)
+    assert harbour_id in await _active(panel) and museum_id not in await _active(panel)
+    assert shown and shown["text"].startswith("The early ferry to Skerholm leaves the north quay at 06:40"), shown
+    assert shown["scrolled"] > 0 and 0 <= shown["top"] and shown["bottom"] <= shown["viewport"], shown
+    # Only highlighted: the page's own DOM is as it was (no element added around the words).
+    assert await harbour.evaluate("document.querySelectorAll('mark, [data-chatagent]').length") == 0
+
+    out = DOCS if os.environ.get("CHATAGENT_DOCS_SCREENSHOTS") else tmp_path
+    await _side_by_side(harbour, panel, out / "panel-citation.png")
+
+
+async def _side_by_side(page: Any, panel: Any, path: Path) -> None:
+    """The page (left) and the panel (right), as a person sees them, in one picture."""
+    import io
+
+    from PIL import Image
+
+    shots = [Image.open(io.BytesIO(await p.screenshot())) for p in (page, panel)]
+    picture = Image.new("RGB", (sum(s.width for s in shots) + 1, max(s.height for s in shots)), "#d0d7de")
+    picture.paste(shots[0], (0, 0))
+    picture.paste(shots[1], (shots[0].width + 1, 0))
+    picture.save(path, optimize=True)
+
+
+async def _reopen(ctx: Any, panel: Any) -> Any:
+    """The panel closed and opened again, on the tabs it showed."""
+    url = panel.url
+    await panel.close()
+    again = await ctx.new_page()
+    await again.set_viewport_size({"width": 400, "height": 720})
+    await again.goto(url)
+    await again.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
+    return again
+
+
+async def test_a_thread_outlasts_the_panel_and_says_when_its_page_changed(
+    ctx: Any, pages: str, model: tuple[GeminiServer, Script],
+) -> None:
+    _, script = model
+    script.respond = lambda r: TextReply(text=f"Answer to: {r.last_user_text().splitlines()[-1]} [Tab 2]")
+    (harbour, museum), panel = await _open(ctx, [f"{pages}/harbour.html", f"{pages}/museum.html"])
+    await panel.evaluate("window.chatagentTest.clearHistory()")
+    for question in ("When does the museum open?", "And on Mondays?"):
+        assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", question))["ok"]
+
+    panel = await _reopen(ctx, panel)
+    turns = panel.locator(".thread .turn")
+    await turns.nth(1).wait_for()
+    assert await turns.locator(".question").all_inner_texts() == ["When does the museum open?", "And on Mondays?"]
+    assert await turns.nth(1).locator(".answer").inner_text() == "Answer to: And on Mondays? Maritime museum"
+    assert await turns.nth(1).locator(".sources .chip").inner_text() == "Maritime museum"
+    assert await panel.locator(".thread-changes").count() == 0, "nothing changed"
+
+    # A page that changed since: the reopened thread says so; a follow-up goes on in it.
+    await museum.evaluate("() => document.body.insertAdjacentHTML('beforeend', '<p>Closed for repairs in May.</p>')")
+    panel = await _reopen(ctx, panel)
+    note = panel.locator(".thread-changes")
+    await note.wait_for()
+    assert await note.inner_text() == "Since this conversation: “Maritime museum — visitor guide” has changed."
+    assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", "Is it open in May?"))["ok"]
+    assert await panel.locator(".thread .turn").count() == 3
+
+    # Bounded: the oldest threads go first.
+    for i in range(40):
+        await panel.evaluate(
+            "(i) => window.chatagentTest.saveThread({id: `t${i}`, tabs: [], labels: [], turns: [{question: `q${i}`,"
+            " answer: 'a', citations: [], state: 'done', meta: ''}]})", i)
+    saved = await panel.evaluate("window.chatagentTest.savedThreads()")
+    assert len(saved) == 30 and saved[-1]["id"] == "t39" and saved[0]["id"] == "t10"
+
+    # Clear history: gone from the panel and from the browser's storage.
+    await panel.click("#history-button")
+    await panel.click("#history-clear")
+    assert await panel.locator(".thread .turn").count() == 0
+    assert await panel.evaluate("chrome.storage.local.get(null)") == {}
+    panel = await _reopen(ctx, panel)
+    assert await panel.locator(".thread .turn").count() == 0
+
+
+async def test_a_thread_outlasts_a_browser_restart_and_says_which_tab_was_closed(
+    tmp_path: Path, pages: str, model: tuple[GeminiServer, Script],
+) -> None:
+    gemini, script = model
+    script.respond = lambda _: TextReply(text="Weekdays at 06:40 [Tab 1].")
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _settings(tmp_path / "config.toml", gemini, monkeypatch)
+    urls = [f"{pages}/harbour.html", f"{pages}/museum.html"]
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
+        _, panel = await _open(browser, urls)
+        assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When is the first ferry?"))["ok"]
+    # The same profile, the harbour page open again (under a new tab id), the museum's not.
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
+        _, panel = await _open(browser, urls[:1])
+        await panel.click("#history-button")
+        entry = panel.locator("#history-list button")
+        assert await entry.count() == 1
+        assert (await entry.inner_text()).startswith("When is the first ferry?\nHarbour notes — Lindqvist Bay · Maritime")
+        await entry.click()
+        turn = panel.locator(".thread .turn")
+        await turn.wait_for()
+        assert await turn.locator(".answer").inner_text() == "Weekdays at 06:40 Harbour notes."
+        note = panel.locator(".thread-changes")
+        await note.wait_for()
+        assert await note.inner_text() == "Since this conversation: “Maritime museum — visitor guide” was closed."
+        await panel.screenshot(path=str(tmp_path / "restored.png"))
