@@ -75,9 +75,12 @@ class ContextBuilder:
     """Snapshots tabs, extracts them (cached by content hash) and fits them
     into a total budget of `budget_per_tab` × number of readable tabs."""
 
-    def __init__(self, extractor: Extractor | None = None, budget_per_tab: int = DEFAULT_TAB_BUDGET) -> None:
+    def __init__(
+        self, extractor: Extractor | None = None, budget_per_tab: int = DEFAULT_TAB_BUDGET, *, ids: bool = True,
+    ) -> None:
         self.extractor = extractor or Extractor()
         self.budget_per_tab = budget_per_tab
+        self.ids = ids  # whether the text is shown with its block ids ("[1.4] "), which then count in the budget
         self._fitter = TextFitter()  # a follow-up question on a tab reuses its page's analysis
         # Token count of each extracted body (keyed by the body itself): a
         # follow-up question on an unchanged page need not re-tokenize it all.
@@ -85,11 +88,13 @@ class ContextBuilder:
         self._tokens_lock = threading.Lock()  # _fit runs on worker threads
         self._prefetching: asyncio.Task[None] | None = None
 
-    def with_budget(self, budget_per_tab: int) -> "ContextBuilder":
-        """This builder with another per-tab budget, sharing its caches (extraction, token counts, page analysis)."""
-        if budget_per_tab == self.budget_per_tab:
+    def with_budget(self, budget_per_tab: int, *, ids: bool | None = None) -> "ContextBuilder":
+        """This builder with another per-tab budget (or without block ids: for a
+        reader given the bare text), sharing its caches (extraction, token counts, page analysis)."""
+        ids = self.ids if ids is None else ids
+        if budget_per_tab == self.budget_per_tab and ids == self.ids:
             return self
-        other = ContextBuilder(self.extractor, budget_per_tab)
+        other = ContextBuilder(self.extractor, budget_per_tab, ids=ids)
         other._fitter, other._tokens, other._tokens_lock = self._fitter, self._tokens, self._tokens_lock
         return other
 
@@ -123,7 +128,7 @@ class ContextBuilder:
 
     def _prepare(self, extracted: list[Extracted]) -> None:
         for _, body, need, share in self._shares(extracted):
-            if self._fit_budget(body, need, share, asked=True, ids=_ids(body)) is not None:
+            if self._fit_budget(body, need, share, asked=True, ids=self._id_cost(body)) is not None:
                 self._fitter.prepare(body)
 
     async def snapshot(self, tab: Tab) -> PageSnapshot | TabFailure:
@@ -183,7 +188,7 @@ class ContextBuilder:
         """Each tab with its text, the tokens that text needs and the tokens it gets (room for its block ids included)."""
         bodies = [_body(e) for e in extracted]
         needs = [self._count(b) for b in bodies]
-        shares = allocate([n + _ids(b) for n, b in zip(needs, bodies)], self.budget_per_tab * len(extracted))
+        shares = allocate([n + self._id_cost(b) for n, b in zip(needs, bodies)], self.budget_per_tab * len(extracted))
         return list(zip(extracted, bodies, needs, shares))
 
     def _fit(self, extracted: list[Extracted], question: str | None) -> dict[str, TabContext]:
@@ -193,7 +198,7 @@ class ContextBuilder:
         # What the tabs' shares leave of the total: a text sent whole whose ids take more than estimated uses it.
         spare = self.budget_per_tab * len(extracted) - sum(s for *_, s in shares)
         for e, body, need, share in shares:
-            budget = self._fit_budget(body, need, share, asked=asked, ids=_ids(body))
+            budget = self._fit_budget(body, need, share, asked=asked, ids=self._id_cost(body))
             limit = share + spare if budget is None else budget
             f, with_ids = self._fit_with_ids(e, body, need, limit, budget, question)
             spare -= max(with_ids - share, 0) if budget is None else 0
@@ -223,6 +228,9 @@ class ContextBuilder:
         """The fit of `body` whose text, block ids included (`blocks.render_text`),
         takes at most `limit` tokens, and those tokens: the ids are part of the
         budget, so the text is fitted into what they leave."""
+        if not self.ids:
+            f = self._fitter.fit(body, budget, question) if budget is not None else None
+            return f, f.tokens if f else need
         if budget is not None:  # the text's part: what the ids leave of it (in proportion for a text cut)
             ids = _ids(body)
             budget = budget - ids if need + ids <= budget else max(budget * need // (need + ids), _ID_FLOOR)
@@ -236,6 +244,9 @@ class ContextBuilder:
                 return f, with_ids
             budget = smaller
             f = self._fitter.fit(body, budget, question)
+
+    def _id_cost(self, body: str) -> int:
+        return _ids(body) if self.ids else 0
 
     def _fit_budget(self, body: str, need: int, share: int, *, asked: bool, ids: int = 0) -> int | None:
         """The budget a tab's text is fitted into; None to send it whole.
