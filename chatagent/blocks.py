@@ -59,7 +59,7 @@ class Block:
         """A row's cells as the page shows them, empty ones left out; [] for other blocks."""
         if not self.is_row:
             return []
-        cells = [clean(c) for c in row_cells(self.text)]
+        cells = [clean(_CODE.sub(r"\2", c)) for c in row_cells(self.text)]
         # A cell spanning columns is written once per column it spans: the page shows it once.
         return [c for i, c in enumerate(cells) if c and (i == 0 or c != cells[i - 1])]
 
