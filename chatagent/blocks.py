@@ -49,6 +49,7 @@ class Block:
     tab_id: str
     line: int  # its line in the tab's text
     text: str  # as the context writes it (Markdown)
+    repeated: int = 0  # a row's leading cells that repeat the row above's: a cell spanning rows, written in each
 
     @property
     def is_row(self) -> bool:
@@ -59,7 +60,7 @@ class Block:
         """A row's cells as the page shows them, empty ones left out; [] for other blocks."""
         if not self.is_row:
             return []
-        cells = [clean(_CODE.sub(r"\2", c)) for c in row_cells(self.text)]
+        cells = _cells(self.text)[self.repeated:]
         # A cell spanning columns is written once per column it spans: the page shows it once.
         return [c for i, c in enumerate(cells) if c and (i == 0 or c != cells[i - 1])]
 
@@ -81,17 +82,32 @@ class Block:
         return int(m.group(1)) if m else None
 
 
+def _cells(row: str) -> list[str]:
+    return [clean(_CODE.sub(r"\2", c)) for c in row_cells(row)]
+
+
+def _repeated(cells: list[str], above: list[str]) -> int:
+    """How many leading cells of a row repeat the row above's (a category cell spanning
+    rows): the page shows them once, so the row's quote starts after them."""
+    n = 0
+    while n < min(len(cells), len(above)) - 1 and cells[n] and cells[n] == above[n]:
+        n += 1
+    return n if any(cells[n:]) else 0
+
+
 def _is_block(line: str) -> bool:
     s = line.strip()
     return bool(s) and not s.startswith("```") and not is_marker(s) and not (is_row(s) and _RULE.match(s))
 
 
 def _numbered(tab_id: str, text: str, first: int, title: str) -> Iterator[tuple[int, str, Block | None]]:
-    n = first
+    n, above = first, []
     for i, line in enumerate(text.split("\n")):
         # The title the context puts first ("# Its title") is the tab's, not a passage of its page.
         if _is_block(line) and not (i == 0 and title and line.strip() == f"# {title}".strip()):
-            block = Block(f"{tab_id}.{n}", tab_id, i, line)
+            cells = _cells(line) if is_row(line) else []
+            block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0)
+            above = cells
             if block.quote:
                 n += 1
                 yield i, line, block

@@ -68,3 +68,12 @@ def test_the_page_context_shows_each_block_with_its_id_and_nothing_else_gets_one
     for line in ("[2.5] Boats leave hourly.", "[2.7] |North-2|06:15|", "[2.8] - Dogs: `€2`", "[2.9] ticket = 6.50"):
         assert f"\n{line}\n" in shown
     assert "[1.4]" in build_messages(PageContext(tabs=[tab], budget_per_tab=2000), "When?")[0].content
+
+
+def test_a_row_under_a_cell_spanning_rows_quotes_the_cells_the_page_shows_in_it() -> None:
+    from chatagent.blocks import split_text
+
+    # Extraction writes a cell spanning rows in every row it spans; the page shows it once, in the first.
+    rows = "|Plan|Price|\n|Desks|Day pass|$30/day|\n|Desks|Month pass|$100/month|\n|Rooms|4 people|$40/hour|"
+    assert [b.quote for b in split_text("1", rows)] == [
+        "Plan Price", "Desks Day pass $30/day", "Month pass $100/month", "Rooms 4 people $40/hour"]
