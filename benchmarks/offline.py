@@ -88,10 +88,11 @@ from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
+from chatagent.blocks import CITED
 from chatagent.browser.base import Tab, TabFailure
 from chatagent.browser.playwright import PlaywrightBrowser
 from chatagent.context import PageContext
-from chatagent.events import Done, ErrorEvent, ToolCall
+from chatagent.events import Citation, Done, ErrorEvent, ToolCall
 from chatagent.hooks import RunHooks
 from chatagent.runtime import Runtime
 from .data import (
@@ -176,7 +177,7 @@ def question_kind(question: str) -> str:
 
 # ---------------------------------------------------------------- matching
 
-_CITATION = re.compile(r"\[Tab [^\]\n]*\]")
+_CITATION = re.compile(r"\[Tab [^\]\n]*\]|" + CITED.pattern)  # a tab, or passages ("[1.4]", "[1.4, 2.3]")
 # The extractive model's per-tab heading in a multi-tab answer: "From [Tab 2] (Its title):"
 _TAB_HEADING = re.compile(r"^\s*From \[Tab [^\]\n]*\](?: \(.*\))?:\s*$", re.M)
 # A decimal with trailing zeros, as `normalize` leaves it ("6.70", "1349.00"): the zeros go.
@@ -352,7 +353,8 @@ class Asked:
     answer: str = ""
     pass_: int | None = None
     stop_reason: str | None = None  # None: it ended in an error
-    cited_urls: list[str] = field(default_factory=list)
+    cited_urls: list[str] = field(default_factory=list)  # the pages cited (a passage's without its text fragment)
+    citations: list[Citation] = field(default_factory=list)
     tool_calls: int = 0
     error: str | None = None
     context: str = ""  # pass 1's page context, every tab's text
@@ -376,7 +378,8 @@ async def ask(runtime: Runtime, tabs: Sequence[Tab | TabFailure], question: str)
     last = events[-1] if events else None
     if isinstance(last, Done):
         out.answer, out.pass_, out.tool_calls, out.stop_reason = last.answer, last.pass_, last.tool_calls, last.stop_reason
-        out.cited_urls = [c.url for c in last.citations]
+        out.citations = last.citations
+        out.cited_urls = list(dict.fromkeys(c.url.split(":~:", 1)[0].removesuffix("#") for c in last.citations))
     elif isinstance(last, ErrorEvent):
         out.error = f"{last.code}: {last.message}"
     out.tool_calls = max(out.tool_calls, sum(isinstance(e, ToolCall) for e in events))

@@ -14,7 +14,9 @@
 5. Pass-1 rate and pass-2 cost on the fixture question set (`pass1`).
 6. Offline answers (`offline`): how often the `extractive` model's answer holds
    the answer on WTQ, quotes both gold tabs' evidence on HotpotQA comparisons,
-   and answers the two-laptop questions from both tabs.
+   and answers the two-laptop questions from both tabs; and whether the
+   passages its answers to the realistic questions cite are the pages' own
+   words (`citations`).
 7. End to end (`e2e`): whole-process time to the first token of `chatagent ask`,
    cold and with a warm daemon, against a minimal Playwright + LangChain script,
    interleaved, 1 and 10 tabs.
@@ -43,6 +45,7 @@ from chatagent.models import load_model
 from chatagent.prompts import build_messages
 from chatagent.tokens import count_tokens
 
+from .citations import bench_citations
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
 from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_wcxb, load_wtq
 from .e2e import run_e2e
@@ -135,7 +138,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     at_start = machine()
     result: dict[str, Any] = {"machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
     with progress_bar(console) as progress, PageServer() as site:
-        overall = progress.add_task("chatagent bench", total=10 if real else 9)
+        overall = progress.add_task("chatagent bench", total=11 if real else 10)
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
@@ -166,6 +169,8 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
             result["pass1"] = await run_pass1(pass1_settings, browser, site, progress, plan.pass1_questions)
             progress.advance(overall)
             result["offline"] = await run_offline(plan.offline, plan.data_dir, browser, site, progress)
+            progress.advance(overall)
+            result["citations"] = await bench_citations(plan.data_dir, realistic, comparisons, browser, site, progress)
             progress.advance(overall)
         # Its own Chromium (with a debugging port, for the MCP server to attach to) and page server.
         mcp_pages = plan.wtq_pages if plan.wtq_pages is not None and plan.wtq_pages < 8 else (8 if plan.quick else 20)
@@ -227,6 +232,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     }
     if offline := result.get("offline"):
         summary["offline"] = offline_headline(offline)
+    if cited := result.get("citations"):
+        summary["citations"] = cited["summary"]["all"]
     if r := result.get("realistic"):
         summary["realistic"] = {
             "questions": r["single"]["questions"], "comparisons": r["comparisons"]["questions"],

@@ -36,6 +36,7 @@ _RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")  # "|---|:--:|"
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _QUOTED = re.compile(r"^\s*>\s?")
+_CODE = re.compile(r"(`+)(?=\S)(.+?)(?<=\S)\1")  # an inline code span: the page shows its text, not the backticks
 PATH_SEPARATOR = " › "  # a heading path ("### Plans › Monthly"): only its last heading is on the page
 # An id as an answer cites it: "[1.4]", a list of them "[1.4, 2.3]", or "[Tab 1.4]".
 CITED = re.compile(r"\[(?:Tab\s*)?(\d+\.\d+(?:\s*[,;]\s*(?:Tab\s*)?\d+\.\d+)*)\]")
@@ -48,6 +49,7 @@ class Block:
     tab_id: str
     line: int  # its line in the tab's text
     text: str  # as the context writes it (Markdown)
+    repeated: int = 0  # a row's leading cells that repeat the row above's: a cell spanning rows, written in each
 
     @property
     def is_row(self) -> bool:
@@ -58,7 +60,7 @@ class Block:
         """A row's cells as the page shows them, empty ones left out; [] for other blocks."""
         if not self.is_row:
             return []
-        cells = [clean(c) for c in row_cells(self.text)]
+        cells = _cells(self.text)[self.repeated:]
         # A cell spanning columns is written once per column it spans: the page shows it once.
         return [c for i, c in enumerate(cells) if c and (i == 0 or c != cells[i - 1])]
 
@@ -68,7 +70,7 @@ class Block:
         heading or list item without its mark, a PDF's passage without its page number."""
         if self.is_row:
             return " ".join(self.cells)
-        text = _ITEM.sub("", _HEADING.sub("", _QUOTED.sub("", PAGE_MARK.sub("", self.text))))
+        text = _CODE.sub(r"\2", _ITEM.sub("", _HEADING.sub("", _QUOTED.sub("", PAGE_MARK.sub("", self.text)))))
         if PATH_SEPARATOR in text and _HEADING.match(self.text):
             text = text.rsplit(PATH_SEPARATOR, 1)[-1]
         return clean(text)
@@ -80,17 +82,32 @@ class Block:
         return int(m.group(1)) if m else None
 
 
+def _cells(row: str) -> list[str]:
+    return [clean(_CODE.sub(r"\2", c)) for c in row_cells(row)]
+
+
+def _repeated(cells: list[str], above: list[str]) -> int:
+    """How many leading cells of a row repeat the row above's (a category cell spanning
+    rows): the page shows them once, so the row's quote starts after them."""
+    n = 0
+    while n < min(len(cells), len(above)) - 1 and cells[n] and cells[n] == above[n]:
+        n += 1
+    return n if any(cells[n:]) else 0
+
+
 def _is_block(line: str) -> bool:
     s = line.strip()
     return bool(s) and not s.startswith("```") and not is_marker(s) and not (is_row(s) and _RULE.match(s))
 
 
 def _numbered(tab_id: str, text: str, first: int, title: str) -> Iterator[tuple[int, str, Block | None]]:
-    n = first
+    n, above = first, []
     for i, line in enumerate(text.split("\n")):
         # The title the context puts first ("# Its title") is the tab's, not a passage of its page.
         if _is_block(line) and not (i == 0 and title and line.strip() == f"# {title}".strip()):
-            block = Block(f"{tab_id}.{n}", tab_id, i, line)
+            cells = _cells(line) if is_row(line) else []
+            block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0)
+            above = cells
             if block.quote:
                 n += 1
                 yield i, line, block

@@ -5,8 +5,8 @@
 (the block, or for a long block the sentence of it that best matches the
 answer's words just before the citation) with a link that opens the page at
 that text (a text fragment, `#:~:text=…`). An id that names no block of the
-context is dropped and counted, never shown as a source. With no citation at
-all, a single readable tab is the source, as before blocks existed.
+context is dropped and counted, never shown as a source. With one readable tab,
+that tab is a source whatever the answer cites, as before blocks existed.
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def resolve(answer: str, tabs: Sequence[TabContext]) -> tuple[list[Citation], in
         seen.add(block_id)
         block, tab = blocks[block_id]
         passages.append(passage(block, tab, claim(answer, start)))
-    if not whole and not passages and not dropped and len({t.tab_id for t in readable}) == 1:
+    if not whole and len(by_label) == 1:  # one tab open: it is the answer's source, whatever it cites of it
         whole = {readable[0].tab_id: None}
     tabs_cited = [Citation(tab_id=t.tab_id, url=t.url, title=t.title, label=t.tab_id)
                   for label in by_label if label in whole for t in [by_label[label]]]

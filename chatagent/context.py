@@ -82,9 +82,12 @@ class ContextBuilder:
     """Snapshots tabs, extracts them (cached by content hash) and fits them
     into a total budget of `budget_per_tab` × number of readable tabs."""
 
-    def __init__(self, extractor: Extractor | None = None, budget_per_tab: int = DEFAULT_TAB_BUDGET) -> None:
+    def __init__(
+        self, extractor: Extractor | None = None, budget_per_tab: int = DEFAULT_TAB_BUDGET, *, ids: bool = True,
+    ) -> None:
         self.extractor = extractor or Extractor()
         self.budget_per_tab = budget_per_tab
+        self.ids = ids  # whether the text is shown with its block ids ("[1.4] "), which then count in the budget
         self._fitter = TextFitter()  # a follow-up question on a tab reuses its page's analysis
         # Token count of each extracted body (keyed by the body itself): a
         # follow-up question on an unchanged page need not re-tokenize it all.
@@ -92,11 +95,13 @@ class ContextBuilder:
         self._tokens_lock = threading.Lock()  # _fit runs on worker threads
         self._prefetching: asyncio.Task[None] | None = None
 
-    def with_budget(self, budget_per_tab: int) -> "ContextBuilder":
-        """This builder with another per-tab budget, sharing its caches (extraction, token counts, page analysis)."""
-        if budget_per_tab == self.budget_per_tab:
+    def with_budget(self, budget_per_tab: int, *, ids: bool | None = None) -> "ContextBuilder":
+        """This builder with another per-tab budget (or without block ids: for a
+        reader given the bare text), sharing its caches (extraction, token counts, page analysis)."""
+        ids = self.ids if ids is None else ids
+        if budget_per_tab == self.budget_per_tab and ids == self.ids:
             return self
-        other = ContextBuilder(self.extractor, budget_per_tab)
+        other = ContextBuilder(self.extractor, budget_per_tab, ids=ids)
         other._fitter, other._tokens, other._tokens_lock = self._fitter, self._tokens, self._tokens_lock
         return other
 
@@ -130,7 +135,7 @@ class ContextBuilder:
 
     def _prepare(self, extracted: list[Extracted]) -> None:
         for _, body, need, share in self._shares(extracted):
-            if self._fit_budget(body, need, share, asked=True, ids=_ids(body)) is not None:
+            if self._fit_budget(body, need, share, asked=True, ids=self._id_cost(body)) is not None:
                 self._fitter.prepare(body)
 
     async def snapshot(self, tab: Tab) -> PageSnapshot | TabFailure:
@@ -197,7 +202,7 @@ class ContextBuilder:
         bodies = [_body(e) for e in extracted]
         needs = [self._count(b) for b in bodies]
         extra = extra or {}
-        shares = allocate([n + _ids(b) + extra.get(e.tab_id, 0) for e, n, b in zip(extracted, needs, bodies)],
+        shares = allocate([n + self._id_cost(b) + extra.get(e.tab_id, 0) for e, n, b in zip(extracted, needs, bodies)],
                           self.budget_per_tab * len(extracted))
         return list(zip(extracted, bodies, needs, shares))
 
@@ -208,7 +213,7 @@ class ContextBuilder:
         out: dict[str, TabContext] = {}
         asked = bool(question and question.strip())
         first = fit_text(lead[1], int(self.budget_per_tab * SELECTION_SHARE)) if lead else None
-        extra = {lead[0]: first.tokens + _ids(first.text) + count_tokens(selection_marker())} if lead and first else {}
+        extra = {lead[0]: first.tokens + self._id_cost(first.text) + count_tokens(selection_marker())} if lead and first else {}
         shares = self._shares(extracted, extra)
         # What the tabs' shares leave of the total: a text sent whole whose ids take more than estimated uses it.
         spare = self.budget_per_tab * len(extracted) - sum(s for *_, s in shares)
@@ -216,7 +221,7 @@ class ContextBuilder:
             if lead and first and e.tab_id == lead[0]:
                 out[e.tab_id] = self._led_by(e, body, need, share - extra[e.tab_id], first, question, lead[1])
                 continue
-            budget = self._fit_budget(body, need, share, asked=asked, ids=_ids(body))
+            budget = self._fit_budget(body, need, share, asked=asked, ids=self._id_cost(body))
             limit = share + spare if budget is None else budget
             f, with_ids = self._fit_with_ids(e, body, need, limit, budget, question)
             spare -= max(with_ids - share, 0) if budget is None else 0
@@ -249,7 +254,7 @@ class ContextBuilder:
         and the question (the ones around the selection) kept first."""
         marker = selection_marker()
         room = max(room, 0)
-        budget = self._fit_budget(body, need, room, asked=True, ids=_ids(body))
+        budget = self._fit_budget(body, need, room, asked=True, ids=self._id_cost(body))
         rest, _ = self._fit_with_ids(e, body, need, room if budget is None else budget, budget,
                                      f"{question or ''}\n{selection}")
         text = f"{lead.text}\n\n{marker}\n\n{rest.text if rest else body}"
@@ -279,6 +284,9 @@ class ContextBuilder:
         """The fit of `body` whose text, block ids included (`blocks.render_text`),
         takes at most `limit` tokens, and those tokens: the ids are part of the
         budget, so the text is fitted into what they leave."""
+        if not self.ids:
+            f = self._fitter.fit(body, budget, question) if budget is not None else None
+            return f, f.tokens if f else need
         if budget is not None:  # the text's part: what the ids leave of it (in proportion for a text cut)
             ids = _ids(body)
             budget = budget - ids if need + ids <= budget else max(budget * need // (need + ids), _ID_FLOOR)
@@ -292,6 +300,9 @@ class ContextBuilder:
                 return f, with_ids
             budget = smaller
             f = self._fitter.fit(body, budget, question)
+
+    def _id_cost(self, body: str) -> int:
+        return _ids(body) if self.ids else 0
 
     def _fit_budget(self, body: str, need: int, share: int, *, asked: bool, ids: int = 0) -> int | None:
         """The budget a tab's text is fitted into; None to send it whole.

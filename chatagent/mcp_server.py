@@ -81,13 +81,16 @@ class ReadResult(BaseModel):
 
 class Citation(BaseModel):
     tab: str
-    url: str
+    url: str = Field(description="the page; for a passage, opened at its quote (a #:~:text= fragment)")
     title: str = ""
+    block: str = Field("", description="the passage's id as the answer cites it ([1.4]); empty: the whole tab")
+    quote: str = Field("", description="the passage's words, verbatim from the page")
 
 
 class AskResult(BaseModel):
     answer: str
     citations: list[Citation]
+    dropped_citations: int = Field(0, description="ids the answer cited that name no passage: not among the citations")
     pass_: int = Field(alias="pass")
     stop_reason: str
     input_tokens: int
@@ -211,7 +214,8 @@ class PageTools:
         question = (question or "").strip() or None
         async with self._tabs(urls, progress) as tabs:
             await self.runtime.load()
-            ctx = await self.runtime.builder.with_budget(budget_per_tab).build(tabs, question)
+            # The bare text, not the ids a model is shown ("[1.4]"): none of the budget goes to them.
+            ctx = await self.runtime.builder.with_budget(budget_per_tab, ids=False).build(tabs, question)
         pages = [
             PageText(
                 url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",
@@ -247,7 +251,9 @@ class PageTools:
             elif isinstance(event, Done):
                 return AskResult(
                     answer=event.answer, pass_=event.pass_, stop_reason=event.stop_reason,
-                    citations=[Citation(tab=c.tab_id, url=c.url, title=c.title) for c in event.citations],
+                    citations=[Citation(tab=c.tab_id, url=c.url, title=c.title, block=c.block, quote=c.quote)
+                               for c in event.citations],
+                    dropped_citations=event.dropped_citations,
                     input_tokens=event.usage.input_tokens, output_tokens=event.usage.output_tokens,
                     tokens_counted=event.usage.counted, cached=event.cached, notes=notes,
                 )

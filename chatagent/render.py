@@ -20,10 +20,11 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 
 from . import startup
-from .events import Done, ErrorEvent, Event, Note, PassStart, Screenshot, Token, ToolCall, ToolResult
+from .events import Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, Token, ToolCall, ToolResult
 from .scrub import EventStream, Scrubber
 from .terminal import json_safe, link, safe_text, sanitize
 
+SOURCE_QUOTE_CHARS = 300  # of a quote shown under the answer
 # Why pass 2 stopped without an answer, for the stop reasons known today;
 # any other reason is shown by its name.
 _STOP_WHY = {
@@ -152,10 +153,12 @@ class EventPrinter:
             self._err(("(cached: the same question about the same pages; --no-cache asks again)", "dim"))
         if done.stop_reason == "answered":
             for c in done.citations:  # a non-answer cites nothing
-                line = safe_text((f"[Tab {c.tab_id}]", "cyan"), " ")
-                if c.title:
-                    line.append_text(safe_text(f"{c.title} — "))
-                self.console.print(line + link(c.url))
+                if not c.block:
+                    line = safe_text((f"[Tab {c.tab_id}]", "cyan"), " ")
+                    if c.title:
+                        line.append_text(safe_text(f"{c.title} — "))
+                    self.console.print(line + link(c.url))
+            self._sources([c for c in done.citations if c.block])
         else:
             why = _STOP_WHY.get(done.stop_reason, "")
             self._err(("no answer", "bold yellow"),
@@ -171,6 +174,17 @@ class EventPrinter:
         counted = " (counted: the server reported none)" if done.usage.counted else ""
         bits.append(f"{done.usage.input_tokens:,} tokens in / {done.usage.output_tokens:,} out{counted}")
         self._err((" · ".join(bits), "dim"))
+
+    def _sources(self, passages: list[Citation]) -> None:
+        """The passages the answer cites, numbered: its id and tab, the page's title,
+        the quoted words and the link that opens the page at them."""
+        for n, c in enumerate(passages, 1):
+            head = safe_text(f"{n:>2}. ", (f"[{c.block}]", "cyan"), f" Tab {c.tab_id}")
+            if c.title:
+                head.append_text(safe_text(f" · {_one_line(c.title)}"))
+            self.console.print(head)
+            self.console.print(safe_text("    ", (f"“{_shortened(_one_line(c.quote))}”", "italic")))
+            self.console.print(safe_text("    ") + link(c.url, "dim"))
 
     def _err(self, *parts: str | tuple[str, str]) -> None:
         self.console.print(safe_text(*parts))
@@ -189,6 +203,17 @@ class EventPrinter:
             self.out.write("\n")
             self.out.flush()
             self._mid_line = False
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _shortened(quote: str) -> str:
+    """A long quote as its first SOURCE_QUOTE_CHARS characters, cut at a space (`--json` carries it whole)."""
+    if len(quote) <= SOURCE_QUOTE_CHARS:
+        return quote
+    return quote[:SOURCE_QUOTE_CHARS].rsplit(" ", 1)[0] + " …"
 
 
 class _LiveAnswer:

@@ -220,6 +220,9 @@ def test_offline_matching_normalises_numbers_and_wants_every_listed_answer() -> 
     assert not contains_gold(["1"], answer_body(answer))
     assert not contains_gold(["medal table"], answer_body(answer))
     assert contains_gold(["13"], answer_body(answer)) and answer_words(answer) == 5
+    # Nor are the ids of cited passages: no "4" in "[1.4]", no "2.3" in "[2.3, 2.5]".
+    assert not contains_gold(["4"], answer_body("It rains [1.4].")) and answer_words("It rains [1.4][2.3, 2.5].") == 2
+    assert not contains_gold(["2.3"], answer_body("It rains [2.3, 2.5]."))
     # A question that ended at a bound has no answer: its note's figures are never matched.
     stopped = Asked(answer="I stopped looking: … past its input-token budget of 14,576 tokens.", pass_=2,
                     stop_reason="input_budget")

@@ -6,6 +6,7 @@ the local Gemini-compatible server, on real Chromium."""
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 
@@ -111,3 +112,37 @@ async def test_the_offline_answerer_cites_the_blocks_it_quotes(site: Site, open_
     pages = {"1": await _page_text(tabs[0]), "2": await _page_text(tabs[1])}
     for c in passages:
         assert _normalised(c.quote) in pages[c.tab_id] and "#:~:text=" in c.url, c
+
+
+async def test_a_tab_re_read_in_pass_2_numbers_its_blocks_after_those_the_model_was_given(site: Site, open_tabs) -> None:
+    from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply
+
+    from chatagent.prompts import ESCALATION_MARKER
+
+    bumped = threading.Event()
+    seen: list[str] = []
+
+    def respond(request: RecordedRequest) -> TextReply | FunctionCallReply:
+        seen.append(request.text())
+        if len(seen) == 1:
+            bumped.wait(10)  # pass 1 answers once the page has changed under it
+            return TextReply(text=f"{ESCALATION_MARKER} the status may be stale")
+        if len(seen) == 2:
+            return FunctionCallReply(calls=[FunctionCall("refresh_browser_state_tool", {"tab_id": "1"})])
+        return TextReply(text=f"It has shipped [{_id_of(request, 'Status: shipped')}].")
+
+    with GeminiServer(responder=respond, ttft_s=0.0, tokens_per_s=None) as gemini:
+        [tab] = await open_tabs([site.url("changing")])
+        assert isinstance(tab, PlaywrightTab)
+        events: list[Event] = []
+        async for event in _agent(gemini, [tab]).ask("Has the parcel shipped?"):
+            events.append(event)
+            if getattr(event, "type", "") == "pass_start" and event.pass_ == 1:  # type: ignore[attr-defined]
+                await tab.page.evaluate("window.bump()")
+                bumped.set()
+    done = events[-1]
+    assert isinstance(done, Done) and done.pass_ == 2 and done.dropped_citations == 0
+    first_ids = [int(i) for i in re.findall(r"^\[1\.(\d+)\] ", seen[0], re.M)]
+    [passage] = [c for c in done.citations if c.block]
+    assert int(passage.block.split(".")[1]) > max(first_ids), "no id names two passages in one request"
+    assert "Status: shipped" in passage.quote and "Status: shipped" in await _page_text(tab)

@@ -121,7 +121,18 @@ def test_who_wrote_a_page_and_when_it_was_published_offline(site: Site) -> None:
     proc = run("ask", site.url("article"), "-q", "When was this article published?")
     assert proc.returncode == 0 and proc.stdout.decode().startswith("Published 3 March 2025 (2025-03-03)"), clean(proc)
     proc = run("ask", site.url("article"), "-q", "Who wrote this?")
-    assert proc.stdout.decode().startswith("By Maren Oyelaran, Transport Correspondent · 3 March 2025 [Tab 1]")
+    # The byline is a passage of the page: cited by its block ([1.2]), not the whole tab.
+    assert re.match(r"By Maren Oyelaran, Transport Correspondent · 3 March 2025 \[1\.\d+\]", proc.stdout.decode())
+
+
+def test_json_carries_the_passages_an_answer_cites(site: Site) -> None:
+    proc = run("ask", site.url("ferry_timetable"), "-q", "how much does a dog pay on the ferry", "--json")
+    done = json.loads(proc.stdout.decode().splitlines()[-1])
+    assert done["type"] == "done" and done["dropped_citations"] == 0, clean(proc)
+    [passage] = [c for c in done["citations"] if c["block"]]
+    assert f"[{passage['block']}]" in done["answer"] and passage["tab_id"] == "1"
+    assert "dogs travel for €2 - pay the deckhand on board." in passage["quote"]
+    assert passage["url"].startswith(site.url("ferry_timetable") + "#:~:text=")
 
 
 DISCARDING = "trafilatura.core: discarding data"

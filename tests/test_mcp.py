@@ -19,7 +19,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from benchmarks.server import free_port
-from chatagent.testing.gemini_server import GeminiServer, TextReply
+from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
 from chatagent.tokens import count_tokens
 
 from conftest import PAGES, ROOT, Site
@@ -145,6 +145,24 @@ async def test_ask_pages_through_gemini_against_the_local_server(gemini: GeminiS
     assert result.structured_content["input_tokens"] > 0
     request = gemini.generate_requests[0].text()
     assert "How much is it?" in request and "$1,349.00" in request
+
+
+async def test_ask_pages_returns_the_cited_passages_with_their_quotes_and_links(gemini: GeminiServer, site: Site) -> None:
+    def reply(request: RecordedRequest) -> TextReply:
+        found = re.search(r"^\[(\d+\.\d+)\] [^\n]*Day pass", request.text(), re.M)
+        return TextReply(text=f"A day pass costs €7 and covers the ferry too [{found.group(1) if found else '0.0'}][2.99].")
+
+    gemini.responder = reply
+    async with server(GOOGLE_API_KEY="test", GOOGLE_GEMINI_BASE_URL=gemini.url) as s:
+        result = await call(s, "ask_pages", {"urls": [site.url("ferry_timetable"), site.url("coastal_bus")],
+                                             "question": "Is there a day pass?", "model": "gemini-2.5-flash"})
+    assert not result.is_error, result.content
+    out = result.structured_content
+    assert "[2.99]" in out["answer"] and out["dropped_citations"] == 1, "an id naming no passage is dropped, counted"
+    [cited] = out["citations"]
+    assert cited["tab"] == "2" and cited["block"] in out["answer"]
+    assert cited["quote"] == "Day pass: €7, valid on bus 7 and on the Brenna ferry"
+    assert cited["url"] == site.url("coastal_bus") + "#:~:text=Day%20pass%3A%20%E2%82%AC7%2C%20valid%20on%20bus%207%20and%20on%20the%20Brenna%20ferry"
 
 
 async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:

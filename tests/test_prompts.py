@@ -48,3 +48,32 @@ def test_the_system_prompt_names_the_code_and_the_messages_keep_their_order() ->
     )
     assert fence.code in str(system.content) and "untrusted" in str(system.content)
     assert isinstance(context, HumanMessage) and question.content == "q?"
+
+
+def test_the_page_context_shows_each_block_with_its_id_and_nothing_else_gets_one() -> None:
+    from chatagent.blocks import split
+    from chatagent.markers import columns_marker, omitted_marker
+
+    cut, narrowed = omitted_marker(120, selected=True), columns_marker(["Pier"], 3, 40)
+    text = "\n".join(["# Ferry", "", "Boats leave hourly.", cut, "", narrowed, "|Pier|Time|", "|---|---|",
+                      "|North-2|06:15|", "", "- Dogs: `€2`", "```", "ticket = 6.50", "```"])
+    tab = TabContext(tab_id="2", url="http://x/ferry.html", title="Ferry", text=text, first_block=5)
+    assert [(b.id, b.quote) for b in split(tab)] == [
+        ("2.5", "Boats leave hourly."), ("2.6", "Pier Time"), ("2.7", "North-2 06:15"), ("2.8", "Dogs: €2"),
+        ("2.9", "ticket = 6.50")]
+    shown = build_messages(PageContext(tabs=[tab], budget_per_tab=2000), "When?")[1].content
+    # The tab's title line, the budgeter's markers, a table's rule and code fences carry no id.
+    for line in ("# Ferry", cut, narrowed, "|---|---|", "```"):
+        assert f"\n{line}\n" in shown
+    for line in ("[2.5] Boats leave hourly.", "[2.7] |North-2|06:15|", "[2.8] - Dogs: `€2`", "[2.9] ticket = 6.50"):
+        assert f"\n{line}\n" in shown
+    assert "[1.4]" in build_messages(PageContext(tabs=[tab], budget_per_tab=2000), "When?")[0].content
+
+
+def test_a_row_under_a_cell_spanning_rows_quotes_the_cells_the_page_shows_in_it() -> None:
+    from chatagent.blocks import split_text
+
+    # Extraction writes a cell spanning rows in every row it spans; the page shows it once, in the first.
+    rows = "|Plan|Price|\n|Desks|Day pass|$30/day|\n|Desks|Month pass|$100/month|\n|Rooms|4 people|$40/hour|"
+    assert [b.quote for b in split_text("1", rows)] == [
+        "Plan Price", "Desks Day pass $30/day", "Month pass $100/month", "Rooms 4 people $40/hour"]

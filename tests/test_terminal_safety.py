@@ -111,7 +111,7 @@ def test_chat_survives_a_url_with_markup_and_answers_the_next_question(pages: st
     assert proc.returncode == 0, proc.stderr
     assert_clean(proc)
     assert "9:40" in proc.stdout and "17:15" in proc.stdout
-    assert proc.stderr.count(f"{pages}/markup.html{MARKUP_QUERY}") == 2
+    assert proc.stderr.count(f"{pages}/markup.html{MARKUP_QUERY}\n") == 2, "a whole-tab citation a question"
 
 
 def test_a_pass_2_reason_with_markup_is_shown_literally(site: Site) -> None:

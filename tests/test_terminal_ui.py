@@ -212,3 +212,36 @@ def test_up_arrow_recalls_a_question_and_keys_typed_while_pages_open_wait_for_th
     term.press("ctrl-d")
     assert term.wait_exit() == 0
     assert term.cooked(), "the terminal is left as it was found"
+
+
+# A passage whose words carry bidi overrides: they survive Chromium and extraction.
+CITED_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Ferry notes</title></head>
+<body><h1>Ferry notes</h1><p>Boats to Osterholm leave pier 3 every hour.</p>
+<p>Tickets cost 12 EUR at the \u202ekiosk on the pier\u202c, cash only.</p></body></html>"""
+
+
+def test_cited_passages_are_numbered_sources_under_the_answer(
+    gemini: GeminiServer, site: Site, terminals: list[Terminal], tmp_path,
+) -> None:
+    page = tmp_path / "ferry_notes.html"
+    page.write_text(CITED_PAGE, encoding="utf-8")
+
+    def reply(request: RecordedRequest) -> TextReply:
+        ids = {words: re.search(rf"\[(\d+\.\d+)\] [^\n]*{words}", request.text()).group(1)  # type: ignore[union-attr]
+               for words in ("Boats to", "Tickets cost")}
+        return TextReply(text=f"Boats leave every hour [{ids['Boats to']}] and tickets are 12 EUR, cash only "
+                              f"[{ids['Tickets cost']}][1.77].")
+
+    gemini.responder = reply
+    term = Terminal("ask", str(page), site.url("coastal_bus"), "-q", "How do I get there?", "--model",
+                    "gemini-2.5-flash", env=gemini.env())
+    terminals.append(term)
+    assert term.wait_exit() == 0
+    screen = " ".join(term.text().split())
+    assert "1. [1.2] Tab 1 · Ferry notes “Boats to Osterholm leave pier 3 every hour.”" in screen, screen
+    # The quote is the page's words with the overrides taken out; its link opens the page at them.
+    assert "2. [1.3] Tab 1 · Ferry notes “Tickets cost 12 EUR at the kiosk on the pier, cash only.”" in screen
+    links = re.findall(rb"\x1b]8;[^;\x1b]*;([^\x1b]+)\x1b\\", term.raw)
+    assert any(u.startswith(f"{page.as_uri()}#:~:text=Tickets%20cost%2012%20EUR".encode()) for u in links), links
+    assert " 3. [" not in screen and "[1.77] Tab" not in screen, "an id naming no passage is no source"
+    assert "\u202e".encode() not in term.raw and "\u202c".encode() not in term.raw
