@@ -34,7 +34,7 @@ class TabContext(BaseModel):
     title: str = ""
     text: str = ""
     tokens: int = 0  # of `text`
-    id_tokens: int = 0  # what its block ids add in the prompt ("[1.4] "): within the budget with `tokens`
+    id_tokens: int = 0  # what its block ids add in the prompt ("[1.4] "): on top of `tokens`, up to half the budget
     original_tokens: int = 0
     truncated: bool = False
     selected: bool = False
@@ -87,7 +87,11 @@ class ContextBuilder:
     ) -> None:
         self.extractor = extractor or Extractor()
         self.budget_per_tab = budget_per_tab
-        self.ids = ids  # whether the text is shown with its block ids ("[1.4] "), which then count in the budget
+        self.ids = ids  # whether the text is shown with its block ids ("[1.4] ")
+        # The ids are the prompt's markup, not page text: up to this many tokens of
+        # them come on top of the page text's budget, and any more out of it (a
+        # page of very short lines), so a tab's prompt stays within 1.5 × budget.
+        self._id_allowance = int(ID_ALLOWANCE * budget_per_tab) if ids else 0
         self._fitter = TextFitter()  # a follow-up question on a tab reuses its page's analysis
         # Token count of each extracted body (keyed by the body itself): a
         # follow-up question on an unchanged page need not re-tokenize it all.
@@ -224,8 +228,8 @@ class ContextBuilder:
             budget = self._fit_budget(body, need, share, asked=asked, ids=self._id_cost(body))
             limit = share + spare if budget is None else budget
             f, with_ids = self._fit_with_ids(e, body, need, limit, budget, question)
-            spare -= max(with_ids - share, 0) if budget is None else 0
             text_tokens = f.tokens if f else need
+            spare -= max(self._charged(with_ids, text_tokens) - share, 0) if budget is None else 0
             out[e.tab_id] = TabContext(
                 tab_id=e.tab_id,
                 url=e.url,
@@ -281,28 +285,34 @@ class ContextBuilder:
     def _fit_with_ids(
         self, e: Extracted, body: str, need: int, limit: int, budget: int | None, question: str | None,
     ) -> tuple[Fitted | None, int]:
-        """The fit of `body` whose text, block ids included (`blocks.render_text`),
-        takes at most `limit` tokens, and those tokens: the ids are part of the
-        budget, so the text is fitted into what they leave."""
+        """The fit of `body` whose text, with the block ids beyond their allowance
+        (`_charged`), takes at most `limit` tokens; and the tokens of the text
+        with all its ids (`blocks.render_text`)."""
         if not self.ids:
             f = self._fitter.fit(body, budget, question) if budget is not None else None
             return f, f.tokens if f else need
-        if budget is not None:  # the text's part: what the ids leave of it (in proportion for a text cut)
-            ids = _ids(body)
-            budget = budget - ids if need + ids <= budget else max(budget * need // (need + ids), _ID_FLOOR)
+        if budget is not None:  # the text's part: what the charged ids of a text that long leave of it
+            ids = _ids(body) * min(budget, need) // max(need, 1)
+            budget = max(budget - max(ids - self._id_allowance, 0), _ID_FLOOR)
         f = self._fitter.fit(body, budget, question) if budget is not None else None
         while True:
             text, tokens = (f.text, f.tokens) if f else (body, need)
             with_ids = count_tokens(render_text(e.tab_id, text, title=e.title))
+            charged = self._charged(with_ids, tokens)
             # Fit again into what the ids leave, keeping a margin: a cut changes how the ids tokenize.
-            smaller = max(min(tokens, budget or tokens) - (with_ids - limit) - _ID_MARGIN, _ID_FLOOR)
-            if with_ids <= limit or (budget is not None and smaller >= budget):
+            smaller = max(min(tokens, budget or tokens) - (charged - limit) - _ID_MARGIN, _ID_FLOOR)
+            if charged <= limit or (budget is not None and smaller >= budget):
                 return f, with_ids
             budget = smaller
             f = self._fitter.fit(body, budget, question)
 
     def _id_cost(self, body: str) -> int:
-        return _ids(body) if self.ids else 0
+        """What `body`'s block ids take of the budget: beyond their allowance only."""
+        return max(_ids(body) - self._id_allowance, 0) if self.ids else 0
+
+    def _charged(self, with_ids: int, text_tokens: int) -> int:
+        """The tokens of a text with its ids that count against the budget."""
+        return with_ids - min(self._id_allowance, max(with_ids - text_tokens, 0))
 
     def _fit_budget(self, body: str, need: int, share: int, *, asked: bool, ids: int = 0) -> int | None:
         """The budget a tab's text is fitted into; None to send it whole.
@@ -331,6 +341,10 @@ class ContextBuilder:
 
 
 _TOKEN_CACHE_SIZE = 64
+# Of the per-tab budget: block ids up to this come on top of the page text. On
+# pages of short lines (listings, collections) they take a third of the text;
+# charged to it, they cost two-tab comparisons 0.10 of their answers (docs/citations.md).
+ID_ALLOWANCE = 0.5
 ID_TOKENS = 5  # an id as the prompt writes it ("[1.4] "), in tokens, up to block 999
 _ID_FLOOR = MIN_TAB_BUDGET // 2  # the smallest budget a text is refitted into to leave room for its ids
 _ID_MARGIN = 8  # tokens kept back on a refit: a cut changes how the ids tokenize
