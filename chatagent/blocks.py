@@ -36,7 +36,7 @@ _RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")  # "|---|:--:|"
 _HEADING = re.compile(r"^\s*#{1,6}\s+")
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _QUOTED = re.compile(r"^\s*>\s?")
-_CODE = re.compile(r"(`+)(?=\S)(.+?)(?<=\S)\1")  # an inline code span: the page shows its text, not the backticks
+CODE_SPAN = re.compile(r"(`+)(?=\S)(.+?)(?<=\S)\1")  # an inline code span: the page shows its text, not the backticks
 PATH_SEPARATOR = " › "  # a heading path ("### Plans › Monthly"): only its last heading is on the page
 # An id as an answer cites it: "[1.4]", a list of them "[1.4, 2.3]", or "[Tab 1.4]".
 CITED = re.compile(r"\[(?:Tab\s*)?(\d+\.\d+(?:\s*[,;]\s*(?:Tab\s*)?\d+\.\d+)*)\]")
@@ -70,7 +70,7 @@ class Block:
         heading or list item without its mark, a PDF's passage without its page number."""
         if self.is_row:
             return " ".join(self.cells)
-        text = _CODE.sub(r"\2", _ITEM.sub("", _HEADING.sub("", _QUOTED.sub("", PAGE_MARK.sub("", self.text)))))
+        text = CODE_SPAN.sub(r"\2", _ITEM.sub("", _HEADING.sub("", _QUOTED.sub("", PAGE_MARK.sub("", self.text)))))
         if PATH_SEPARATOR in text and _HEADING.match(self.text):
             text = text.rsplit(PATH_SEPARATOR, 1)[-1]
         return clean(text)
@@ -83,7 +83,7 @@ class Block:
 
 
 def _cells(row: str) -> list[str]:
-    return [clean(_CODE.sub(r"\2", c)) for c in row_cells(row)]
+    return [clean(CODE_SPAN.sub(r"\2", c)) for c in row_cells(row)]
 
 
 def _repeated(cells: list[str], above: list[str]) -> int:

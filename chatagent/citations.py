@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import quote as percent
 
-from .blocks import Block, cited_ids, split
+from .blocks import CODE_SPAN, Block, cited_ids, split
 from .context import TabContext
 from .events import Citation
 from .ranking import ENGLISH
@@ -143,7 +143,7 @@ def cite_quotes(answer: str, tabs: Sequence[TabContext]) -> str:
 
 
 def _quotes(line: str, block: Block) -> bool:
-    said = " ".join(_TAB.sub("", line).split())
+    said = " ".join(CODE_SPAN.sub(r"\2", _TAB.sub("", line)).split())  # code spans read as blocks quote them
     if block.is_row and len(block.cells) > 1:
         # "Pier: North-2": every cell of a data row, not a header row's names before their values.
         return all(c in said for c in block.cells) and any(f"{c}:" not in said for c in block.cells)
