@@ -151,6 +151,11 @@ def default_pages(n: int = TEN_TABS, data_dir: Path = DEFAULT_DATA_DIR) -> list[
     if len(found) >= n:
         step = len(found) / n
         return [found[int(i * step)] for i in range(n)]
+    return fixture_pages(n)
+
+
+def fixture_pages(n: int = TEN_TABS) -> list[Path]:
+    """The project's own small fixture pages: a quick look at every scenario."""
     return [FIXTURES / name for name in FIXTURE_PAGES[:n]]
 
 

@@ -49,7 +49,7 @@ from .citations import bench_citations
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
 from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_wcxb, load_wtq
 from .e2e import run_e2e
-from .latency import GOALS_MS, run_latency
+from .latency import GOALS_MS, fixture_pages, run_latency
 from .mcp_bench import run_mcp_bench
 from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
@@ -92,6 +92,7 @@ class Plan:
     offline: OfflinePlan
     e2e_pairs: int
     e2e_tabs: tuple[int, ...] = (1, 10)
+    latency_fixtures: bool = False  # latency over the small fixture pages, not WCXB pages
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "Plan":
@@ -110,8 +111,9 @@ class Plan:
                    offline=OfflinePlan.make(quick, limit),
                    # Two fresh processes per pair and tab count: seconds each, so few when quick.
                    e2e_pairs=1 if limit is not None else 2 if quick else 12,
-                   # A sample (--limit) is a look at every section: one tab is enough for this one.
-                   e2e_tabs=(1,) if limit is not None else (1, 10))
+                   # A sample (--limit) is a look at every section: one tab is enough for this one,
+                   # and the fixture pages for latency.
+                   e2e_tabs=(1,) if limit is not None else (1, 10), latency_fixtures=limit is not None)
 
 
 def _check_data(data_dir: Path) -> None:
@@ -143,8 +145,8 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
             result["latency"] = await run_latency(
-                plan.reps, SERVER_TTFT_MS, TOKENS_PER_S, progress=progress, browser=browser, site=site,
-                data_dir=plan.data_dir,
+                plan.reps, SERVER_TTFT_MS, TOKENS_PER_S, fixture_pages() if plan.latency_fixtures else None,
+                progress=progress, browser=browser, site=site, data_dir=plan.data_dir,
             )
             progress.advance(overall)
             if real:
@@ -330,7 +332,7 @@ def _describe_samples(plan: Plan) -> str:
         return f"{'all' if x is None else x} {what}"
 
     return ", ".join([
-        f"latency {plan.reps} reps",
+        f"latency {plan.reps} reps" + (" over the fixture pages" if plan.latency_fixtures else ""),
         n(plan.wtq_pages, "WTQ pages"), n(plan.aeb_pages, "AEB pages"), n(plan.wcxb_pages, "WCXB pages"),
         n(plan.hotpot_questions, "HotpotQA questions"), n(plan.realistic_questions, "realistic questions"),
         f"{'all' if plan.pass1_questions is None else f'up to {plan.pass1_questions}'} pass-1 questions per kind",

@@ -35,6 +35,10 @@ from chatagent.testing.gemini_server import GeminiServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "fixtures" / "pages"
+# The evaluation data: ../shared/data from the project root (as the benchmarks read it); from a
+# git worktree kept a level further down (wt/<name>), ../../shared/data. Tests that need it skip without it.
+DATA = next((d for d in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data") if d.is_dir()),
+            ROOT.parent / "shared" / "data")
 
 NOT_FOUND_BODY = b"""<!DOCTYPE html><html><head><title>Page not found</title></head>
 <body><h1>Page not found</h1><p>The page you asked for does not exist. Check the address.</p></body></html>"""

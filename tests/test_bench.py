@@ -1,6 +1,7 @@
 """`chatagent bench` end to end on a tiny sample of the real evaluation data:
-real Chromium, the real Gemini client against the local server, the real agent.
-Figures are only checked for being sane, never against timing goals."""
+real Chromium, the real Gemini client against the local server, the real agent,
+and its end-to-end section's processes (`chatagent ask`, the minimal script, a
+daemon). Figures are only checked for being sane, never against timing goals."""
 
 from __future__ import annotations
 
@@ -17,11 +18,12 @@ from urllib.parse import urlsplit
 
 import pytest
 
+from benchmarks.e2e import ANSWER, DAEMON, SIDES, format_report
 from benchmarks.server import PageServer, fresh_url
 from benchmarks.stats import median, quantile, summary
 from chatagent.cli import main
+from conftest import DATA
 
-DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 SCENARIOS = {"warm_1tab", "cold_1tab", "cold_10tab"}
 CONTEXTS = {"chatagent", "full_text", "head_truncation"}
 
@@ -82,7 +84,7 @@ def test_one_percentile_definition_linear_between_ranks() -> None:
 
 @pytest.mark.skipif(not (DATA / "wtq" / "questions.tsv").is_file(), reason="evaluation data not present")
 @pytest.mark.timeout(400)  # every section of the bench, end to end: a hang guard for a loaded machine
-@pytest.mark.slow
+@pytest.mark.e2e  # its end-to-end section runs `chatagent ask`, the minimal script and a daemon
 def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> None:
     out = tmp_path / "bench"
     rc = main(["bench", "--quick", "--limit", "2", "--reps", "1", "--data", str(DATA), "--out", str(out)])
@@ -90,7 +92,11 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
 
     result = json.loads((out / "results.json").read_text(encoding="utf-8"))
     assert {"machine", "config", "summary", "latency", "wtq", "realistic", "extraction", "hotpot", "pass1", "mcp",
-            "offline"} <= set(result)
+            "offline", "e2e"} <= set(result)
+    # A sample's latency runs over the fixture pages, ten tabs of them for the ten-tab scenario.
+    assert len(result["latency"]["config"]["pages"]) == 10
+    assert all("/fixtures/pages/" in p for p in result["latency"]["config"]["page_files"])
+    _check_e2e_pair(result["e2e"])
     mcp = result["mcp"]
     assert mcp["questions"] > 0 and set(mcp["summary"]) == {"read_pages", "aria", "aria_cut"}
     assert mcp["summary"]["read_pages"]["tokens_p50"] <= 2000 and mcp["summary"]["aria_cut"]["tokens_p50"] <= 2000
@@ -157,6 +163,34 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     for png in ("ttft.png", "overhead.png", "tokens_recall.png"):
         assert (out / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({png})" in report
+
+
+def _check_e2e_pair(result: dict) -> None:
+    """The bench's end-to-end section, one pair of one tab (`benchmarks.e2e`): `chatagent
+    ask`, the minimal script and a warm daemon's ask, each a fresh process against the
+    local Gemini-compatible server; figures sane, never against timing goals."""
+    row = result["rows"]["1"]
+    assert row["pairs"] == 1 and len(row["ratios"]) == 1 and row["ratios"][0] > 0
+    assert row["ratio"]["p50"] == row["ratios"][0]
+    for side in SIDES:
+        assert row[side]["first_token"]["n"] == 1 and row[side]["first_token"]["p50"] > 0
+        assert set(row[side]["phases_p50_ms"]) >= {"to_request", "model_ttft", "to_token"}
+        assert row[side]["recall"] in (0.0, 1.0)
+    assert row["chatagent"]["phases_p50_ms"]["startup"] > 0
+    assert result["model_ttft"]["p50"] > 0
+
+    runs = {r["side"]: r for r in result["runs"]}
+    assert set(runs) == {*SIDES, DAEMON}  # each run checked it was (or was not) answered by the daemon
+    # Both processes reached the local server and streamed its scripted answer.
+    assert ANSWER in runs["minimal"]["answer"]
+    assert runs["chatagent"]["answer"] == ANSWER and runs["chatagent"]["timings"]["first_token_ms"] > 0
+
+    assert runs[DAEMON]["answer"] == ANSWER and runs[DAEMON]["recall"] == runs["chatagent"]["recall"]
+    warm = row[DAEMON]
+    assert warm["overhead"]["p50"] == runs[DAEMON]["phases_ms"]["overhead"] > 0
+    assert warm["ratios"][0] == runs[DAEMON]["first_token_ms"] / runs["minimal"]["first_token_ms"]
+    report = format_report(result)
+    assert "cold process, 1 tab" in report and "warm daemon, 1 tab" in report and "model TTFT +" in report
 
 
 @pytest.mark.slow

@@ -12,13 +12,12 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 
+from chatagent.cli import main
 from conftest import ROOT, Site
-
-pytestmark = pytest.mark.e2e
-
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
@@ -33,7 +32,28 @@ def clean(proc: subprocess.CompletedProcess[bytes]) -> str:
     return err
 
 
-@pytest.mark.parametrize(("args", "says"), [
+@pytest.fixture
+def parse(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> Callable[..., tuple[int, str]]:
+    """`parse(*args)`: the exit status and stderr of `chatagent ARGS` when its
+    command line is refused, in this process: the parser `chatagent` runs, with
+    no interpreter to start per case (`test_a_usage_error_from_the_command`
+    runs the command itself)."""
+    monkeypatch.setenv("COLUMNS", "120")
+    monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
+
+    def _parse(*args: str) -> tuple[int, str]:
+        try:
+            status = main(list(args))
+        except SystemExit as exc:
+            status = exc.code
+        out, err = capsys.readouterr()
+        assert "Traceback" not in err + out
+        return status, err
+
+    return _parse
+
+
+USAGE_ERRORS = [
     (["ask", "x.html"], "-q/--question"),
     (["ask", "x.html", "-q", "hi", "--budget", "lots"], "not a whole number"),
     (["ask", "x.html", "-q", "hi", "--deadline", "0"], "must be positive"),
@@ -47,12 +67,25 @@ def clean(proc: subprocess.CompletedProcess[bytes]) -> str:
     (["context"], "error: Give at least one URL or file, or --cdp"),
     (["ask", "x.html", "-q", "hi", "--model", "gpt-5"], "argument --model: Unknown model 'gpt-5'. Use 'extractive'"),
     (["chat", "x.html", "--model", "gpt-5"], "argument --model: Unknown model 'gpt-5'. Use 'extractive'"),
-])
-def test_usage_errors_exit_2_with_the_reason(args: list[str], says: str) -> None:
+]
+
+
+@pytest.mark.parametrize(("args", "says"), USAGE_ERRORS)
+def test_usage_errors_exit_2_with_the_reason(parse: Callable[..., tuple[int, str]], args: list[str], says: str) -> None:
+    status, err = parse(*args)
+    assert status == 2 and says in err
+
+
+@pytest.mark.e2e
+@pytest.mark.parametrize(("args", "says"), [USAGE_ERRORS[5], USAGE_ERRORS[7]])
+def test_a_usage_error_from_the_command(args: list[str], says: str) -> None:
+    """The same through `python -m chatagent`: an ask's command line is read
+    first for a daemon (`daemon/early.py`), then by the CLI."""
     proc = run(*args)
     assert proc.returncode == 2 and says in clean(proc)
 
 
+@pytest.mark.e2e
 def test_a_blank_question_is_refused_clearly(site: Site) -> None:
     proc = run("ask", site.url("product"), "-q", "   ")
     assert proc.returncode == 2 and clean(proc) == "error: The question is empty.\n"
@@ -64,25 +97,30 @@ def test_a_blank_question_is_refused_clearly(site: Site) -> None:
     ["context", "--frobnicate", "x.html"],
     ["config", "set", "model", "extractive", "--frobnicate"],
 ])
-def test_an_unknown_option_is_refused_with_the_usage_of_the_command_used(args: list[str]) -> None:
+def test_an_unknown_option_is_refused_with_the_usage_of_the_command_used(
+    parse: Callable[..., tuple[int, str]], args: list[str],
+) -> None:
     command = " ".join(a for a in args if a in ("ask", "chat", "context", "config", "set"))
-    err = clean(run(*args))
+    status, err = parse(*args)
+    assert status == 2
     assert err.startswith(f"usage: chatagent {command} ["), err
     assert f"chatagent {command}: error: unknown option --frobnicate\n" in err
 
 
-@pytest.mark.parametrize(("target", "says"), [
-    ("no/such/page.html", "No such file"),
-    ("ftp://example.com/file", "Unsupported URL scheme 'ftp'"),
-    ("http://", "names no host"),
-])
-def test_a_target_that_cannot_be_opened_says_why(target: str, says: str) -> None:
-    proc = run("ask", target, "-q", "What is this?")
+@pytest.mark.e2e
+def test_a_target_that_cannot_be_opened_says_why() -> None:
+    # Three targets in one ask (one process): each tab's own reason, then the error.
+    targets = {"no/such/page.html": "No such file", "ftp://example.com/file": "Unsupported URL scheme 'ftp'",
+               "http://": "names no host"}
+    proc = run("ask", *targets, "-q", "What is this?")
     assert proc.returncode == 1
     out = proc.stdout.decode() + clean(proc)
-    assert says in out and "None of the tabs could be read" in out
+    assert "None of the tabs could be read" in out
+    for n, (target, says) in enumerate(targets.items(), 1):
+        assert f"tab {n}: " in out and says in out.split(f"tab {n}: ", 1)[1].split("\n", 1)[0], target
 
 
+@pytest.mark.e2e
 def test_chat_survives_bad_lines_and_answers_the_next_question(site: Site) -> None:
     stdin = b"\n".join([
         b"\xff\xfe\x00 binary garbage \x80",
@@ -100,6 +138,7 @@ def test_chat_survives_bad_lines_and_answers_the_next_question(site: Site) -> No
     assert proc.returncode == 1, "a failed question makes the exit status non-zero"
 
 
+@pytest.mark.e2e
 def test_verbose_is_accepted_after_the_command_name_too(site: Site) -> None:
     after = run("ask", site.url("product"), "-q", "How much is it?", "-vv")
     assert after.returncode == 0 and "DEBUG" in clean(after), "-vv after the command"
@@ -117,6 +156,7 @@ def test_verbose_is_accepted_after_the_command_name_too(site: Site) -> None:
     assert run("config", "path", "-v").returncode == 0
 
 
+@pytest.mark.e2e
 def test_who_wrote_a_page_and_when_it_was_published_offline(site: Site) -> None:
     proc = run("ask", site.url("article"), "-q", "When was this article published?")
     assert proc.returncode == 0 and proc.stdout.decode().startswith("Published 3 March 2025 (2025-03-03)"), clean(proc)
@@ -138,6 +178,7 @@ def test_json_carries_the_passages_an_answer_cites(site: Site) -> None:
 DISCARDING = "trafilatura.core: discarding data"
 
 
+@pytest.mark.e2e
 def test_a_page_with_no_text_gets_its_note_and_no_library_warning_unless_vv() -> None:
     """trafilatura logs a WARNING for a page with no main text; the tab's note
     says so already, in words a user can act on."""
@@ -165,6 +206,7 @@ def test_other_library_warnings_still_show() -> None:
     assert shown("playwright", logging.WARNING, "discarding data: %s"), "only trafilatura's is dropped"
 
 
+@pytest.mark.e2e
 def test_chat_commands_on_piped_input_print_their_results_on_stdout(site: Site) -> None:
     stdin = "\n".join([
         "/tabs", f"/open {site.url('two_a')}", "/close 1", "/tabs", "/close 7", "/bogus",
@@ -189,6 +231,7 @@ def _before_chatagent(err: str) -> bool:
     return err.rstrip().endswith("KeyboardInterrupt") and bool(frames) and all(f.startswith("<frozen") for f in frames)
 
 
+@pytest.mark.e2e
 def test_ctrl_c_at_any_moment_of_the_start_says_interrupted_and_never_a_traceback(site: Site) -> None:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     env.pop("GOOGLE_API_KEY", None)

@@ -14,11 +14,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-# ../shared/data from the project root (as the benchmarks read it); from a git worktree kept a
-# level further down (wt/<name>), ../../shared/data.
-DATA = next((d for d in (ROOT.parent / "shared" / "data", ROOT.parents[1] / "shared" / "data") if d.is_dir()),
-            ROOT.parent / "shared" / "data")
+from conftest import DATA, ROOT
+
 MIN_WORDS = 4
 # Benchmarks and the tests of their scorers may quote what they score.
 EXEMPT = ("chatagent/bench/", "benchmarks/", "tests/test_bench.py", "tests/test_e2e_bench.py", "tests/test_scoring.py")
