@@ -116,11 +116,8 @@ def number(cell: str) -> float | None:
     if clock := _CLOCK.match(cell):
         parts = [int(p) for p in clock.group(1, 2, 3) if p is not None]
         return float(sum(p * 60 ** k for k, p in enumerate(reversed(parts)))) + float(clock.group(4) or 0)
-    m = _NUMBER.search(cell)
-    try:
-        return float(m.group(0).replace(",", "")) if m else None
-    except ValueError:
-        return None
+    m = _NUMBER.search(cell)  # a digit, then digits and commas: always a float once the commas are gone
+    return float(m.group(0).replace(",", "")) if m else None
 
 
 def column_words(name: str) -> str:
@@ -522,8 +519,8 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
             rows, matched = [i for i, h in enumerate(best.row_hits) if need <= h], _words_for(question, need)
         else:
             rows, matched = pool, []
-        counts_cells = any(best.column_hits[j] for j in best.numeric)
-        shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
+        counts_cells = named_rows and any(best.column_hits[j] for j in best.numeric)  # the row named first
+        shown = [top, *(i for i in rows if i != top)] if counts_cells else rows
         return TableQuote(table, shown[:MAX_ROWS], count=len(rows) if table.complete else None, matched=matched,
                           limit=limit or COUNT_LIMIT)
     after, before = bool(_AFTER.search(question)), bool(_BEFORE.search(question))
