@@ -166,6 +166,8 @@ def test_two_rows_figures_are_compared_subtracted_and_added() -> None:
     assert ask("Did Old Forge have more wins than Mill Lane?", clubs).startswith("No: Mill Lane: Wins 7, against 3")
     assert ask("Which club has more titles, Harbour Rovers or Mill Lane?", clubs).startswith("Harbour Rovers: Titles 2")
     assert ask("What were the wins of Harbour Rovers and Old Forge combined?", clubs).startswith("Together: 15")
+    assert ask("Which club won more titles in total, Mill Lane or Ridge United?", clubs).startswith("Ridge United: Titles 3")
+    assert ask("What is the total difference in wins of Old Forge and Mill Lane?", clubs).startswith("Difference: 4")
 
 
 def test_rows_are_judged_by_the_named_rows_figure_or_value() -> None:

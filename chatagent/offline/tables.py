@@ -49,8 +49,8 @@ LISTED = re.compile(r"\b(?:listed|on (?:the|this) (?:list|chart|table)|(?:of|in)
 _AFTER = re.compile(r"\b(after|next|following|succeeded|subsequent)\b", re.I)
 _BEFORE = re.compile(r"\b(before|previous|preceding|prior|preceded)\b", re.I)
 _COUNT = re.compile(r"\b(how many|number of|total amount of|count|times)\b", re.I)
-_ARITHMETIC = re.compile(r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger)|"
-                         r"total(?! (?:number|amount))|sum|combined|average|altogether|in all)\b", re.I)
+_DIFFER = re.compile(r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger))\b", re.I)
+_ARITHMETIC = re.compile(rf"{_DIFFER.pattern}|\b(total(?! (?:number|amount))|sum|combined|average|altogether|in all)\b", re.I)
 # A value typed with punctuation inside ("1:05", "2–1"), or a code ("GL-B-5").
 _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+|(?<![\w-])[A-Za-z]+(?:-[A-Za-z0-9]+)*-\d+(?![\w-])")
 _DATE = rf"{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+{MONTH},?\s+\d{{4}}|{MONTH},?\s+\d{{4}}"
@@ -324,10 +324,13 @@ def _label(s: _Scored, i: int) -> str:
 
 
 def _figure_column(s: _Scored, rows: list[int], what: set[str]) -> int | None:
-    """The column of figures rows are compared by: one named (by `what`, else by the question), else the only measure."""
+    """The column of figures rows are compared by: one named (by `what`, else by the question), else a total, else the
+    only measure."""
     named = [j for j in s.numeric if _alike(what, s.column_terms[j])] or [j for j in s.numeric if s.column_hits[j]]
     measures = [j for j in s.numeric if not _dated(s.table, j) and not _RANKISH.match(s.table.column(j))]
-    cols = [j for j in named or measures[:len(measures) == 1] if all(number(s.table.value(i, j)) is not None for i in rows)]
+    totals = [j for j in measures if _TOTAL_COLUMN.match(s.table.column(j))][-1:]
+    cols = [j for j in named or totals or measures[:len(measures) == 1]
+            if all(number(s.table.value(i, j)) is not None for i in rows)]
     return max(cols, key=lambda j: s.column_hits[j]) if cols else None
 
 
@@ -354,9 +357,10 @@ def _two_rows(s: _Scored, pair: list[int], question: str, than: re.Match[str] | 
     if _dated(s.table, col):  # dates: their years
         a, b = (v // 10_000 if v >= 10_000 else v for v in (a, b))
     name, (x, y) = s.table.column(col) or "the value", (f"{s.table.value(i, col)} ({_label(s, i)})" for i in pair)
-    if summed or arithmetic:
-        average = "average" in question.lower()
-        what, v = ("Together", a + b) if summed else ("Average", (a + b) / 2) if average else ("Difference", abs(a - b))
+    average = "average" in question.lower()  # a difference, an average, a verdict, a total: the first asked
+    what, v = ("Difference", abs(a - b)) if _DIFFER.search(question) else ("Average", (a + b) / 2) if average else \
+        ("", 0.0) if graded else ("Together", a + b)
+    if what:
         return f"{what}: {f'{v:,.2f}'.rstrip('0').rstrip('.')}, of {name} {x} and {y}"
     up = (graded[2] > 0) != bool(_RANKISH.match(s.table.column(col)))  # rank 1 is ahead
     ahead, behind = pair if (a > b) == up else pair[::-1]
@@ -387,7 +391,8 @@ def _relative(s: _Scored, top: int, question: str, than: re.Match[str] | None) -
 def _tally(s: _Scored, pool: list[int], question: str, distinct: bool) -> tuple[str, list[int]]:
     """A column of words the question names: its different values ("how many different cities?"), or the one
     found in the most (or fewest) rows ("which city is listed most often?")."""
-    words = [j for j in range(s.table.width) if s.column_hits[j] and j not in s.numeric]
+    often = _OFTEN.search(question)  # "the most common place": figures too ("2nd")
+    words = [j for j in range(s.table.width) if s.column_hits[j] and (often or j not in s.numeric)]
     for j in sorted(words, key=lambda j: -s.column_hits[j]):
         counts = Counter(v for i in pool if (v := s.table.value(i, j)) not in NONE_CELLS)
         if distinct and s.table.complete and counts:
