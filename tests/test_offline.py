@@ -181,6 +181,7 @@ def test_rows_are_judged_by_the_named_rows_figure_or_value() -> None:
 def test_a_column_of_words_is_tallied() -> None:
     clubs = tab(1, "Club season", CLUBS)
     assert ask("Which city is listed most often?", clubs).startswith("Portvale: 2 of 4 rows (City)")
+    assert ask("What tally of titles is the most common among the clubs?", clubs).startswith("0: 2 of 4 rows (Titles)")
     assert ask("How many different cities do the clubs come from?", clubs).startswith("3 different City")
 
 
