@@ -161,6 +161,31 @@ def test_a_figure_of_the_row_named_is_judged_against_the_questions_number() -> N
     assert ask("Did Ridge United get at least 15 wins?", clubs).startswith("Yes: Wins is 15")
 
 
+def test_two_rows_figures_are_compared_subtracted_and_added() -> None:
+    clubs = tab(1, "Club season", CLUBS)
+    assert ask("How many more wins did Ridge United have than Mill Lane?", clubs).startswith("Difference: 8, of Wins 15")
+    assert ask("Did Old Forge have more wins than Mill Lane?", clubs).startswith("No: Mill Lane: Wins 7, against 3")
+    assert ask("Which club has more titles, Harbour Rovers or Mill Lane?", clubs).startswith("Harbour Rovers: Titles 2")
+    assert ask("What were the wins of Harbour Rovers and Old Forge combined?", clubs).startswith("Together: 15")
+    assert ask("Which club won more titles in total, Mill Lane or Ridge United?", clubs).startswith("Ridge United: Titles 3")
+    assert ask("What is the total difference in wins of Old Forge and Mill Lane?", clubs).startswith("Difference: 4")
+
+
+def test_rows_are_judged_by_the_named_rows_figure_or_value() -> None:
+    clubs = tab(1, "Club season", CLUBS)
+    ahead = ask("Which clubs had more wins than Harbour Rovers?", clubs)
+    assert "Ridge United" in ahead and "Mill Lane" not in ahead and "Old Forge" not in ahead
+    same = ask("How many clubs play in the same city as Ridge United?", clubs)
+    assert "1 row" in same and "Harbour Rovers" in same and "Mill Lane" not in same
+
+
+def test_a_column_of_words_is_tallied() -> None:
+    clubs = tab(1, "Club season", CLUBS)
+    assert ask("Which city is listed most often?", clubs).startswith("Portvale: 2 of 4 rows (City)")
+    assert ask("What tally of titles is the most common among the clubs?", clubs).startswith("0: 2 of 4 rows (Titles)")
+    assert ask("How many different cities do the clubs come from?", clubs).startswith("3 different City")
+
+
 def test_two_rows_named_with_a_word_in_common_are_both_shown() -> None:
     squad = """# Relay squad
 

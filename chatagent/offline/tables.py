@@ -1,7 +1,9 @@
 """The rows of a tab's tables that answer a question (tables parsed by `chatagent.tables`): the
 row named by its values, the top of the column "most / first" compares by, the rows "how many" or
-"more than 500" / "no wins" pass, the next row "after X", the side of a figure the row named is on.
-It never writes a value that is not in a cell, and says in one line what needs a language model."""
+"more than 500" / "no wins" / "more wins than X" pass, the next row "after X", the side of a figure the
+row named is on, two rows' figures set side by side, a column of words tallied. Beyond counts and the
+difference, total or average of two figures it writes no value a cell does not hold, and says in one line
+what needs a language model."""
 
 from __future__ import annotations
 
@@ -47,8 +49,8 @@ LISTED = re.compile(r"\b(?:listed|on (?:the|this) (?:list|chart|table)|(?:of|in)
 _AFTER = re.compile(r"\b(after|next|following|succeeded|subsequent)\b", re.I)
 _BEFORE = re.compile(r"\b(before|previous|preceding|prior|preceded)\b", re.I)
 _COUNT = re.compile(r"\b(how many|number of|total amount of|count|times)\b", re.I)
-_ARITHMETIC = re.compile(r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger)|"
-                         r"total(?! (?:number|amount))|sum|combined|average|altogether|in all)\b", re.I)
+_DIFFER = re.compile(r"\b(difference|how (many|much) (more|less|fewer|longer|shorter|higher|lower|older|younger))\b", re.I)
+_ARITHMETIC = re.compile(rf"{_DIFFER.pattern}|\b(total(?! (?:number|amount))|sum|combined|average|altogether|in all)\b", re.I)
 # A value typed with punctuation inside ("1:05", "2–1"), or a code ("GL-B-5").
 _VALUE = re.compile(r"\d+(?:[:–\-/]\d+)+|(?<![\w-])[A-Za-z]+(?:-[A-Za-z0-9]+)*-\d+(?![\w-])")
 _DATE = rf"{MONTH}\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}}|\d{{1,2}}(?:st|nd|rd|th)?\s+{MONTH},?\s+\d{{4}}|{MONTH},?\s+\d{{4}}"
@@ -74,6 +76,13 @@ _SIDES = r"more|less|above|below|over|under|higher|lower|greater|fewer|larger|sm
 _EITHER_SIDE = re.compile(rf"\b(?P<a>{_SIDES})\s*(?:or|/)\s*(?P<b>{_SIDES})\b", re.I)
 _YES_NO = re.compile(r"^\s*(?:is|was|are|were|did|does|do|has|have|had)\b", re.I)
 _ASKED = re.compile(r"\b(?:what|which|whose)\s+(?:(?:is|was|were|are|the)\s+)*(?P<what>\w+)", re.I)
+# "more wins than X": a figure against another row's, not against a number.
+_THAN_ROW = re.compile(rf"\b(?P<op>{'|'.join(COMPARATIVES)})\b(?P<what>(?:\s+[\w-]+){{0,3}}?)\s+than\s+(?![\d$£€])", re.I)
+_SUM = re.compile(r"\b(total|sum|combined|altogether|in all|together)\b", re.I)
+_OFTEN = re.compile(r"\b(?:most|least)\s+(?:often|frequent\w*|common\w*)\b", re.I)
+_MOST_OF = re.compile(r"\b(?:most|least|fewest)\b", re.I)  # a count of rows, unless a column of figures is named
+_DISTINCT = re.compile(r"\b(different|distinct|unique|separate|various)\b", re.I)
+_SAME = re.compile(r"\b(?:same|as many|as much)\s+(?P<what>(?:[\w'-]+\s+){0,4}?)as\b", re.I)
 _LISTING = re.compile(r"\b(?:list|name (?:all|the|each|every)|what are|which are|who are|each|every|all the)\b", re.I)
 # What a table's header abbreviates, as questions spell it.
 _HEADER_WORDS = {
@@ -107,11 +116,8 @@ def number(cell: str) -> float | None:
     if clock := _CLOCK.match(cell):
         parts = [int(p) for p in clock.group(1, 2, 3) if p is not None]
         return float(sum(p * 60 ** k for k, p in enumerate(reversed(parts)))) + float(clock.group(4) or 0)
-    m = _NUMBER.search(cell)
-    try:
-        return float(m.group(0).replace(",", "")) if m else None
-    except ValueError:
-        return None
+    m = _NUMBER.search(cell)  # a digit, then digits and commas: always a float once the commas are gone
+    return float(m.group(0).replace(",", "")) if m else None
 
 
 def column_words(name: str) -> str:
@@ -312,6 +318,93 @@ def _verdict(s: _Scored, top: int, question: str, tests: list[_Test]) -> str:
     return f"{word}: {s.table.column(passing[2]) or 'the value'} is {v}, against {tests[0].n:g}"
 
 
+def _label(s: _Scored, i: int) -> str:
+    """The cell that names row `i` in the question's words."""
+    return max(s.table.rows[i], key=lambda c: len(s.row_hits[i] & set(ANALYSER.terms(c))))
+
+
+def _figure_column(s: _Scored, rows: list[int], what: set[str]) -> int | None:
+    """The column of figures rows are compared by: one named (by `what`, else by the question), else a total, else the
+    only measure."""
+    named = [j for j in s.numeric if _alike(what, s.column_terms[j])] or [j for j in s.numeric if s.column_hits[j]]
+    measures = [j for j in s.numeric if not _dated(s.table, j) and not _RANKISH.match(s.table.column(j))]
+    totals = [j for j in measures if _TOTAL_COLUMN.match(s.table.column(j))][-1:]
+    cols = [j for j in named or totals or measures[:len(measures) == 1]
+            if all(number(s.table.value(i, j)) is not None for i in rows)]
+    return max(cols, key=lambda j: s.column_hits[j]) if cols else None
+
+
+def _pair(s: _Scored, top: int, others: list[int], than: re.Match[str] | None, question: str) -> list[int] | None:
+    """The two rows a question sets side by side: either side of "than", else the two it names, as it names them."""
+    if than:
+        right = set(ANALYSER.terms(question[than.end():]))
+        left = set(ANALYSER.terms(question[:than.start()])) - right
+        b = max(range(len(s.table.rows)), key=lambda i: (len(s.row_hits[i] & right), s.row_scores[i], -i))
+        a = max(range(len(s.table.rows)), key=lambda i: (i != b, len(s.row_hits[i] & left), s.row_scores[i], -i))
+        return [a, b] if a != b and s.row_hits[a] & left and s.row_hits[b] & right else None
+    at = {i: min((question.lower().find(w.lower()) for w in _words_for(question, s.row_hits[i])), default=0)
+          for i in (top, *others[:1])}
+    return sorted(at, key=at.__getitem__) if others else None
+
+
+def _two_rows(s: _Scored, pair: list[int], question: str, than: re.Match[str] | None) -> str:
+    """Two rows' figures: their difference, total or average, or which is ahead ("did A win more than B?")."""
+    graded, arithmetic, summed = Question.parse(question).graded, _ARITHMETIC.search(question), _SUM.search(question)
+    col = _figure_column(s, pair, set(ANALYSER.terms(than["what"])) if than else set())
+    if col is None or not (graded or arithmetic or summed) or _clocks(s.table, col):
+        return ""
+    a, b = (number(s.table.value(i, col)) or 0.0 for i in pair)
+    if _dated(s.table, col):  # dates: their years
+        a, b = (v // 10_000 if v >= 10_000 else v for v in (a, b))
+    name, (x, y) = s.table.column(col) or "the value", (f"{s.table.value(i, col)} ({_label(s, i)})" for i in pair)
+    average = "average" in question.lower()  # a difference, an average, a verdict, a total: the first asked
+    what, v = ("Difference", abs(a - b)) if _DIFFER.search(question) else ("Average", (a + b) / 2) if average else \
+        ("", 0.0) if graded else ("Together", a + b)
+    if what:
+        return f"{what}: {f'{v:,.2f}'.rstrip('0').rstrip('.')}, of {name} {x} and {y}"
+    up = (graded[2] > 0) != bool(_RANKISH.match(s.table.column(col)))  # rank 1 is ahead
+    ahead, behind = pair if (a > b) == up else pair[::-1]
+    said = ("Yes: " if ahead == pair[0] and a != b else "No: ") if _YES_NO.match(question) else ""
+    if a == b:
+        return f"{said}The same {name}: {x} and {y}"
+    return (f"{said}{_label(s, ahead)}: {name} {s.table.value(ahead, col)}, "
+            f"against {s.table.value(behind, col)} for {_label(s, behind)}")
+
+
+def _relative(s: _Scored, top: int, question: str, than: re.Match[str] | None) -> tuple[list[int], str, int] | None:
+    """Rows judged by the named row's cell: "more wins than A" beyond its figure, "the same city as A" sharing it."""
+    t, same = s.table, _SAME.search(question)
+    if than and (col := _figure_column(s, [top], set(ANALYSER.terms(than["what"])))) is not None:
+        mark, sign = number(t.value(top, col)) or 0.0, COMPARATIVES[than["op"].lower()][1]
+        rows = [i for i in range(len(t.rows)) if not t.is_total(i)
+                and ((number(t.value(i, col)) or mark) - mark) * sign > 0]
+        return rows, f"{t.column(col)} {than['op'].lower()} than {t.value(top, col)}", col
+    named = [j for j in range(t.width) if same and _alike(set(ANALYSER.terms(same["what"])), s.column_terms[j])
+             and t.value(top, j) not in NONE_CELLS and not s.row_hits[top] & set(ANALYSER.terms(t.value(top, j)))]
+    if not named:  # (not the column naming the row)
+        return None
+    j = max(named, key=lambda j: s.column_hits[j])
+    rows = [i for i in range(len(t.rows)) if i != top and t.value(i, j) == t.value(top, j)]
+    return rows, f"{t.column(j)} {t.value(top, j)}", j
+
+
+def _tally(s: _Scored, pool: list[int], question: str, distinct: bool) -> tuple[str, list[int]]:
+    """A column of words the question names: its different values ("how many different cities?"), or the one
+    found in the most (or fewest) rows ("which city is listed most often?")."""
+    often = _OFTEN.search(question)  # "the most common place": figures too ("2nd")
+    words = [j for j in range(s.table.width) if s.column_hits[j] and (often or j not in s.numeric)]
+    for j in sorted(words, key=lambda j: -s.column_hits[j]):
+        counts = Counter(v for i in pool if (v := s.table.value(i, j)) not in NONE_CELLS)
+        if distinct and s.table.complete and counts:
+            return f"{len(counts)} different {s.table.column(j)}: {', '.join(list(counts)[:MAX_LISTED])}", []
+        if not distinct and len(counts) >= 2 and max(counts.values()) >= 2:
+            fewest = bool(_LEAST.search(question)) and not _MOST.search(question)
+            value, n = sorted(counts.items(), key=lambda kv: kv[1] if fewest else -kv[1])[0]
+            rows = [i for i in pool if s.table.value(i, j) == value][:MAX_ROWS]
+            return f"{value}: {n} of {len(pool)} rows ({s.table.column(j)})", rows
+    return "", []
+
+
 def _neighbour(s: _Scored, top: int, *, after: bool) -> list[int]:
     """The row after (or before) row `top` in time, past rows naming the same thing again."""
     t = s.table
@@ -363,7 +456,7 @@ def quote(text: str, question: str, title: str = "") -> TableQuote | None:
     q = q - ordering or q
     found = tables(text)
     quoted = _quote_tables(found, question, q, tests) if found and q else None
-    return quoted if quoted is not None and quoted.rows else None
+    return quoted if quoted is not None and (quoted.rows or quoted.verdict) else None
 
 
 def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_Test]) -> TableQuote | None:
@@ -398,8 +491,14 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
     others = _other_rows(best, top) if named_rows else []
     if named_rows and (verdict := _verdict(best, top, question, tests)):
         return TableQuote(table, [top], verdict=verdict, limit=limit)
-    # "Longer than 20 km", "no titles": the rows that pass every test.
-    passed = [p for p in [*(_passing(best, question, t) for t in tests), _zero(best, question, tests)] if p is not None]
+    than = _THAN_ROW.search(question)
+    pair = _pair(best, top, others, than, question) if named_rows else None
+    if pair and (said := _two_rows(best, pair, question, than)):
+        return TableQuote(table, pair, verdict=said)
+    # "Longer than 20 km", "no titles", "more wins than A": the rows that pass every test.
+    relative = _relative(best, top, question, than) if named_rows and not pair else None
+    passed = [p for p in [*(_passing(best, question, t) for t in tests), _zero(best, question, tests), relative]
+              if p is not None]
     if passed:
         rows = [i for i in sorted(set.intersection(*(set(p[0]) for p in passed))) if i not in aside]
         if named_rows:  # of those, the rows the question names
@@ -416,14 +515,17 @@ def _quote_tables(found: list[Table], question: str, q: set[str], tests: list[_T
         return TableQuote(table, [top, *others][:MAX_ROWS], limit=limit)
     ranking = (most or least) and any(best.column_hits[j] for j in best.numeric)
     pool = [i for i in (candidates if named_rows else range(len(table.rows))) if not table.is_total(i) and i not in aside]
+    tallied = _OFTEN.search(question) or _MOST_OF.search(question) and _comparator(best, question) is None
+    if (counting and _DISTINCT.search(question) or tallied) and (tally := _tally(best, pool, question, not tallied))[0]:
+        return TableQuote(table, tally[1], verdict=tally[0])
     if counting and not ranking:
         if named_rows:
             need = _needed(best, top)
             rows, matched = [i for i, h in enumerate(best.row_hits) if need <= h], _words_for(question, need)
         else:
             rows, matched = pool, []
-        counts_cells = any(best.column_hits[j] for j in best.numeric)
-        shown = [top, *(i for i in rows if i != top)] if named_rows and counts_cells else rows
+        counts_cells = named_rows and any(best.column_hits[j] for j in best.numeric)  # the row named first
+        shown = [top, *(i for i in rows if i != top)] if counts_cells else rows
         return TableQuote(table, shown[:MAX_ROWS], count=len(rows) if table.complete else None, matched=matched,
                           limit=limit or COUNT_LIMIT)
     after, before = bool(_AFTER.search(question)), bool(_BEFORE.search(question))
