@@ -136,7 +136,11 @@ def cite_quotes(answer: str, tabs: Sequence[TabContext]) -> str:
         if not found:
             out.append(line)
         elif named:
-            out.append(_TAB.sub(ids, line, count=1))
+            cite = _TAB.search(line)
+            assert cite is not None
+            # A PDF's "[Tab 1, p. 4]" keeps its page, which the ids do not say: they follow it.
+            after = cite.group(0) if ", p" in cite.group(0) else ""
+            out.append(f"{line[:cite.start()]}{after}{ids}{line[cite.end():]}")
         else:
             out.append(f"{line.rstrip()} {ids}")
     return "\n".join(out)

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -232,8 +233,10 @@ def _before_chatagent(err: str) -> bool:
 
 
 @pytest.mark.e2e
-def test_ctrl_c_at_any_moment_of_the_start_says_interrupted_and_never_a_traceback(site: Site) -> None:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+def test_ctrl_c_at_any_moment_of_the_start_says_interrupted_and_never_a_traceback(site: Site, tmp_path: Path) -> None:
+    # A daemon directory of its own: a daemon another test left running would answer in
+    # milliseconds, before a Ctrl-C that a loaded machine sends late.
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "CHATAGENT_DAEMON_DIR": str(tmp_path)}
     env.pop("GOOGLE_API_KEY", None)
     statuses: list[int] = []
     # Imports, the CLI, the browser's launch; then, until three Ctrl-Cs have met

@@ -64,7 +64,8 @@ async def test_an_answer_cites_the_pdf_page(site: Site, open_tabs) -> None:
     done = events[-1]
     assert isinstance(done, Done) and done.pass_ == 1
     assert "14 March 2027" in done.answer and "[Tab 1, p. 4]" in done.answer
-    assert [c.tab_id for c in done.citations] == ["1"]
+    assert {c.tab_id for c in done.citations} == {"1"}
+    assert any("14 March 2027" in c.quote for c in done.citations), "and the passage, quoted"
 
 
 @in_session
