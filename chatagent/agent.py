@@ -28,10 +28,11 @@ from .events import (
 from .history import History, message_tokens
 from .hooks import RunHooks
 from .models import Model
-from .prompts import browser_state_message, build_messages, screenshot_message, tool_result_text, without_image
+from .prompts import (
+    browser_state_message, build_messages, message_text, screenshot_message, tool_result_text, without_image,
+)
 from .retry import RetryPolicy, stream_reply
 from .selection import Selection
-from .tokens import count_tokens
 from .limits import DEFAULT_DEADLINE_S, INPUT_BUDGET_FACTOR, MAX_QUESTION_CHARS, MIN_INPUT_BUDGET
 from .tools import ToolRunner, tool_specs
 
@@ -73,13 +74,13 @@ class _Run:
             self.usage.input_tokens += meta.get("input_tokens", 0)
             self.usage.output_tokens += meta.get("output_tokens", 0)
 
-    def count_usage(self, reported: bool, request_tokens: Callable[[], int], output: str) -> None:
+    async def count_usage(self, model: Model, request: list[BaseMessage], output: str) -> None:
         """A reply the server reported no usage for (or that was cut short
-        before it did): count it ourselves, and say so."""
-        if reported:
-            return
-        self.usage.input_tokens += request_tokens()
-        self.usage.output_tokens += count_tokens(output)
+        before it did): count it ourselves, by the model's own tokenizer where
+        its server has one, and say so."""
+        sent = "\n".join(message_text(m) for m in request)
+        self.usage.input_tokens += await model.count_tokens(sent)
+        self.usage.output_tokens += await model.count_tokens(output) if output else 0
         self.usage.counted = True
 
 
@@ -285,8 +286,8 @@ class ChatAgent:
         finally:
             await stream.aclose()
         self._emit_text(gate.finish(), parts, emit, run)
-        if self.model.provider.metered:  # every model but the offline reader: its tokens are what it cost
-            run.count_usage(reported, lambda: _request_tokens(run.pass1_request), "".join(heard))
+        if self.model.provider.metered and not reported:  # every model but the offline reader: its tokens are what it cost
+            await run.count_usage(self.model, run.pass1_request, "".join(heard))
         return "".join(parts), gate
 
     async def _pass2(
@@ -315,9 +316,9 @@ class ChatAgent:
                 run.add_usage(chunk)
                 reply = chunk if reply is None else reply + chunk
                 self._emit_text(chunk.text, parts, emit, run)
-            if self.model.provider.metered and reply is not None:
+            if self.model.provider.metered and reply is not None and not reply.usage_metadata:
                 calls = "".join(c["name"] + json.dumps(c["args"]) for c in reply.tool_calls)
-                run.count_usage(bool(reply.usage_metadata), lambda: need, str(reply.text) + calls)
+                await run.count_usage(self.model, messages, str(reply.text) + calls)
             _forget_images(messages)  # the model has seen them once; keep the history light
             # The whole message, not just text and calls: providers put what they
             # need to see again (Gemini's thought signatures) in its extra fields.

@@ -14,8 +14,7 @@ from langchain_core.messages import ToolMessage
 from chatagent.agent import MAX_TURNS, ChatAgent
 from chatagent.browser.base import PageSnapshot, ScrollDirection, ScrollResult, Tab
 from chatagent.events import Done, ErrorEvent, Event, ToolCall, ToolResult, Token
-from chatagent.history import message_tokens
-from chatagent.prompts import ESCALATION_MARKER
+from chatagent.prompts import ESCALATION_MARKER, message_text
 from chatagent.testing.scripted_model import Call, Calls, Hang, Request, ScriptedChatModel, Text
 from chatagent.tokens import count_tokens
 
@@ -170,7 +169,7 @@ async def test_a_server_that_reports_no_usage_has_its_tokens_counted_and_said_so
     done = events[-1]
     assert isinstance(done, Done) and done.pass_ == 2 and done.usage.counted
     # Every request was counted with the tokenizer, as was everything the model said.
-    sent = sum(sum(message_tokens(m) for m in r.messages) for r in silent.requests)
+    sent = sum(count_tokens("\n".join(message_text(m) for m in r.messages)) for r in silent.requests)
     assert done.usage.input_tokens == sent
     said = [ESCALATION_MARKER, 'scroll_tool{"tab_id": "1", "direction": "down"}', "It opened in spring [Tab 1]."]
     assert done.usage.output_tokens == sum(count_tokens(s) for s in said)

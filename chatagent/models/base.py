@@ -55,6 +55,11 @@ class Provider:
         """The URL its client talks to ('' for none)."""
         return ""
 
+    async def count_tokens(self, endpoint: str, text: str) -> int | None:
+        """`text`'s tokens by the model's own tokenizer, where its server
+        offers one (for a server that reports no usage); None: it does not."""
+        return None
+
     async def serves(self, settings: "Settings", http: "httpx.AsyncClient") -> list[str]:
         """The model names it serves here, as `--model` takes them, asked of
         its server (`catalog`); raises `catalog.ListingError` in words."""
@@ -94,6 +99,15 @@ class Model:
             return chat
         name = str(getattr(chat, "model", None) or getattr(chat, "model_name", None) or type(chat).__name__)
         return cls(chat, _Custom(), name)
+
+    async def count_tokens(self, text: str) -> int:
+        """`text`'s tokens: by the model's server where it can count them, else by the tokenizer (cl100k)."""
+        own = await self.provider.count_tokens(self.endpoint, text) if self.endpoint else None
+        if own is not None:
+            return own
+        from ..tokens import count_tokens
+
+        return count_tokens(text)
 
     @property
     def identity(self) -> str:

@@ -70,6 +70,25 @@ class OpenAIProvider(Provider):
         return [f"{self.prefixes[0]}{m['id']}" for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
+    async def count_tokens(self, endpoint: str, text: str) -> int | None:
+        """llama.cpp's servers count tokens: llama-cpp-python's at /extras/tokenize,
+        llama.cpp's own at /tokenize. Other servers have neither (None)."""
+        import httpx
+
+        root = endpoint.rstrip("/").removesuffix("/v1")
+        async with httpx.AsyncClient(timeout=10) as http:
+            for path, body, field in (("/extras/tokenize", {"input": text}, "tokens"),
+                                      ("/tokenize", {"content": text}, "tokens")):
+                try:
+                    r = await http.post(root + path, json=body)
+                    tokens = r.json().get(field) if r.status_code == 200 else None
+                except (httpx.HTTPError, ValueError, AttributeError):
+                    tokens = None
+                if isinstance(tokens, list):
+                    return len(tokens)
+        return None
+
+
 class LocalServer(OpenAIProvider):
     """A local server by name, at the address it listens on out of the box:
     no URL to set. Elsewhere, `openai:MODEL` with `openai_base_url` reaches it."""

@@ -1,0 +1,128 @@
+"""A real local model: llama.cpp's OpenAI-compatible server (the `local` extra)
+serving SmolLM2-135M-Instruct, through the real OpenAI client: `ask`, `chat`
+with a follow-up and MCP's `ask_pages`. So small a model's answers are not
+judged; that an answer streams, and what it cost, are.
+
+The server reports no token usage in a stream: the figures are counted, said
+to be counted, and close to the model's own tokenizer's count.
+
+Pass 2 is not tested here: a 135M model neither says when the page text is
+not enough nor calls tools reliably."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from chatagent.agent import ChatAgent
+from chatagent.events import Done, Token
+from chatagent.hooks import RunHooks
+from chatagent.models import load_model
+from chatagent.prompts import message_text
+from chatagent.settings import Settings
+from chatagent.testing import llama_server
+from chatagent.testing.llama_server import LlamaServer
+
+from conftest import ROOT, Site
+from test_settings import run_cli
+
+pytestmark = [pytest.mark.local, pytest.mark.e2e]
+
+
+@pytest.fixture(scope="module")
+def llama(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LlamaServer]:
+    if (why := llama_server.available()) is not None:
+        pytest.skip(why)
+    with LlamaServer(log=tmp_path_factory.mktemp("llama") / "server.log") as server:
+        yield server
+
+
+def local_env(llama: LlamaServer, tmp_path: Path) -> dict[str, str]:
+    return {"CHATAGENT_OPENAI_BASE_URL": llama.url, "CHATAGENT_MODEL": llama.model,
+            "XDG_CONFIG_HOME": str(tmp_path), "CHATAGENT_CONFIG": ""}
+
+
+def test_ask_streams_an_answer_and_says_its_tokens_were_counted(llama: LlamaServer, tmp_path: Path) -> None:
+    page = str(ROOT / "fixtures/pages/product.html")
+    shown = run_cli("ask", page, "-q", "How much does it cost?", env=local_env(llama, tmp_path))
+    assert shown.returncode in (0, 3), shown.stderr  # 3: the model said it could not answer
+    assert shown.stdout.strip(), "an answer streamed"
+    assert "(counted: the server reported none)" in shown.stderr
+    as_json = run_cli("ask", page, "-q", "How much does it cost?", "--json", env=local_env(llama, tmp_path))
+    events = [json.loads(line) for line in as_json.stdout.splitlines()]
+    done = events[-1]
+    assert done["type"] == "done" and done["model"] == llama.model
+    assert done["usage"]["counted"] and done["usage"]["input_tokens"] > 100 and done["usage"]["output_tokens"] > 0
+    assert any(e["type"] == "token" for e in events)
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_counted_tokens_are_within_five_percent_of_the_models_own_count(
+    llama: LlamaServer, site: Site, open_tabs: Any,
+) -> None:
+    sent: list[str] = []
+
+    class Record(RunHooks):
+        def request_sent(self, pass_: int, turn: int, messages: list[Any]) -> None:
+            sent.extend(message_text(m) for m in messages)  # one request: pass 1 answers
+
+    model = load_model(llama.model, Settings(openai_base_url=llama.url))
+    agent = ChatAgent(model, await open_tabs([site.url("article")]), hooks=Record())
+    events = [e async for e in agent.ask("When did construction begin?")]
+    done = events[-1]
+    assert isinstance(done, Done) and done.usage.counted
+    answer = "".join(e.text for e in events if isinstance(e, Token))
+    own_in = llama.tokens("\n".join(sent))
+    own_out = llama.tokens(answer) if answer else 0
+    assert abs(done.usage.input_tokens - own_in) <= 0.05 * own_in, (done.usage.input_tokens, own_in)
+    assert abs(done.usage.output_tokens - own_out) <= max(3, 0.05 * own_out), (done.usage.output_tokens, own_out)
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_chat_answers_a_follow_up_with_the_earlier_turn(llama: LlamaServer, site: Site, tmp_path: Path) -> None:
+    import asyncio
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), **local_env(llama, tmp_path)}
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "chatagent", "chat", "--json", site.url("article"), cwd=ROOT, env=env,
+        stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    assert proc.stdin and proc.stdout
+    dones = []
+    for question in ("What is the article about?", "And when did it start?"):
+        proc.stdin.write(question.encode() + b"\n")
+        await proc.stdin.drain()
+        while True:
+            line = await asyncio.wait_for(proc.stdout.readline(), timeout=300)
+            assert line, (await proc.stderr.read()).decode()  # type: ignore[union-attr]
+            event = json.loads(line)
+            if event["type"] in ("done", "error"):
+                dones.append(event)
+                break
+    proc.stdin.close()
+    assert await asyncio.wait_for(proc.wait(), timeout=60) == 0
+    assert [d["type"] for d in dones] == ["done", "done"], dones
+    first, follow_up = dones
+    # The follow-up's request carried the first turn: it was longer than the first one's.
+    assert follow_up["usage"]["input_tokens"] > first["usage"]["input_tokens"]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_mcp_ask_pages_answers_through_the_local_model(llama: LlamaServer, site: Site, tmp_path: Path) -> None:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "chatagent", "mcp"], cwd=str(ROOT),
+        env={**os.environ, "PYTHONPATH": str(ROOT), **local_env(llama, tmp_path)},
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("ask_pages", {"urls": [site.url("product")], "question": "How much is it?"})
+    assert not result.is_error, result.content
+    out = result.structured_content
+    assert out["answer"].strip() and out["tokens_counted"] and out["input_tokens"] > 100
