@@ -7,6 +7,7 @@ import logging
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, Field
 
@@ -230,22 +231,10 @@ class ContextBuilder:
             f, with_ids = self._fit_with_ids(e, body, need, limit, budget, question)
             text_tokens = f.tokens if f else need
             spare -= max(self._charged(with_ids, text_tokens) - share, 0) if budget is None else 0
-            out[e.tab_id] = TabContext(
-                tab_id=e.tab_id,
-                url=e.url,
-                title=e.title,
-                text=f.text if f else body,
-                tokens=text_tokens,
-                id_tokens=max(with_ids - text_tokens, 0),
-                original_tokens=need,
-                truncated=bool(f and f.truncated),
-                selected=bool(f and f.selected),
-                method=e.method,
-                content_hash=e.content_hash,
-                reused=e.reused,
+            out[e.tab_id] = _tab(
+                e, text=f.text if f else body, tokens=text_tokens, id_tokens=max(with_ids - text_tokens, 0),
+                original_tokens=need, truncated=bool(f and f.truncated), selected=bool(f and f.selected),
                 notes=[*e.notes, f.note] if f and f.note else e.notes,
-                authors=e.authors,
-                published=e.published,
             )
         return out
 
@@ -263,22 +252,11 @@ class ContextBuilder:
                                      f"{question or ''}\n{selection}")
         text = f"{lead.text}\n\n{marker}\n\n{rest.text if rest else body}"
         tokens = lead.tokens + count_tokens(marker) + (rest.tokens if rest else need)
-        return TabContext(
-            tab_id=e.tab_id,
-            url=e.url,
-            title=e.title,
-            text=text,
-            tokens=tokens,
+        return _tab(
+            e, text=text, tokens=tokens,
             id_tokens=max(count_tokens(render_text(e.tab_id, text, title=e.title)) - tokens, 0),
-            original_tokens=need,
-            truncated=bool(lead.truncated or (rest and rest.truncated)),
-            selected=bool(rest and rest.selected),
-            method=e.method,
-            content_hash=e.content_hash,
-            reused=e.reused,
-            notes=[*e.notes, rest.note] if rest and rest.note else e.notes,
-            authors=e.authors,
-            published=e.published,
+            original_tokens=need, truncated=bool(lead.truncated or (rest and rest.truncated)),
+            selected=bool(rest and rest.selected), notes=[*e.notes, rest.note] if rest and rest.note else e.notes,
             selection=lead.text,
         )
 
@@ -348,6 +326,14 @@ ID_ALLOWANCE = 0.5
 ID_TOKENS = 5  # an id as the prompt writes it ("[1.4] "), in tokens, up to block 999
 _ID_FLOOR = MIN_TAB_BUDGET // 2  # the smallest budget a text is refitted into to leave room for its ids
 _ID_MARGIN = 8  # tokens kept back on a refit: a cut changes how the ids tokenize
+
+
+def _tab(e: Extracted, **fitted: Any) -> TabContext:
+    """A tab's context: what its extraction says of the page, and how its text was `fitted`."""
+    return TabContext(
+        tab_id=e.tab_id, url=e.url, title=e.title, method=e.method, content_hash=e.content_hash,
+        reused=e.reused, authors=e.authors, published=e.published, **fitted,
+    )
 
 
 def _body(e: Extracted) -> str:
