@@ -82,11 +82,12 @@ from rich.progress import Progress
 
 from chatagent.browser.discovery import find_browser
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
+from chatagent.testing.ports import free_port
 
 from .data import DEFAULT_DATA_DIR, WtqQuestion, load_wtq, sample
 from .report import describe_machine, machine, md_table, plural, progress_bar, write_json
 from .scoring import answer_in_context
-from .server import PageServer, free_port, fresh_url
+from .server import PageServer, fresh_url
 from .stats import median, summary
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import gzip
 import re
-import socket
 import sys
 import threading
 from collections.abc import Sequence
@@ -34,6 +33,7 @@ from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from chatagent.browser.playwright import PlaywrightBrowser
 from chatagent.settings import Settings
+from chatagent.testing.ports import free_port
 
 OFFLINE_ARGS = ["--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"]
 # A page's own <meta charset> wins, as it would on the web where the header usually
@@ -167,12 +167,6 @@ def bench_settings(**given: Any) -> Settings:
     (API keys, endpoints) from the environment and the file, as usual."""
     pinned = {k: Settings.model_fields[k].default for k in PINNED_SETTINGS}
     return Settings.load(**{**pinned, "cache": False, **given})
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @asynccontextmanager

@@ -10,7 +10,6 @@ mark them `pytest.mark.asyncio(loop_scope="session")` (a module- or class-level
 from __future__ import annotations
 
 import os
-import socket
 import struct
 import threading
 import zlib
@@ -32,6 +31,7 @@ import pytest_asyncio
 from chatagent.browser.base import Tab, TabFailure
 from chatagent.browser.playwright import PlaywrightBrowser
 from chatagent.testing.gemini_server import GeminiServer
+from chatagent.testing.ports import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "fixtures" / "pages"
@@ -306,10 +306,7 @@ def record_evaluate(tab: Tab, replies: list[dict] | None = None) -> list[dict]:
 @pytest.fixture(scope="session")
 def closed_port_url() -> str:
     """A URL on 127.0.0.1 where nothing listens: connection refused, at once."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    return f"http://127.0.0.1:{port}/"
+    return f"http://127.0.0.1:{free_port()}/"
 
 
 @pytest_asyncio.fixture(scope="session", loop_scope="session")

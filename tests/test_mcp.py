@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from benchmarks.server import free_port
+from chatagent.testing.ports import free_port
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, TextReply
 from chatagent.tokens import count_tokens
 

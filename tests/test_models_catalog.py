@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks.server import free_port
+from chatagent.testing.ports import free_port
 from chatagent.models import load_model, provider_for
 from chatagent.models.catalog import check
 from chatagent.settings import Settings

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -20,6 +19,8 @@ from pathlib import Path
 from types import TracebackType
 
 import httpx
+
+from .ports import free_port
 
 ALIAS = "smollm2"  # the name the server answers to
 CONTEXT_TOKENS = 8192  # SmolLM2's context window
@@ -43,17 +44,11 @@ def available() -> str | None:
     return None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class LlamaServer:
     """`python -m llama_cpp.server` on a free loopback port, stopped on exit."""
 
     def __init__(self, *, threads: int | None = None, log: Path | None = None) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.threads = threads or max(1, (os.cpu_count() or 2))
         self.log = log
         self._proc: subprocess.Popen[bytes] | None = None
