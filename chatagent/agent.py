@@ -230,7 +230,7 @@ class ChatAgent:
         cached); no pass starts, since no model is asked."""
         for word in re.findall(r"\S+\s*", hit.answer):
             self._emit_text(word, [], emit, run)
-        self.history.add([HumanMessage(question), AIMessage(hit.answer)])
+        self.history.recall(question, hit.answer)
         emit(Done(
             answer=hit.answer, pass_=hit.pass_, citations=hit.citations, dropped_citations=hit.dropped_citations,
             cached=True, model=self.model.name,

@@ -63,6 +63,10 @@ class History:
         self.turns.append(Turn(kept, sum(message_tokens(m) for m in kept)))
         self._prune(self.budget_tokens)
 
+    def recall(self, question: str, answer: str) -> None:
+        """Record a turn known only by its question and answer (a cached answer, a thread kept elsewhere)."""
+        self.add([HumanMessage(question), AIMessage(answer)])
+
     @property
     def tokens(self) -> int:
         """What the history costs in a request: the kept turns and the summary."""

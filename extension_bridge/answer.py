@@ -76,16 +76,20 @@ class AgentAnswerer:
         typed: on a fresh host they cost that question ~0.8 s."""
         await self.runtime.warm()
 
-    def _conversation(self, thread: str | None) -> Conversation:
-        conversation = self.conversations.pop(thread, None) or self.runtime.conversation()
-        self.conversations[thread] = conversation
+    def _conversation(self, ask: AskMessage) -> Conversation:
+        conversation = self.conversations.pop(ask.conversation, None)
+        if conversation is None:
+            conversation = self.runtime.conversation()
+            for turn in ask.earlier:  # a thread the panel kept while this host was not running
+                conversation.history.recall(turn.question, turn.answer)
+        self.conversations[ask.conversation] = conversation
         while len(self.conversations) > MAX_CONVERSATIONS:
             self.conversations.popitem(last=False)
         return conversation
 
     async def __call__(self, ask: AskMessage, tabs: list[BridgeTab]) -> AsyncIterator[Event]:
         await self.runtime.load()  # loading since the host started: wait here, not blocking the loop
-        conversation = self._conversation(ask.conversation)
+        conversation = self._conversation(ask)
         # BridgeTabs are known by their Chrome tab ids (as strings).
         selection = Selection(tab_id=str(ask.selection.tab_id), text=ask.selection.text) if ask.selection else None
         stream = conversation.ask(

@@ -28,6 +28,8 @@ MAX_TABS = 20
 MAX_HTML_BYTES = 8 * 1024 * 1024  # per tab, UTF-8 bytes
 MAX_TEXT_CHARS = 4 * 1024 * 1024  # rendered text per tab / per tool result
 MAX_ID_CHARS = 128
+MAX_EARLIER_TURNS = 8  # of a thread the panel kept, sent again with each ask
+MAX_EARLIER_ANSWER_CHARS = 8_000
 MAX_PNG_BASE64_CHARS = 24 * 1024 * 1024
 MAX_URL_CHARS = 64 * 1024
 # Far above any real page (Chromium caps layout at 2**25 px), far below where
@@ -106,6 +108,14 @@ class AskSelection(_Wire):
         return v
 
 
+class EarlierTurn(_Wire):
+    """A question of the panel's thread and its answer, as the panel kept them: a thread that outlasted
+    the host (a browser restart) goes on with its history."""
+
+    question: str = Field(min_length=1, max_length=MAX_QUESTION_CHARS)
+    answer: str = Field(default="", max_length=MAX_EARLIER_ANSWER_CHARS)
+
+
 class AskMessage(_Wire):
     type: Literal["ask"] = "ask"
     id: RequestId
@@ -117,6 +127,8 @@ class AskMessage(_Wire):
     # None: the connection's one default conversation.
     conversation: str | None = Field(default=None, min_length=1, max_length=MAX_ID_CHARS)
     selection: AskSelection | None = None
+    # The thread's last turns: the host's history of `conversation` when it has none (it restarted).
+    earlier: list[EarlierTurn] = Field(default_factory=list, max_length=MAX_EARLIER_TURNS)
 
     @field_validator("question")
     @classmethod

@@ -327,7 +327,7 @@ async def test_a_thread_outlasts_the_panel_and_says_when_its_page_changed(
     assert await panel.locator(".thread .turn").count() == 0
 
 
-async def test_a_thread_outlasts_a_browser_restart_and_says_which_tab_was_closed(
+async def test_a_thread_outlasts_a_browser_restart_goes_on_with_its_history_and_says_which_tab_closed(
     tmp_path: Path, pages: str, model: tuple[GeminiServer, Script],
 ) -> None:
     gemini, script = model
@@ -338,7 +338,16 @@ async def test_a_thread_outlasts_a_browser_restart_and_says_which_tab_was_closed
     async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
         _, panel = await _open(browser, urls)
         assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When is the first ferry?"))["ok"]
-    # The same profile, the harbour page open again (under a new tab id), the museum's not.
+    # The same profile and pages (under new tab ids): the thread goes on, its history with it.
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
+        _, panel = await _open(browser, urls)
+        await panel.click("#history-button")
+        await panel.locator("#history-list button").click()
+        assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", "And on Sundays?"))["ok"]
+        assert await panel.locator(".thread .turn").count() == 2
+        history = gemini.last_request.text()
+        assert "When is the first ferry?" in history and "Weekdays at 06:40" in history
+    # Again, with the harbour page open and the museum's not.
     async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
         _, panel = await _open(browser, urls[:1])
         await panel.click("#history-button")
@@ -346,7 +355,7 @@ async def test_a_thread_outlasts_a_browser_restart_and_says_which_tab_was_closed
         assert await entry.count() == 1
         assert (await entry.inner_text()).startswith("When is the first ferry?\nHarbour notes — Lindqvist Bay · Maritime")
         await entry.click()
-        turn = panel.locator(".thread .turn")
+        turn = panel.locator(".thread .turn").first
         await turn.wait_for()
         assert await turn.locator(".answer").inner_text() == "Weekdays at 06:40 Harbour notes."
         note = panel.locator(".thread-changes")

@@ -711,6 +711,7 @@ async function startAsk(panel, req) {
   if (req.model) msg.model = req.model;
   if (req.noCache) msg.noCache = true;
   if (req.conversation) msg.conversation = req.conversation;
+  if (Array.isArray(req.earlier) && req.earlier.length) msg.earlier = req.earlier.slice(-8);
   const sel = req.selection;
   // Only about a tab that could be read (the host refuses a selection in a tab it was not sent).
   if (sel && typeof sel.text === "string" && sel.text.trim() && tabs.some((t) => t.tabId === sel.tabId)) {

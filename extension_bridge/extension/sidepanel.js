@@ -587,7 +587,7 @@ async function ask(question, opts = {}) {
   });
   setRunning(true);
   setTurnStatus(turn, ordered.length > 1 ? `Reading ${ordered.length} tabs…` : `Reading ${tabInWords(ordered[0])}…`);
-  const msg = { type: "ask", id, question, tabIds: ordered, conversation: thread.conversation };
+  const msg = { type: "ask", id, question, tabIds: ordered, conversation: thread.conversation, earlier: earlierTurns(thread) };
   if (about) {
     msg.selection = { tabId: about.tabId, text: about.text };
     addSelectionQuote(turn, about);
@@ -598,6 +598,18 @@ async function ask(question, opts = {}) {
   if (opts.noCache) msg.noCache = true;
   send(msg);
   return done;
+}
+
+// The thread's last answered turns, sent with each ask: a host that restarted
+// since (a browser restart) takes them as the conversation's history.
+const EARLIER_TURNS = 8; // the host's bounds (extension_bridge/messages.py)
+const EARLIER_ANSWER_CHARS = 8000;
+const QUESTION_CHARS = 8000;
+function earlierTurns(thread) {
+  return (thread.saved?.turns || [])
+    .filter((t) => t.state === "done" && t.question)
+    .slice(-EARLIER_TURNS)
+    .map((t) => ({ question: t.question.slice(0, QUESTION_CHARS), answer: (t.answer || "").slice(0, EARLIER_ANSWER_CHARS) }));
 }
 
 function addSelectionQuote(turn, about) {
@@ -793,7 +805,9 @@ async function keep(run, ev, state) {
   thread.saved = saved;
   savedThreads.set(saved.id, thread);
   if (run.read?.length) {
-    const others = saved.tabs.filter((t) => !run.read.some((r) => r.tabId === t.tabId));
+    // A restored thread's tabs are open under new ids: each saved tab is known by its id now.
+    const now = (t) => thread.idsNow?.get(t.tabId) ?? t.tabId;
+    const others = saved.tabs.filter((t) => !run.read.some((r) => r.tabId === now(t)));
     saved.tabs = [...others, ...run.read];
   }
   saved.labels = [...thread.labels];
@@ -818,7 +832,7 @@ function restoredThread(record, tabIds) {
   const open = tabIds.length > 0 && tabIds.every((id) => id != null);
   const key = open ? [...tabIds].sort((a, b) => a - b).join(",") : `saved:${record.id}`;
   const labels = new Map(record.labels.map(([label, id]) => [label, now(id)]).filter(([, id]) => id != null));
-  const thread = { key, conversation: record.id, tabIds: open ? tabIds : null, labels, el, turns: 0, saved: record, restored: true, tabIdsNow: tabIds };
+  const thread = { key, conversation: record.id, tabIds: open ? tabIds : null, labels, el, turns: 0, saved: record, restored: true, tabIdsNow: tabIds, idsNow: ids };
   for (const t of record.turns) {
     const turn = addTurn(thread, t.question);
     if (t.selection) addSelectionQuote(turn, { text: t.selection, tabId: now(record.tabs[0]?.tabId) });
