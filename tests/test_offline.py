@@ -12,7 +12,7 @@ from chatagent.agent import ChatAgent
 from chatagent.context import PageContext, TabContext
 from chatagent.events import Done
 from chatagent.models import load_model
-from chatagent.offline.model import ExtractiveChatModel
+from chatagent.models.extractive import ExtractiveChatModel
 from chatagent.offline.question import Question, quantities, split_parts
 from chatagent.prompts import ESCALATION_MARKER, build_messages
 from chatagent.tools import TOOL_SCHEMAS

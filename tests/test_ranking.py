@@ -16,7 +16,7 @@ from chatagent.browser.base import ScrollResult
 from chatagent.budget import TextFitter, fit_text
 from chatagent.context import PageContext, TabContext
 from chatagent.offline import passages
-from chatagent.offline.model import ExtractiveChatModel
+from chatagent.models.extractive import ExtractiveChatModel
 from chatagent.prompts import build_messages, message_text
 from chatagent.ranking import (
     CONTENT_WORDS,

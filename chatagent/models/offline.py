@@ -32,6 +32,6 @@ class ExtractiveProvider(Provider):
         return ["extractive"]
 
     def create(self, model: str, settings: "Settings") -> "BaseChatModel":
-        from ..offline.model import ExtractiveChatModel
+        from .extractive import ExtractiveChatModel
 
         return ExtractiveChatModel()

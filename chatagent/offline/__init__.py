@@ -1,2 +1,3 @@
-"""The offline answerer (`extractive`): quotes from the typed page context, no generation:
-`question` (one set of word lists), `passages`, `tables`, `compose` (the answer), `model`."""
+"""The offline answerer's reader: quotes from the typed page context, no generation:
+`question` (one set of word lists), `passages`, `tables`, `compose` (the answer). The chat model
+over it is `chatagent.models.extractive`."""

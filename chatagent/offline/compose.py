@@ -14,7 +14,7 @@ from ..ranking import BM25Ranker, Query, RankerFactory, fold
 from ..tables import clean
 from . import tables
 from .passages import (
-    ANALYSER, ASKS_AUTHOR, BYLINE, ITEM, Passage, best, compared_kinds, format_best, intent_terms, is_prose,
+    ANALYSER, ASKS_AUTHOR, BYLINE, ITEM, Kind, Passage, best, compared_kinds, format_best, intent_terms, is_prose,
     passage_intents, question_terms, quote_section, said_of, split, terms,
 )
 from .question import GRADED, HAS_DATE, Quantity, Question, quantities, restate
@@ -43,9 +43,6 @@ _OF_ITSELF = frozenset(terms(
     "who wrote write writes written author authors writer writers byline by when published publish publication date "
     "day year posted article page post story piece blog report review guide site website document essay entry news "
     "item tab text paper"))
-# A kind of value, when the graded word names no dimension ("more memory", "higher"): what it is measured in.
-_KIND_DIMENSION = {"xxmoneyxx": "money", "xxdatexx": "time", "xxdurationxx": "duration", "xxlengthxx": "length",
-                   "xxweightxx": "weight", "xxmemoryxx": "data", "xxstoragexx": "data", "xxheightxx": "length"}
 
 
 @dataclass
@@ -182,17 +179,17 @@ def _by_kind(question: Question, pages: list[Page], named: list[str], ranker: Ra
     by_tab = {p.tab_id: p for p in pages}
     blocks = [(t, "\n\n".join(quote_section(p, by_tab[t].passages) for p in ps)) for t, ps in chosen.items()]
     body = _side_by_side(blocks, by_tab)
-    verdict = _verdict(question, [kind.term for kind in kinds], chosen, by_tab)
+    verdict = _verdict(question, kinds, chosen, by_tab)
     return f"{verdict}\n\n{body}" if verdict else body
 
 
-def _verdict(question: Question, kinds: list[str], chosen: dict[str, list[Passage]], pages: dict[str, Page]) -> str:
+def _verdict(question: Question, kinds: list[Kind], chosen: dict[str, list[Passage]], pages: dict[str, Page]) -> str:
     """"Orion 14 is cheaper: $1,099 [Tab 2] against $1,349 [Tab 1]." The value each tab's passages
     state in the dimension the question grades by (units converted); "" when a tab states none."""
     if not question.compares or (direction := question.direction) is None:
         return ""
     dims, sign = direction
-    dims = dims or tuple(d for k in kinds if (d := _KIND_DIMENSION.get(k)))
+    dims = dims or tuple(k.measures for k in kinds if k.measures)  # "more memory": what memory is in
     for dim in dims:
         values: dict[str, Quantity] = {}
         for tab_id, ps in chosen.items():

@@ -14,7 +14,7 @@ from ..pdf import PAGE_MARK
 from ..ranking import BM25Ranker, Query, RankerFactory
 from ..rows import row_cells
 from ..tables import clean, lower_header, tables
-from .question import ANALYSER, GRADED, HAS_DATE, NUMBER_WORDS
+from .question import ANALYSER, CHARTS, GRADED, HAS_DATE, MONEY, NUMBER_WORDS, PICTURES, written_in
 
 MIN_COVERAGE = 0.5  # a passage must hold at least this share of the question's content words
 MAX_PASSAGES = 2
@@ -32,9 +32,7 @@ GRADING_TERMS = frozenset(ANALYSER.terms(" ".join(w for g in GRADED for w in g[:
 # "which one", "this article": what is compared or the page itself, not a topic.
 _WHICH_ONE = re.compile(r"\b(which|each|every|any|the other|this|that) ones?\b|\b(each|every)\b", re.I)
 _THIS_PAGE = re.compile(r"\b(this|the|these)\s+(article|site|website|document|post|story|blog|report|tab|page)s?\b", re.I)
-_VISUAL_WORDS = re.compile(
-    r"\b(image|images|picture|photo|photograph|chart|graph|diagram|screenshot|canvas|logo|icon|illustration|figure)\b",
-    re.I)
+_VISUAL_WORDS = re.compile(rf"\b({PICTURES}|{CHARTS})\b", re.I)
 HOW_MEASURE = re.compile(r"\bhow\s+(long|far|old)\b", re.I)  # no row or passage is named "long"
 
 
@@ -114,7 +112,6 @@ def split(tab_id: str, body: str) -> list[Passage]:
 
 _EMAIL = r"[\w.+-]+@[\w-]+\.[a-z]{2,}"
 _PHONE = r"(?<!\d)(?:\+\d{1,3}[\s.-]?)?(?:\(\d{2,4}\)\s?)?\d{2,4}[\s.-]\d{3,4}[\s.-]\d{3,4}(?!\d)"
-_BYTES = r"\d\s?(kb|mb|gb|tb|kilobytes?|megabytes?|gigabytes?|terabytes?)\b"
 
 
 def _asks(words: str) -> re.Pattern[str]:
@@ -137,6 +134,12 @@ class Kind:
     term: str
     asks: re.Pattern[str]
     has: re.Pattern[str]
+    measures: str | None = None  # the dimension its values are in, when a verdict compares them
+
+
+def _measured(dim: str, figure: str = r"\d") -> re.Pattern[str]:
+    """A figure in one of the units of `dim`: "14 hours", "1.2 kg"."""
+    return re.compile(rf"(?:{figure})\s?-?(?:{written_in(dim)})\b", re.I)
 
 
 KINDS: tuple[Kind, ...] = (
@@ -144,29 +147,29 @@ KINDS: tuple[Kind, ...] = (
         r"cost|costs|price|prices|priced|how much(?=\s+(?:is|was|are|were|does|do|did|will|would|should|can|could|"
         r"for|to|money)\b|\s*[?.]|\s*$)(?![^?.]*\bweigh)|pay|fee|fees|charge|expensive|cheap|cheaper|cheapest|"
         r"pricier|revenue|revenues|income|profit|profits|earnings|salary|salaries|budget"),
-        re.compile(r"[$€£¥]\s?\d|\d\s?(usd|eur|gbp|dollars?|euros?)\b", re.I)),
+        MONEY, "money"),
     Kind("xxdatexx", _asks(r"when|what year|which year|date|founded|born|died|opened|built|published|released|"
-                           r"updated|posted|older|oldest|newer|newest|younger|youngest|earliest"), HAS_DATE),
+                           r"updated|posted|older|oldest|newer|newest|younger|youngest|earliest"), HAS_DATE, "time"),
     Kind("xxnumberxx", _asks(r"how many|number of|how long|how far|how tall|how big|how old|population|count"),
          re.compile(r"\d")),
     Kind("xxdurationxx", _asks(
         r"how long|duration|runtime|battery life|lifespan|lasts|lasted|(?:does|did|do|will|would|it|they)\s+last|"
         r"longer|longest|shorter|shortest"),
-        re.compile(r"(\d|\b(?:" + "|".join(w for w, n in NUMBER_WORDS.items() if 0 < n <= 12) + r"|a few|several))\s*"
-                   r"(hours?|hrs?|minutes?|mins?|seconds?|secs?|days?|weeks?|months?|years?)\b", re.I)),
+        _measured("duration", r"\d|\b(?:" + "|".join(w for w, n in NUMBER_WORDS.items() if 0 < n <= 12) + r"|a few|several)"),
+        "duration"),
     Kind("xxlengthxx", _asks(r"how long(?=\s+(?:is|are|was|were)\b)|how far|length|distance|longer|longest|shorter|"
                              r"shortest"),
-         re.compile(r"\d\s?-?(km|kilometres?|kilometers?|mi|miles?|m|metres?|meters?|ft|feet|foot|yards?|cm)\b", re.I)),
+         _measured("length"), "length"),
     Kind("xxweightxx", _asks(r"weigh|weighs|weight|heavy|heavier|heaviest|light|lighter|lightest"),
-         re.compile(r"\d\s*(kg|kilograms?|g|grams?|pounds?|lbs?|ounces?|oz|tonnes?|tons?)\b", re.I)),
+         _measured("weight"), "weight"),
     Kind("xxpopulationxx", _asks(r"population|populous|inhabitants|residents|people live|bigger|biggest|larger|"
                                  r"largest|smaller|smallest|more people|fewer people"),
          re.compile(r"\b(population|inhabitants|residents)\b[^.\n]{0,40}\d|\d[\d,.]*\s*(million\s+)?"
                     r"(inhabitants|residents|people)\b", re.I)),
     Kind("xxrainxx", _asks(r"rain|rainy|rainier|rainfall|wet|wetter|wettest|dry|drier|driest|precipitation"),
          re.compile(r"\d\s?(mm|millimetres?|millimeters?)\b", re.I)),
-    Kind("xxmemoryxx", _asks(r"ram|memory"), re.compile(_BYTES, re.I)),
-    Kind("xxstoragexx", _asks(r"storage|ssd|hdd|disk|drive space"), re.compile(_BYTES, re.I)),
+    Kind("xxmemoryxx", _asks(r"ram|memory"), _measured("data"), "data"),
+    Kind("xxstoragexx", _asks(r"storage|ssd|hdd|disk|drive space"), _measured("data"), "data"),
     Kind("xxtemperaturexx", _asks(r"temperatures?|how hot|how cold|how warm|degrees"),
          re.compile(r"\d\s?(°|º|℃|℉|degrees?\b)", re.I)),
     Kind("xxauthorxx", ASKS_AUTHOR, BYLINE),
@@ -190,9 +193,9 @@ KINDS: tuple[Kind, ...] = (
 # Across tabs, "first" and "earlier" ask for dates, and "higher" for heights.
 COMPARED_KINDS = (
     *KINDS,
-    Kind("xxdatexx", _asks(r"first|earlier|before"), HAS_DATE),
+    Kind("xxdatexx", _asks(r"first|earlier|before"), HAS_DATE, "time"),
     Kind("xxheightxx", _asks(r"high|higher|highest|tall|taller|tallest|height|elevation"),
-         re.compile(r"\d\s?(m|metres?|meters?|ft|feet|km)\b", re.I)),
+         _measured("length"), "length"),
 )
 
 

@@ -57,7 +57,7 @@ for _dim, _base, _names in (
     ("duration", 3600, "h hr hrs hour hours"), ("duration", 86400, "day days"), ("duration", 604800, "week weeks"),
     ("duration", 2629800, "month months"), ("duration", 31557600, "year years yr yrs"), ("weight", 1, "g gram grams"),
     ("weight", 1000, "kg kgs kilo kilos kilogram kilograms"), ("weight", 453.592, "lb lbs pound pounds"),
-    ("weight", 28.3495, "oz ounce ounces"), ("weight", 10**6, "tonne tonnes"),
+    ("weight", 28.3495, "oz ounce ounces"), ("weight", 10**6, "tonne tonnes ton tons"),
     ("length", 1, "m metre metres meter meters"), ("length", 1000, "km kilometre kilometres kilometer kilometers"),
     ("length", 0.01, "cm centimetre centimetres centimeter centimeters"),
     ("length", 0.001, "mm millimetre millimetres millimeter millimeters"), ("length", 1609.34, "mi mile miles"),
@@ -67,15 +67,23 @@ for _dim, _base, _names in (
     ("speed", 1.60934, "mph"),
 ):
     UNITS.update((n, (_dim, _base)) for n in _names.split())
+
+
+def written_in(*dims: str) -> str:
+    """The names of the units of `dims`, as a pattern's alternatives (the longest first)."""
+    return "|".join(sorted((re.escape(u) for u, (d, _) in UNITS.items() if d in dims), key=len, reverse=True))
+
+
 # What a graded word may be measured in, first choice first.
 MEASURED_BY = {"extent": ("duration", "length"), "size": ("data", "length", "weight", "count"),
                "money": ("money",), "time": ("time",), "weight": ("weight",), "speed": ("speed",),
                "length": ("length",)}
 
 _FIGURE = r"\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?"
-_MONEY = re.compile(rf"([$€£¥])\s?({_FIGURE})(\s?(?:million|billion|m|bn|k)\b)?|({_FIGURE})\s?(usd|eur|gbp|dollars|euros)\b", re.I)
+MONEY = re.compile(rf"([$€£¥])\s?({_FIGURE})(\s?(?:million|billion|m|bn|k)\b)?|({_FIGURE})\s?(usd|eur|gbp|dollars?|euros?)\b",
+                   re.I)
 _MEASURE = re.compile(rf"({_FIGURE}|" + "|".join(w for w in NUMBER_WORDS if NUMBER_WORDS[w] < 100) + r")\s?-?("
-                      + "|".join(sorted((re.escape(u) for u in UNITS), key=len, reverse=True)) + r")(?![\w/])", re.I)
+                      + written_in(*{d for d, _ in UNITS.values()}) + r")(?![\w/])", re.I)
 _SCALE = {"million": 1e6, "m": 1e6, "billion": 1e9, "bn": 1e9, "k": 1e3}
 
 
@@ -95,7 +103,7 @@ def _figure(s: str) -> float:
 def quantities(text: str) -> list[Quantity]:
     """The measured values in `text`; runs of one dimension add up ("11 hours 5 minutes")."""
     out: list[Quantity] = []
-    for m in _MONEY.finditer(text):
+    for m in MONEY.finditer(text):
         value = _figure(m[2] or m[4]) * _SCALE.get((m[3] or "").strip().lower(), 1)
         out.append(Quantity("money", value, m[0].strip()))
     last_end, last_dim = -10, ""
@@ -115,6 +123,10 @@ def quantities(text: str) -> list[Quantity]:
         out += [Quantity("time", int(m[1]) * 10_000, m[1]) for m in YEAR.finditer(text)]
     return out
 
+
+# What a picture or a chart is called: questions about them are about how something looks.
+PICTURES = r"images?|pictures?|photos?|photograph|screenshot|logo|icon|illustration|diagram|figure|drawing|painting|map"
+CHARTS = r"charts?|graphs?|canvas"
 
 # Parts of a question asked at once: "how much is it, and what is the warranty?"
 _ASKING = (r"what|what's|whats|which|who|whom|whose|when|where|why|how|is|are|was|were|does|do|did|can|could|"

@@ -18,18 +18,17 @@ Tests of the real LangChain clients keep the Gemini-compatible server
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGenerationChunk
 from pydantic import ConfigDict, Field, PrivateAttr
+
+from ..models.in_process import InProcessChatModel, pieces
 
 
 @dataclass(frozen=True)
@@ -111,11 +110,7 @@ def _text(message: BaseMessage) -> str:
     )
 
 
-def _words(text: str) -> int:
-    return len(text.split())
-
-
-class ScriptedChatModel(BaseChatModel):
+class ScriptedChatModel(InProcessChatModel):
     """Replies with `replies` in order, then with `responder` (if given);
     with neither left, a call fails with a message saying the script ran out."""
 
@@ -139,11 +134,6 @@ class ScriptedChatModel(BaseChatModel):
     def enqueue(self, *replies: Reply) -> None:
         self.replies.extend(replies)
 
-    def bind_tools(
-        self, tools: Sequence[dict[str, Any] | type | Callable[..., Any]], **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
     def _next(self, messages: list[BaseMessage], tools: list[dict[str, Any]] | None) -> tuple[Request, Reply]:
         request = Request(list(messages), [t["function"]["name"] for t in tools or []])
         self._requests.append(request)
@@ -153,25 +143,23 @@ class ScriptedChatModel(BaseChatModel):
             return request, self.responder(request)
         return request, Fail(AssertionError(f"the script has no reply left for call {len(self._requests)}"))
 
-    def _chunks(self, request: Request, reply: Reply) -> Iterator[AIMessageChunk]:
-        """The reply's chunks; usage (words as tokens) rides on the last one."""
-        text = reply.text
-        words = text.split(" ") if text else []
-        per = reply.words_per_chunk if isinstance(reply, Text) else 2
-        pieces = [" ".join(words[i:i + per]) + (" " if i + per < len(words) else "") for i in range(0, len(words), per)]
-        for piece in pieces:
-            yield AIMessageChunk(content=piece)
-        if isinstance(reply, Calls):
-            yield AIMessageChunk(content="", tool_call_chunks=[
-                {"name": c.name, "args": json.dumps(c.args), "id": c.id, "index": i}
-                for i, c in enumerate(reply.calls)
-            ])
-        if isinstance(reply, Text | Calls) and self.reports_usage:
-            sent = _words(request.text())
-            out = _words(text) + (len(reply.calls) if isinstance(reply, Calls) else 0)
-            yield AIMessageChunk(content="", usage_metadata={
-                "input_tokens": sent, "output_tokens": out, "total_tokens": sent + out,
-            })
+    def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> UsageMetadata | None:
+        """Words as tokens, when the script's server reports usage."""
+        if not self.reports_usage:
+            return None
+        sent = sum(len(_text(m).split()) for m in messages)
+        out = len(reply.text.split()) + len(reply.tool_calls)
+        return {"input_tokens": sent, "output_tokens": out, "total_tokens": sent + out}
+
+    def _message(self, reply: Reply) -> AIMessage:
+        calls = reply.calls if isinstance(reply, Calls) else ()
+        message = AIMessage(reply.text, tool_calls=[
+            {"name": c.name, "args": c.args, "id": c.id, "type": "tool_call"} for c in calls])
+        message.response_metadata["words_per_chunk"] = reply.words_per_chunk if isinstance(reply, Text) else 2
+        return message
+
+    def _text_pieces(self, reply: AIMessage) -> Iterator[str]:
+        return pieces(reply.text, reply.response_metadata["words_per_chunk"])
 
     async def _astream(
         self,
@@ -184,37 +172,26 @@ class ScriptedChatModel(BaseChatModel):
     ) -> AsyncIterator[ChatGenerationChunk]:
         request, reply = self._next(messages, tools)
         try:
-            for chunk in self._chunks(request, reply):
-                yield ChatGenerationChunk(message=chunk)
-            if isinstance(reply, Fail):
-                raise reply.error
-            if isinstance(reply, Hang):
+            if isinstance(reply, Fail | Hang):  # its text, then it breaks or stalls
+                for piece in self._text_pieces(self._message(reply)):
+                    yield ChatGenerationChunk(message=AIMessageChunk(content=piece))
+                if isinstance(reply, Fail):
+                    raise reply.error
                 await asyncio.Event().wait()  # until cancelled or closed
+            for chunk in self._chunks(messages, self._message(reply)):
+                yield ChatGenerationChunk(message=chunk)
         finally:
             request.closed = True
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        *,
-        tools: list[dict[str, Any]] | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        request, reply = self._next(messages, tools)
+    def _reply(self, messages: Sequence[BaseMessage], tools: list[dict[str, Any]] | None = None,
+               **kwargs: Any) -> AIMessage:
+        request, reply = self._next(list(messages), tools)
+        request.closed = True
         if isinstance(reply, Fail):
             raise reply.error
         if isinstance(reply, Hang):
             raise NotImplementedError("a hanging reply needs a streaming call")
-        message: AIMessageChunk | None = None
-        for chunk in self._chunks(request, reply):
-            message = chunk if message is None else message + chunk
-        request.closed = True
-        assert message is not None
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(
-            content=message.content, tool_calls=message.tool_calls, usage_metadata=message.usage_metadata,
-        ))])
+        return self._message(reply)
 
 
 __all__ = ["Call", "Calls", "Fail", "Hang", "Reply", "Request", "Responder", "ScriptedChatModel", "Text"]

@@ -1,4 +1,4 @@
-"""`extractive`: the offline model, a LangChain chat model that quotes, never generates.
+"""`extractive`: the offline model, a LangChain chat model over the reader in `chatagent.offline`; it quotes, never generates.
 
 It reads the typed page context the agent binds to it (`context=PageContext`), not the
 prompt's text; in pass 2, the typed results of its own tool calls (a `ScrollResult`, a
@@ -13,15 +13,11 @@ from __future__ import annotations
 import json
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages.ai import UsageMetadata
 from pydantic import Field
 
 from ..browser.base import ScrollResult
@@ -30,17 +26,17 @@ from ..context import PageContext, TabContext
 from ..prompts import ESCALATION_MARKER, message_text
 from ..ranking import BM25Ranker, RankerFactory
 from ..rows import has_rows
+from ..offline.compose import Page, answer
+from ..offline.passages import question_terms, terms
+from ..offline.question import CHARTS, PICTURES, Question
 from ..tokens import count_tokens
-from .compose import Page, answer
-from .passages import question_terms, terms
-from .question import Question
+from .in_process import InProcessChatModel, pieces
 
 _LOOKS = re.compile(r"\b(look(s|ed)? like|what colou?rs?\b|(which|what) colou?r|colou?r of\b)", re.I)
-_PICTURE = re.compile(r"\b(images?|pictures?|photos?|photograph|screenshot|logo|icon|illustration|diagram|figure|"
-                      r"drawing|painting|map)\b", re.I)
+_PICTURE = re.compile(rf"\b({PICTURES})\b", re.I)
 _SHOWN = re.compile(r"\b(show\w*|depict\w*|pictured|see|seen|visible|appears?|drawn|written|printed|displayed|in|on)\b",
                     re.I)
-_PLOTTED = re.compile(r"\b(chart|charts|graph|graphs|plot|plotted|canvas)\b", re.I)
+_PLOTTED = re.compile(rf"\b({CHARTS}|plot|plotted)\b", re.I)
 
 
 def is_visual(question: str, texts: Sequence[str]) -> bool:
@@ -54,10 +50,9 @@ def _page(tab: TabContext, text: str | None = None) -> Page:
     return Page(tab.tab_id, tab.title, tab.text if text is None else text, tab.authors, tab.published)
 
 
-class ExtractiveChatModel(BaseChatModel):
+class ExtractiveChatModel(InProcessChatModel):
     """Offline, deterministic extractive answers over the typed page context (see module doc)."""
 
-    chunk_words: int = 4  # words per streamed chunk
     ranker: RankerFactory = Field(default=BM25Ranker, exclude=True)
 
     @property
@@ -68,11 +63,8 @@ class ExtractiveChatModel(BaseChatModel):
     def _identifying_params(self) -> dict[str, Any]:
         return {"model": "extractive"}
 
-    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _reply(self, messages: Sequence[BaseMessage], tools: list[dict[str, Any]] | None,
-               context: PageContext | None) -> AIMessage:
+    def _reply(self, messages: Sequence[BaseMessage], tools: list[dict[str, Any]] | None = None,
+               context: PageContext | None = None, **_: Any) -> AIMessage:
         if context is None:
             raise TypeError("The extractive model answers from the page context: call it with context=PageContext.")
         tabs = [t for t in context.tabs if t.ok]
@@ -122,43 +114,14 @@ class ExtractiveChatModel(BaseChatModel):
                     else "I read the whole page text, re-read the page and scrolled to the bottom")
         return AIMessage(f"{searched}, but found nothing that answers this question.")
 
-    def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> dict[str, int]:
+    def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> UsageMetadata:
         inp = sum(count_tokens(message_text(m)) for m in messages)
         out = count_tokens(message_text(reply)) + sum(count_tokens(json.dumps(c["args"])) for c in reply.tool_calls)
         return {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
 
-    def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                  run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:  # noqa: ARG002
-        reply = self._reply(messages, kwargs.get("tools"), kwargs.get("context"))
-        reply.usage_metadata = self._usage(messages, reply)  # type: ignore[assignment]
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    def _pieces(self, reply: AIMessage) -> Iterator[AIMessageChunk]:
-        if reply.tool_calls:
-            yield AIMessageChunk(content="", tool_call_chunks=[
-                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
-                for i, c in enumerate(reply.tool_calls)])
-            return
+    def _text_pieces(self, reply: AIMessage) -> Iterator[str]:
         text = message_text(reply)
-        if text.startswith(ESCALATION_MARKER):
-            yield AIMessageChunk(content=text)  # marker and reason in one piece
-            return
-        words = re.findall(r"\S+\s*|\s+", text)
-        for i in range(0, len(words), self.chunk_words):
-            yield AIMessageChunk(content="".join(words[i : i + self.chunk_words]))
-
-    def _stream(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                run_manager: CallbackManagerForLLMRun | None = None, **kwargs: Any) -> Iterator[ChatGenerationChunk]:
-        reply = self._reply(messages, kwargs.get("tools"), kwargs.get("context"))
-        for piece in self._pieces(reply):
-            yield ChatGenerationChunk(message=piece)
-        yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=self._usage(messages, reply)))  # type: ignore[arg-type]
-
-    async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
-                       run_manager: AsyncCallbackManagerForLLMRun | None = None,
-                       **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        for chunk in self._stream(messages, stop, None, **kwargs):
-            yield chunk
+        return iter([text]) if text.startswith(ESCALATION_MARKER) else pieces(text, self.words_per_chunk)  # marker whole
 
 
 def _activity(messages: Sequence[BaseMessage], question: str) -> list[tuple[str, dict[str, Any], Any, bool]]:
