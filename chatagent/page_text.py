@@ -1,0 +1,68 @@
+"""The page as its reader finds it: its rendered text (the browser's innerText,
+frames and open shadow roots included), and which words of a quote are in it.
+
+A citation's quote must be text the reader can find on the page, and
+extraction reads what the page does not render (collapsed or hidden parts),
+or writes it otherwise (a thread laid out as a table, characters the page
+garbles that the browser shows otherwise). Only whitespace is normalised: a
+quote whose apostrophe, or any other character, differs is not the page's words.
+"""
+
+from __future__ import annotations
+
+# A run of a quote's words that is on the page stands for the quote when it is at least
+# MIN_RUN_WORDS long and half of the quote, or a clause of its own (CLAUSE_WORDS): a few
+# words of a paragraph the page hides are often its menu's, and would support nothing.
+MIN_RUN_WORDS = 3
+CLAUSE_WORDS = 8
+
+
+def spaced(text: str) -> str:
+    return " ".join(text.split())
+
+
+class PageText:
+    """A page's rendered text, whitespace normalised."""
+
+    def __init__(self, rendered: str) -> None:
+        self.text = spaced(rendered)
+        # Most quotes are a rendered line whole (a paragraph, an item, a row's cells): found
+        # without a scan of the page, which on the biggest pages takes milliseconds a quote.
+        self._lines = frozenset(spaced(line) for line in rendered.splitlines())
+
+    def __len__(self) -> int:
+        return len(self.text)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PageText) and other.text == self.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def has(self, quote: str) -> bool:
+        q = spaced(quote)
+        return bool(q) and (q in self._lines or q in self.text)
+
+    def runs(self, quote: str) -> list[str]:
+        """The longest runs of `quote`'s words that are on the page, longest first
+        (the earliest first on a tie), each long enough to stand for it (MIN_RUN_WORDS);
+        [`quote`] when it is on the page whole."""
+        words = quote.split()
+        if self.has(quote):
+            return [" ".join(words)]
+        found: list[tuple[int, int]] = []
+        start = 0
+        # A run on the page has every run within it on the page too: one pass, each word
+        # added once and dropped once, finds every run that cannot be made longer.
+        for end in range(1, len(words) + 1):
+            while start < end and not self.has(" ".join(words[start:end])):
+                start += 1
+            longer = end < len(words) and self.has(" ".join(words[start:end + 1]))
+            if start < end and not longer:
+                found.append((start, end))
+        kept = sorted((r for r in found if _stands_for(r[1] - r[0], len(words))), key=lambda r: (r[0] - r[1], r[0]))
+        return [" ".join(words[a:b]) for a, b in kept]
+
+
+def _stands_for(run: int, words: int) -> bool:
+    return run >= MIN_RUN_WORDS and (2 * run >= words or run >= CLAUSE_WORDS)
