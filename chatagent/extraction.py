@@ -200,21 +200,48 @@ def _unglued(doc: lxml.html.HtmlElement | None, text: str) -> str:
 
 
 MAX_TERM_CHARS = 60
+MAX_PAIRED_VALUE_CHARS = 300  # a longer value is a passage of its own, not a line with its term
+_PAIR_BLOCKS = frozenset("address article aside blockquote dd details div dl dt fieldset figure footer form "
+                         "h1 h2 h3 h4 h5 h6 header hr li main nav ol p pre section table ul".split())
 
 
 def _name_terms(doc: lxml.html.HtmlElement) -> None:
     """A description list's terms end with a colon, so each reads as naming the value that
-    follows it ("Memory:" then "32 GB"), as written out on separate lines: otherwise a spec
-    sheet becomes a list of words and values no reader can pair up."""
-    for dt in doc.iter("dt"):
+    follows it ("Memory:" then "32 GB"): otherwise a spec sheet becomes a list of words and
+    values no reader can pair up. A term with one short value is one line with it
+    ("Weight: 1.28 kg"), the passage an answer about it quotes."""
+    for dt in list(doc.iter("dt")):
         after = dt.getnext()
         words = dt.text_content().strip()
-        if after is None or after.tag != "dd" or not words or words.endswith(":") or len(words) > MAX_TERM_CHARS:
+        if after is None or after.tag != "dd" or not words or len(words) > MAX_TERM_CHARS:
             continue
-        if len(dt):
-            dt[-1].tail = (dt[-1].tail or "").rstrip() + ":"
-        else:
-            dt.text = (dt.text or "").rstrip() + ":"
+        if not words.endswith(":"):
+            if len(dt):
+                dt[-1].tail = (dt[-1].tail or "").rstrip() + ":"
+            else:
+                dt.text = (dt.text or "").rstrip() + ":"
+        if _pairs(after):
+            _append(dt, " " + (after.text or ""))
+            for child in list(after):
+                dt.append(child)  # with its tail
+            after.drop_tree()  # its tail (the space before the next term) stays
+
+
+def _pairs(dd: lxml.html.HtmlElement) -> bool:
+    """Whether `dd` is its term's one value, and a short line of text."""
+    nxt = dd.getnext()
+    return (
+        (nxt is None or nxt.tag != "dd")
+        and len(dd.text_content()) <= MAX_PAIRED_VALUE_CHARS
+        and not any(isinstance(el.tag, str) and el.tag in _PAIR_BLOCKS for el in dd.iterdescendants())
+    )
+
+
+def _append(el: lxml.html.HtmlElement, text: str) -> None:
+    if len(el):
+        el[-1].tail = (el[-1].tail or "") + text
+    else:
+        el.text = (el.text or "") + text
 
 
 def _main_text(doc: lxml.html.HtmlElement | None, url: str) -> str:

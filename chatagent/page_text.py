@@ -11,9 +11,10 @@ quote whose apostrophe, or any other character, differs is not the page's words.
 from __future__ import annotations
 
 # A run of a quote's words that is on the page stands for the quote when it is at least
-# MIN_RUN_WORDS long and half of the quote, or a clause of its own (CLAUSE_WORDS): a few
-# words of a paragraph the page hides are often its menu's, and would support nothing.
-MIN_RUN_WORDS = 3
+# MIN_RUN_WORDS long and more than half of the quote ("Lunar silver" of "Colour: Lunar
+# silver"), or a clause of its own (CLAUSE_WORDS): a few words of a paragraph the page
+# hides are often its menu's, and would support nothing.
+MIN_RUN_WORDS = 2
 CLAUSE_WORDS = 8
 
 
@@ -65,4 +66,4 @@ class PageText:
 
 
 def _stands_for(run: int, words: int) -> bool:
-    return run >= MIN_RUN_WORDS and (2 * run >= words or run >= CLAUSE_WORDS)
+    return run >= MIN_RUN_WORDS and (2 * run > words or run >= CLAUSE_WORDS)

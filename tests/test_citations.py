@@ -201,3 +201,10 @@ async def test_the_offline_answerer_quotes_only_what_the_page_shows(
     page = await _page_text(tab)
     for c in passages:
         assert _normalised(c.quote) in page, c
+
+
+async def test_a_term_and_its_value_are_one_passage(site: Site, open_tabs) -> None:
+    [tab] = await open_tabs([site.url("laptop_aurora")])
+    done = await _done(ChatAgent(load_model("extractive"), [tab]), "how heavy is it")
+    [weight] = [c for c in done.citations if c.block]
+    assert weight.quote == "Weight: 1.28 kg" and _normalised(weight.quote) in await _page_text(tab)
