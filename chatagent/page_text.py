@@ -26,10 +26,11 @@ class PageText:
     """A page's rendered text, whitespace normalised."""
 
     def __init__(self, rendered: str) -> None:
-        self.text = spaced(rendered)
+        lines = [" ".join(line.split()) for line in rendered.splitlines()]
+        self.text = " ".join(line for line in lines if line)
         # Most quotes are a rendered line whole (a paragraph, an item, a row's cells): found
         # without a scan of the page, which on the biggest pages takes milliseconds a quote.
-        self._lines = frozenset(spaced(line) for line in rendered.splitlines())
+        self._lines = frozenset(lines)
 
     def __len__(self) -> int:
         return len(self.text)
