@@ -147,7 +147,7 @@ def _numbered(
             runs = off_page.get(i) if off_page else None
             block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0, tuple(runs or ()))
             above = cells
-            if block.written and runs != []:  # [] : none of its words is on the page as written
+            if block.written and runs != []:  # []: none of its words is on the page as written
                 n += 1
                 yield i, line, block
                 continue

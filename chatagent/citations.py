@@ -5,9 +5,10 @@
 (the block, or for a long block the sentence of it that best matches the
 answer's words just before the citation; for a block only some runs of whose
 words are on the page, the run that best matches them) with a link that
-opens the page at that text (a text fragment, `#:~:text=…`). An id that names no block of the
-context is dropped and counted, never shown as a source. With one readable tab,
-that tab is a source whatever the answer cites, as before blocks existed.
+opens the page at that text (a text fragment, `#:~:text=…`). An id that
+names no block of the context is dropped and counted, never shown as a
+source. With one readable tab, that tab is a source whatever the answer
+cites, as before blocks existed.
 """
 
 from __future__ import annotations

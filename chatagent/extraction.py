@@ -216,10 +216,7 @@ def _name_terms(doc: lxml.html.HtmlElement) -> None:
         if after is None or after.tag != "dd" or not words or len(words) > MAX_TERM_CHARS:
             continue
         if not words.endswith(":"):
-            if len(dt):
-                dt[-1].tail = (dt[-1].tail or "").rstrip() + ":"
-            else:
-                dt.text = (dt.text or "").rstrip() + ":"
+            _append(dt, ":", trim=True)
         if _pairs(after):
             _append(dt, " " + (after.text or ""))
             for child in list(after):
@@ -237,11 +234,15 @@ def _pairs(dd: lxml.html.HtmlElement) -> bool:
     )
 
 
-def _append(el: lxml.html.HtmlElement, text: str) -> None:
+def _append(el: lxml.html.HtmlElement, text: str, *, trim: bool = False) -> None:
+    """`text` at the end of `el`'s content (`trim`: right after its last word)."""
+    def end(before: str | None) -> str:
+        return ((before or "").rstrip() if trim else before or "") + text
+
     if len(el):
-        el[-1].tail = (el[-1].tail or "") + text
+        el[-1].tail = end(el[-1].tail)
     else:
-        el.text = (el.text or "") + text
+        el.text = end(el.text)
 
 
 def _main_text(doc: lxml.html.HtmlElement | None, url: str) -> str:
