@@ -58,6 +58,8 @@ class Block:
     repeated: int = 0  # a row's leading cells that repeat the row above's: a cell spanning rows, written in each
     # When its words are not all on the page as written: the runs of them that are, longest first.
     runs: tuple[str, ...] = ()
+    # When its quote runs across the page's lines (a term and its value): its first line's part and its last's.
+    ends: tuple[str, ...] = ()
 
     @property
     def is_row(self) -> bool:
@@ -138,6 +140,7 @@ def _is_block(line: str) -> bool:
 
 def _numbered(
     tab_id: str, text: str, first: int, title: str, off_page: Mapping[int, list[str]] | None = None,
+    across: Mapping[int, list[str]] | None = None,
 ) -> Iterator[tuple[int, str, Block | None]]:
     n, above = first, []
     for i, line in enumerate(text.split("\n")):
@@ -145,7 +148,8 @@ def _numbered(
         if _is_block(line) and not (i == 0 and title and line.strip() == f"# {title}".strip()):
             cells = _cells(line) if is_row(line) else []
             runs = off_page.get(i) if off_page else None
-            block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0, tuple(runs or ()))
+            block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0, tuple(runs or ()),
+                          tuple(across.get(i) or ()) if across else ())
             above = cells
             if block.written and runs != []:  # []: none of its words is on the page as written
                 n += 1
@@ -156,13 +160,14 @@ def _numbered(
 
 def split(tab: TabContext) -> list[Block]:
     """The tab's blocks, numbered from its `first_block`."""
-    return split_text(tab.tab_id, tab.text, tab.first_block, tab.title, tab.off_page)
+    return split_text(tab.tab_id, tab.text, tab.first_block, tab.title, tab.off_page, tab.across)
 
 
 def split_text(
     tab_id: str, text: str, first: int = 1, title: str = "", off_page: Mapping[int, list[str]] | None = None,
+    across: Mapping[int, list[str]] | None = None,
 ) -> list[Block]:
-    return [b for _, _, b in _numbered(tab_id, text, first, title, off_page) if b is not None]
+    return [b for _, _, b in _numbered(tab_id, text, first, title, off_page, across) if b is not None]
 
 
 def off_page(tab_id: str, text: str, title: str, page: PageText | None) -> dict[int, list[str]]:
@@ -172,6 +177,17 @@ def off_page(tab_id: str, text: str, title: str, page: PageText | None) -> dict[
     if page is None:
         return {}
     return {b.line: page.runs(b.written) for b in split_text(tab_id, text, title=title) if not page.has(b.written)}
+
+
+def across_lines(
+    tab_id: str, text: str, title: str, page: PageText | None, off: Mapping[int, list[str]],
+) -> dict[int, list[str]]:
+    """The lines of `text` whose block's quote (`off`: the lines `off_page` found) runs
+    across the page's lines, each with where on the page it starts and ends; {} when
+    `page` is not known."""
+    if page is None:
+        return {}
+    return {b.line: list(e) for b in split_text(tab_id, text, title=title, off_page=off) if (e := page.ends(b.quote))}
 
 
 def render_text(

@@ -73,6 +73,8 @@ def passage(block: Block, tab: TabContext, said: str) -> Citation:
         quote = best_sentence(quote, last)
     if block.is_row and len(block.cells) > 1 and not block.runs and quote == block.quote:
         link = text_fragment(tab.url, block.cells[0], block.cells[-1])
+    elif block.ends and quote == block.quote:  # across the page's blocks, where a fragment's words cannot run
+        link = text_fragment(tab.url, *block.ends)
     else:
         link = text_fragment(tab.url, *_ends(quote))
     return Citation(tab_id=tab.tab_id, url=link, title=tab.title, label=tab.tab_id, block=block.id, quote=quote)

@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from .browser.base import PageSnapshot, Tab, TabFailure
 from .browser.localfiles import is_local
-from .blocks import off_page, render_text
+from .blocks import across_lines, off_page, render_text
 from .budget import LONG_TEXT_CHARS, Fitted, TextFitter, allocate, fit_text, may_select
 from .errors import ChatAgentError, UnnamedLocalFileError
 from .extraction import Extracted, Extractor
@@ -51,6 +51,9 @@ class TabContext(BaseModel):
     # The lines of `text` whose words are not all on the page as the reader finds it, with the runs
     # of them that are (none: the line has no id and cannot be cited), by line (`blocks.off_page`).
     off_page: dict[int, list[str]] = Field(default_factory=dict)
+    # The lines whose quote runs across the page's lines (a term and its value), with where it
+    # starts and ends there, which a link to it names (`blocks.across_lines`).
+    across: dict[int, list[str]] = Field(default_factory=dict)
 
     @property
     def prompt_tokens(self) -> int:
@@ -339,7 +342,8 @@ def _tab(e: Extracted, **fitted: Any) -> TabContext:
                                   - fitted["tokens"], 0)
     return TabContext(
         tab_id=e.tab_id, url=e.url, title=e.title, method=e.method, content_hash=e.content_hash,
-        reused=e.reused, authors=e.authors, published=e.published, off_page=off, **fitted,
+        reused=e.reused, authors=e.authors, published=e.published, off_page=off,
+        across=across_lines(e.tab_id, fitted["text"], e.title, e.page, off), **fitted,
     )
 
 

@@ -10,6 +10,8 @@ quote whose apostrophe, or any other character, differs is not the page's words.
 
 from __future__ import annotations
 
+import re
+
 # A run of a quote's words that is on the page stands for the quote when it is at least
 # MIN_RUN_WORDS long and more than half of the quote ("Lunar silver" of "Colour: Lunar
 # silver"), or a clause of its own (CLAUSE_WORDS): a few words of a paragraph the page
@@ -27,7 +29,8 @@ class PageText:
 
     def __init__(self, rendered: str) -> None:
         lines = [" ".join(line.split()) for line in rendered.splitlines()]
-        self.text = " ".join(line for line in lines if line)
+        self._broken = "\n".join(line for line in lines if line)  # its lines: where a text fragment stops
+        self.text = self._broken.replace("\n", " ")
         # Most quotes are a rendered line whole (a paragraph, an item, a row's cells): found
         # without a scan of the page, which on the biggest pages takes milliseconds a quote.
         self._lines = frozenset(lines)
@@ -44,6 +47,19 @@ class PageText:
     def has(self, quote: str) -> bool:
         q = spaced(quote)
         return bool(q) and (q in self._lines or q in self.text)
+
+    def ends(self, quote: str) -> tuple[str, str] | None:
+        """Where `quote`, on the page across its lines (a term and its value), starts and
+        ends: a text fragment's words never run across the page's blocks, so its link names
+        the two; None for a quote within a line, or not on the page."""
+        q = spaced(quote)
+        if not q or q in self._lines or q in self._broken:
+            return None
+        found = re.search("[ \n]".join(map(re.escape, q.split(" "))), self._broken)
+        if found is None:
+            return None
+        parts = found.group(0).split("\n")
+        return parts[0], parts[-1]
 
     def runs(self, quote: str) -> list[str]:
         """The longest runs of `quote`'s words that are on the page, longest first

@@ -208,3 +208,5 @@ async def test_a_term_and_its_value_are_one_passage(site: Site, open_tabs) -> No
     done = await _done(ChatAgent(load_model("extractive"), [tab]), "how heavy is it")
     [weight] = [c for c in done.citations if c.block]
     assert weight.quote == "Weight: 1.28 kg" and _normalised(weight.quote) in await _page_text(tab)
+    # A text fragment's words never run across the page's blocks: the link names the term and the value.
+    assert weight.url == f"{site.url('laptop_aurora')}#:~:text=Weight%3A,1.28%20kg"
