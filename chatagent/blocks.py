@@ -13,18 +13,24 @@ byte-identical from one question to the next for providers' prompt caches.
 
 This module owns the split, the rendering of the ids (`render`) and what each
 block quotes (`Block.quote`: page text as a person reads it, no Markdown, no
-table pipes). Standard library and small project modules only.
+table pipes). A quote is text the reader finds on the page (`page_text`):
+a block whose words are not all there as written (a hidden or collapsed part,
+a thread extraction runs together) quotes the runs of them that are, and one
+with none gives its line no id, so it cannot be cited (`off_page`, which the
+context keeps as `TabContext.off_page`). Standard library and small project
+modules only.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
 
 from .markers import is_marker
+from .page_text import PageText
 from .pdf import PAGE_MARK
 from .rows import is_row, row_cells
 from .tables import clean
@@ -33,7 +39,7 @@ if TYPE_CHECKING:
     from .context import TabContext
 
 _RULE = re.compile(r"^\s*\|?[\s:|-]*-[\s:|-]*\|?\s*$")  # "|---|:--:|"
-_HEADING = re.compile(r"^\s*#{1,6}\s+")
+_HEADING = re.compile(r"^\s*(?:#{1,6}\s+)+")  # "## ## Specs": a heading inside a heading, one on the page
 _ITEM = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+")
 _QUOTED = re.compile(r"^\s*>\s?")
 CODE_SPAN = re.compile(r"(`+)(?=\S)(.+?)(?<=\S)\1")  # an inline code span: the page shows its text, not the backticks
@@ -50,6 +56,10 @@ class Block:
     line: int  # its line in the tab's text
     text: str  # as the context writes it (Markdown)
     repeated: int = 0  # a row's leading cells that repeat the row above's: a cell spanning rows, written in each
+    # When its words are not all on the page as written: the runs of them that are, longest first.
+    runs: tuple[str, ...] = ()
+    # When its quote runs across the page's lines (a term and its value): its first line's part and its last's.
+    ends: tuple[str, ...] = ()
 
     @property
     def is_row(self) -> bool:
@@ -65,15 +75,26 @@ class Block:
         return [c for i, c in enumerate(cells) if c and (i == 0 or c != cells[i - 1])]
 
     @cached_property
-    def quote(self) -> str:
-        """The block's words as the page shows them: a row's cells side by side, a
-        heading or list item without its mark, a PDF's passage without its page number."""
+    def written(self) -> str:
+        """The block's words as extraction wrote them, its Markdown read: a row's cells
+        side by side, a heading or list item without its mark, a PDF's passage without
+        its page number, a code span's text as it is (never read as Markdown)."""
         if self.is_row:
             return " ".join(self.cells)
-        text = CODE_SPAN.sub(r"\2", _ITEM.sub("", _HEADING.sub("", _QUOTED.sub("", PAGE_MARK.sub("", self.text)))))
+        text = _ITEM.sub("", _HEADING.sub("", _QUOTED.sub("", PAGE_MARK.sub("", self.text))))
         if PATH_SEPARATOR in text and _HEADING.match(self.text):
             text = text.rsplit(PATH_SEPARATOR, 1)[-1]
-        return clean(text)
+        return plain(text)
+
+    @property
+    def quote(self) -> str:
+        """What the block quotes of the page: its words, or the longest run of them on the page."""
+        return self.runs[0] if self.runs else self.written
+
+    @property
+    def quotes(self) -> tuple[str, ...]:
+        """Every quote of the page the block holds: its words, or each run of them on the page."""
+        return self.runs or (self.written,)
 
     @property
     def page(self) -> int | None:
@@ -82,8 +103,25 @@ class Block:
         return int(m.group(1)) if m else None
 
 
+def plain(text: str) -> str:
+    """`text` as a person reads it (`tables.clean`), its code spans' text kept as written:
+    a command's "*" is no emphasis."""
+    spans: list[str] = []
+
+    def hold(m: re.Match[str]) -> str:
+        spans.append(m.group(2))
+        return f"{_HELD}{len(spans) - 1}{_HELD}"
+
+    text = clean(CODE_SPAN.sub(hold, text))
+    return " ".join(_HELD_SPAN.sub(lambda m: spans[int(m.group(1))], text).split()) if spans else text
+
+
+_HELD = "\uE000"  # a private-use character: no page text, and no Markdown
+_HELD_SPAN = re.compile(f"{_HELD}(\\d+){_HELD}")
+
+
 def _cells(row: str) -> list[str]:
-    return [clean(CODE_SPAN.sub(r"\2", c)) for c in row_cells(row)]
+    return [plain(c) for c in row_cells(row)]
 
 
 def _repeated(cells: list[str], above: list[str]) -> int:
@@ -100,15 +138,20 @@ def _is_block(line: str) -> bool:
     return bool(s) and not s.startswith("```") and not is_marker(s) and not (is_row(s) and _RULE.match(s))
 
 
-def _numbered(tab_id: str, text: str, first: int, title: str) -> Iterator[tuple[int, str, Block | None]]:
+def _numbered(
+    tab_id: str, text: str, first: int, title: str, off_page: Mapping[int, list[str]] | None = None,
+    across: Mapping[int, list[str]] | None = None,
+) -> Iterator[tuple[int, str, Block | None]]:
     n, above = first, []
     for i, line in enumerate(text.split("\n")):
         # The title the context puts first ("# Its title") is the tab's, not a passage of its page.
         if _is_block(line) and not (i == 0 and title and line.strip() == f"# {title}".strip()):
             cells = _cells(line) if is_row(line) else []
-            block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0)
+            runs = off_page.get(i) if off_page else None
+            block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0, tuple(runs or ()),
+                          tuple(across.get(i) or ()) if across else ())
             above = cells
-            if block.quote:
+            if block.written and runs != []:  # []: none of its words is on the page as written
                 n += 1
                 yield i, line, block
                 continue
@@ -117,20 +160,45 @@ def _numbered(tab_id: str, text: str, first: int, title: str) -> Iterator[tuple[
 
 def split(tab: TabContext) -> list[Block]:
     """The tab's blocks, numbered from its `first_block`."""
-    return split_text(tab.tab_id, tab.text, tab.first_block, tab.title)
+    return split_text(tab.tab_id, tab.text, tab.first_block, tab.title, tab.off_page, tab.across)
 
 
-def split_text(tab_id: str, text: str, first: int = 1, title: str = "") -> list[Block]:
-    return [b for _, _, b in _numbered(tab_id, text, first, title) if b is not None]
+def split_text(
+    tab_id: str, text: str, first: int = 1, title: str = "", off_page: Mapping[int, list[str]] | None = None,
+    across: Mapping[int, list[str]] | None = None,
+) -> list[Block]:
+    return [b for _, _, b in _numbered(tab_id, text, first, title, off_page, across) if b is not None]
 
 
-def render_text(tab_id: str, text: str, first: int = 1, title: str = "") -> str:
+def off_page(tab_id: str, text: str, title: str, page: PageText | None) -> dict[int, list[str]]:
+    """The lines of `text` whose block's words are not all on `page` as written, each
+    with the runs of them that are ([]: none, and the line is given no id); {} when
+    `page` is not known."""
+    if page is None:
+        return {}
+    return {b.line: page.runs(b.written) for b in split_text(tab_id, text, title=title) if not page.has(b.written)}
+
+
+def across_lines(
+    tab_id: str, text: str, title: str, page: PageText | None, off: Mapping[int, list[str]],
+) -> dict[int, list[str]]:
+    """The lines of `text` whose block's quote (`off`: the lines `off_page` found) runs
+    across the page's lines, each with where on the page it starts and ends; {} when
+    `page` is not known."""
+    if page is None:
+        return {}
+    return {b.line: list(e) for b in split_text(tab_id, text, title=title, off_page=off) if (e := page.ends(b.quote))}
+
+
+def render_text(
+    tab_id: str, text: str, first: int = 1, title: str = "", off_page: Mapping[int, list[str]] | None = None,
+) -> str:
     """The text with each block led by its id: "[1.4] Battery life: 14 hours"."""
-    return "\n".join(f"[{b.id}] {line}" if b else line for _, line, b in _numbered(tab_id, text, first, title))
+    return "\n".join(f"[{b.id}] {line}" if b else line for _, line, b in _numbered(tab_id, text, first, title, off_page))
 
 
 def render(tab: TabContext) -> str:
-    return render_text(tab.tab_id, tab.text, tab.first_block, tab.title)
+    return render_text(tab.tab_id, tab.text, tab.first_block, tab.title, tab.off_page)
 
 
 def next_block(tab: TabContext) -> int:

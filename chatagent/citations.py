@@ -3,10 +3,12 @@
 "[Tab 2]" (and a PDF's "[Tab 2, p. 3]") cites a whole tab. "[1.4]" cites block
 4 of tab 1 (`blocks.py`): it becomes a `Citation` quoting the page verbatim
 (the block, or for a long block the sentence of it that best matches the
-answer's words just before the citation) with a link that opens the page at
-that text (a text fragment, `#:~:text=…`). An id that names no block of the
-context is dropped and counted, never shown as a source. With one readable tab,
-that tab is a source whatever the answer cites, as before blocks existed.
+answer's words just before the citation; for a block only some runs of whose
+words are on the page, the run that best matches them) with a link that
+opens the page at that text (a text fragment, `#:~:text=…`). An id that
+names no block of the context is dropped and counted, never shown as a
+source. With one readable tab, that tab is a source whatever the answer
+cites, as before blocks existed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import re
 from collections.abc import Sequence
 from urllib.parse import quote as percent
 
-from .blocks import CODE_SPAN, Block, cited_ids, split
+from .blocks import Block, cited_ids, plain, split
 from .context import TabContext
 from .events import Citation
 from .ranking import ENGLISH
@@ -63,12 +65,16 @@ def claim(answer: str, at: int) -> str:
 
 
 def passage(block: Block, tab: TabContext, said: str) -> Citation:
-    quote = block.quote
+    last = _SENTENCE.split(said.strip())[-1]
+    # Of a block only some runs of whose words are on the page: the run the claim says.
+    quote = _best(block.runs, last) if block.runs else block.quote
     if len(quote) > SENTENCE_QUOTE_CHARS and _spaced(quote) not in _spaced(said):
         # Not quoted whole by the answer: the sentence of it that the claim's last sentence says.
-        quote = best_sentence(quote, _SENTENCE.split(said.strip())[-1])
-    if block.is_row and len(block.cells) > 1 and quote == block.quote:
+        quote = best_sentence(quote, last)
+    if block.is_row and len(block.cells) > 1 and not block.runs and quote == block.quote:
         link = text_fragment(tab.url, block.cells[0], block.cells[-1])
+    elif block.ends and quote == block.quote:  # across the page's blocks, where a fragment's words cannot run
+        link = text_fragment(tab.url, *block.ends)
     else:
         link = text_fragment(tab.url, *_ends(quote))
     return Citation(tab_id=tab.tab_id, url=link, title=tab.title, label=tab.tab_id, block=block.id, quote=quote)
@@ -81,10 +87,14 @@ def _spaced(text: str) -> str:
 def best_sentence(text: str, said: str) -> str:
     """The sentence of `text` sharing the most words with `said` (the first on a tie); `text` when none shares any."""
     sentences = [s for s in _SENTENCE.split(text) if s.strip()]
+    best = _best(sentences, said)
+    return best if set(ENGLISH.terms(said)) & set(ENGLISH.terms(best)) else text
+
+
+def _best(texts: Sequence[str], said: str) -> str:
+    """Of `texts` (not empty), the one sharing the most words with `said`, the first on a tie."""
     wanted = set(ENGLISH.terms(said))
-    scored = [(len(wanted & set(ENGLISH.terms(s))), -i) for i, s in enumerate(sentences)]
-    best = max(range(len(sentences)), key=lambda i: scored[i], default=None)
-    return sentences[best] if best is not None and scored[best][0] > 0 else text
+    return max(texts, key=lambda t: len(wanted & set(ENGLISH.terms(t))))
 
 
 def _ends(quote: str) -> tuple[str, ...]:
@@ -147,11 +157,13 @@ def cite_quotes(answer: str, tabs: Sequence[TabContext]) -> str:
 
 
 def _quotes(line: str, block: Block) -> bool:
-    said = " ".join(CODE_SPAN.sub(r"\2", _TAB.sub("", line)).split())  # code spans read as blocks quote them
-    if block.is_row and len(block.cells) > 1:
+    said = plain(_TAB.sub("", line))  # its Markdown read as a block's words are
+    if block.is_row and len(block.cells) > 1 and not block.runs:
         # "Pier: North-2": every cell of a data row, not a header row's names before their values.
         return all(c in said for c in block.cells) and any(f"{c}:" not in said for c in block.cells)
-    quote = block.quote
-    if len(quote.split()) >= MIN_QUOTED_WORDS - 1 and quote in said:
-        return True
-    return any(len(p.split()) >= MIN_QUOTED_WORDS and p in quote for p in _QUOTING.split(said.lstrip("-*+ ")))
+    for quote in block.quotes:
+        if len(quote.split()) >= MIN_QUOTED_WORDS - 1 and quote in said:
+            return True
+        if any(len(p.split()) >= MIN_QUOTED_WORDS and p in quote for p in _QUOTING.split(said.lstrip("-*+ "))):
+            return True
+    return False

@@ -94,6 +94,8 @@ def _add_context(sub: Any) -> None:
     p.add_argument("--budget", type=budget_arg, metavar="TOKENS",
                    help=f"tokens per tab; short tabs give their unused share to long ones (default {DEFAULT_TAB_BUDGET})")
     p.add_argument("--json", action="store_true", help="print one JSON object (the PageContext) on stdout")
+    p.add_argument("--no-ids", dest="ids", action="store_false",
+                   help="print the text without the passage ids ([1.4]) the model sees and cites")
     p.add_argument("--timeout", type=_timeout, metavar="S",
                    help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--cdp", metavar="URL",
@@ -143,7 +145,7 @@ async def cmd_context(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(json_safe(ctx.model_dump_json(indent=2)) + "\n")
     else:
-        _print_context(ctx)
+        _print_context(ctx, ids=args.ids and runtime.builder.ids)
     ok = [t for t in ctx.tabs if t.ok]
     if args.json:  # the panels show failures; JSON readers still want them on stderr
         for t in ctx.tabs:
@@ -186,16 +188,20 @@ def _tab_header(t: TabContext) -> Text:
     return head
 
 
-def _print_context(ctx: PageContext) -> None:
+def _print_context(ctx: PageContext, *, ids: bool) -> None:
+    """Each tab's text as the prompt shows it: with `ids`, each passage led by the id the
+    model cites it by ("[1.4]"), and none where the page does not show its words."""
     from rich.console import Group
     from rich.panel import Panel
     from rich.rule import Rule
+
+    from .blocks import render
 
     out = _stdout()
     for t in ctx.tabs:
         parts: list[Any] = [_tab_header(t)]
         if t.text:
-            parts += [Rule(style="dim"), safe_text(t.text)]
+            parts += [Rule(style="dim"), safe_text(render(t) if ids else t.text)]
         title = safe_text((f"tab {t.tab_id}: {t.title or '(untitled)'}", "bold"))
         out.print(Panel(Group(*parts), title=title, title_align="left", border_style="red" if t.error else "blue"))
     summary = f"{_plural(len(ctx.tabs), 'tab')}, {ctx.tokens:,} tokens"

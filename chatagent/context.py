@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 
 from .browser.base import PageSnapshot, Tab, TabFailure
 from .browser.localfiles import is_local
-from .blocks import render_text
+from .blocks import across_lines, off_page, render_text
 from .budget import LONG_TEXT_CHARS, Fitted, TextFitter, allocate, fit_text, may_select
 from .errors import ChatAgentError, UnnamedLocalFileError
 from .extraction import Extracted, Extractor
@@ -48,6 +48,12 @@ class TabContext(BaseModel):
     published: str = ""  # the day the page says it was first published, ISO
     selection: str = ""  # the text the person selected and asks about, which leads `text`
     first_block: int = 1  # the number of its first block (`blocks.py`): after an earlier text's when re-read
+    # The lines of `text` whose words are not all on the page as the reader finds it, with the runs
+    # of them that are (none: the line has no id and cannot be cited), by line (`blocks.off_page`).
+    off_page: dict[int, list[str]] = Field(default_factory=dict)
+    # The lines whose quote runs across the page's lines (a term and its value), with where it
+    # starts and ends there, which a link to it names (`blocks.across_lines`).
+    across: dict[int, list[str]] = Field(default_factory=dict)
 
     @property
     def prompt_tokens(self) -> int:
@@ -330,9 +336,14 @@ _ID_MARGIN = 8  # tokens kept back on a refit: a cut changes how the ids tokeniz
 
 def _tab(e: Extracted, **fitted: Any) -> TabContext:
     """A tab's context: what its extraction says of the page, and how its text was `fitted`."""
+    off = off_page(e.tab_id, fitted["text"], e.title, e.page)
+    if off and fitted.get("id_tokens"):  # lines with no id: fewer ids than the fit counted
+        fitted["id_tokens"] = max(count_tokens(render_text(e.tab_id, fitted["text"], title=e.title, off_page=off))
+                                  - fitted["tokens"], 0)
     return TabContext(
         tab_id=e.tab_id, url=e.url, title=e.title, method=e.method, content_hash=e.content_hash,
-        reused=e.reused, authors=e.authors, published=e.published, **fitted,
+        reused=e.reused, authors=e.authors, published=e.published, off_page=off,
+        across=across_lines(e.tab_id, fitted["text"], e.title, e.page, off), **fitted,
     )
 
 

@@ -45,13 +45,14 @@ import lxml.html
 import trafilatura
 from htmldate import find_date
 from lxml import etree
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from trafilatura.metadata import examine_meta, extract_meta_json
 from trafilatura.utils import load_html
 
 from . import pdf
 from .browser.base import PageSnapshot
 from .page_lines import OTHER_TEXT_HEADING, other_text, rendered_lines
+from .page_text import PageText
 from .rows import join_row, row_cells
 from .table_spans import ROWS, fill_spans
 
@@ -73,7 +74,8 @@ MAX_HTML_ELEMENTS = 20_000
 # 10 MB test page; the budgeter analyses this much in ~8.5 s (CPU) into ~310 MB.
 # A question's answer may be anywhere on a page, so nothing less is cut.
 MAX_TEXT_CHARS = 20_000_000
-# The extraction cache keeps no more text than this (the newest result whatever its size).
+# The extraction cache keeps no more text than this, pages' rendered text included
+# (the newest result whatever its size).
 CACHE_CHARS = 40_000_000
 BYLINE_MAX_CHARS = 200  # a rendered line longer than this is prose, not a byline
 OWNER_CHECK_S = 1.0  # how often an extraction worker checks that its owner is alive
@@ -97,6 +99,8 @@ _WS = re.compile(r"\s+")
 class Extracted(BaseModel):
     """A tab's text as the model will see it, before budgeting."""
 
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
     tab_id: str
     url: str
     title: str
@@ -109,6 +113,14 @@ class Extracted(BaseModel):
     # first published (ISO), "who wrote this?" and "when was this published?".
     authors: list[str] = Field(default_factory=list)
     published: str = ""
+    # The page as the reader finds it, which a quote of it must be found in (`blocks.off_page`);
+    # None when that is not known: a PDF, or a page no browser rendered (`PageSnapshot.rendered`).
+    page: PageText | None = Field(default=None, exclude=True, repr=False)
+
+    @property
+    def chars(self) -> int:
+        """What it holds in memory, about, in characters."""
+        return len(self.text) + 2 * len(self.page or "")
 
 
 def _norm(line: str) -> str:
@@ -188,21 +200,49 @@ def _unglued(doc: lxml.html.HtmlElement | None, text: str) -> str:
 
 
 MAX_TERM_CHARS = 60
+MAX_PAIRED_VALUE_CHARS = 300  # a longer value is a passage of its own, not a line with its term
+_PAIR_BLOCKS = frozenset("address article aside blockquote dd details div dl dt fieldset figure footer form "
+                         "h1 h2 h3 h4 h5 h6 header hr li main nav ol p pre section table ul".split())
 
 
 def _name_terms(doc: lxml.html.HtmlElement) -> None:
     """A description list's terms end with a colon, so each reads as naming the value that
-    follows it ("Memory:" then "32 GB"), as written out on separate lines: otherwise a spec
-    sheet becomes a list of words and values no reader can pair up."""
-    for dt in doc.iter("dt"):
+    follows it ("Memory:" then "32 GB"): otherwise a spec sheet becomes a list of words and
+    values no reader can pair up. A term with one short value is one line with it
+    ("Weight: 1.28 kg"), the passage an answer about it quotes."""
+    for dt in list(doc.iter("dt")):
         after = dt.getnext()
         words = dt.text_content().strip()
-        if after is None or after.tag != "dd" or not words or words.endswith(":") or len(words) > MAX_TERM_CHARS:
+        if after is None or after.tag != "dd" or not words or len(words) > MAX_TERM_CHARS:
             continue
-        if len(dt):
-            dt[-1].tail = (dt[-1].tail or "").rstrip() + ":"
-        else:
-            dt.text = (dt.text or "").rstrip() + ":"
+        if not words.endswith(":"):
+            _append(dt, ":", trim=True)
+        if _pairs(after):
+            _append(dt, " " + (after.text or ""))
+            for child in list(after):
+                dt.append(child)  # with its tail
+            after.drop_tree()  # its tail (the space before the next term) stays
+
+
+def _pairs(dd: lxml.html.HtmlElement) -> bool:
+    """Whether `dd` is its term's one value, and a short line of text."""
+    nxt = dd.getnext()
+    return (
+        (nxt is None or nxt.tag != "dd")
+        and len(dd.text_content()) <= MAX_PAIRED_VALUE_CHARS
+        and not any(isinstance(el.tag, str) and el.tag in _PAIR_BLOCKS for el in dd.iterdescendants())
+    )
+
+
+def _append(el: lxml.html.HtmlElement, text: str, *, trim: bool = False) -> None:
+    """`text` at the end of `el`'s content (`trim`: right after its last word)."""
+    def end(before: str | None) -> str:
+        return ((before or "").rstrip() if trim else before or "") + text
+
+    if len(el):
+        el[-1].tail = end(el[-1].tail)
+    else:
+        el.text = end(el.text)
 
 
 def _main_text(doc: lxml.html.HtmlElement | None, url: str) -> str:
@@ -500,6 +540,7 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
         notes=notes,
         authors=authors,
         published=published,
+        page=PageText(snapshot.visible_text) if snapshot.rendered and snapshot.visible_text.strip() else None,
     )
 
 
@@ -624,9 +665,9 @@ class Extractor:
         result = await self._run(snapshot)
         kept = (result, result.notes[len(snapshot.notes):])
         self._cache[key] = kept
-        chars = sum(len(e.text) for e, _ in self._cache.values())
+        chars = sum(e.chars for e, _ in self._cache.values())
         while len(self._cache) > 1 and (len(self._cache) > self._cache_size or chars > CACHE_CHARS):
-            chars -= len(self._cache.pop(next(iter(self._cache)))[0].text)
+            chars -= self._cache.pop(next(iter(self._cache)))[0].chars
         return kept
 
     def _finished(self, key: str, job: asyncio.Future[tuple[Extracted, list[str]]]) -> None:

@@ -25,6 +25,8 @@ _LETTER = re.compile(r"[^\W\d_]")
 _YEAR = re.compile(r"(1[5-9]|20)\d\d")
 # Markdown that extraction writes and a quote should not show: escapes, emphasis, tags.
 _ESCAPE = re.compile(r"\\([\\`*_{}\[\]()#+\-.!|<>~])")
+_HELD = 0xF0000  # an escaped character, held as a private-use one while the Markdown is read
+_HELD_CHAR = re.compile("[\U000F0000-\U000F007F]")
 _EMPHASIS = re.compile(r"(\*{1,3}|_{2,3})(?=\S)(.+?)(?<=\S)\1")
 _TAG = re.compile(r"(?<!\\)</?[A-Za-z][^<>]{0,200}>")  # an escaped "\<b>" is text the page shows
 _LINK = re.compile(r"\[([^\]\n]+)\]\((?:[^()\s]|\([^()\s]*\))+\)")  # a target may hold "(…)" once
@@ -52,11 +54,13 @@ def clean(text: str) -> str:
         return _SPACES.sub(" ", text).strip()
     text = _SORT_KEY.sub("", text)
     text = _PADDED_KEY.sub("", text)
+    # Escaped characters are held aside first: an escaped "\*" is the page's, no emphasis.
+    text = _ESCAPE.sub(lambda m: chr(_HELD + ord(m.group(1))), text)
     text = _LINK.sub(r"\1", text)
     text = _TAG.sub("", text)
     text = _EMPHASIS.sub(r"\2", text)
     text = _EMPHASIS.sub(r"\2", text)  # nested: ***a*** is bold and italic
-    text = _ESCAPE.sub(r"\1", text)
+    text = _HELD_CHAR.sub(lambda m: chr(ord(m.group(0)) - _HELD), text)
     return _SPACES.sub(" ", text).strip()
 
 

@@ -146,3 +146,67 @@ async def test_a_tab_re_read_in_pass_2_numbers_its_blocks_after_those_the_model_
     [passage] = [c for c in done.citations if c.block]
     assert int(passage.block.split(".")[1]) > max(first_ids), "no id names two passages in one request"
     assert "Status: shipped" in passage.quote and "Status: shipped" in await _page_text(tab)
+
+
+# --- a quote is text the reader finds on the page ---------------------------------
+
+
+def _lines_without_id(request: RecordedRequest) -> list[str]:
+    return [line for line in request.text().split("\n") if line.strip() and not re.match(r"\[\d+\.\d+\] ", line)]
+
+
+async def test_only_what_the_page_shows_is_quoted_and_what_it_hides_has_no_id(
+    gemini: GeminiServer, site: Site, open_tabs,
+) -> None:
+    [tab] = await open_tabs([site.url("kayak_care")])
+
+    def reply(request: RecordedRequest) -> TextReply:
+        sealed, guarantee = (_id_of(request, w) for w in ("marine silicone", "guaranteed for five years"))
+        return TextReply(text=f"Seal the fittings yearly [{sealed}]; the hull is guaranteed for five years [{guarantee}].")
+
+    gemini.responder = reply
+    done = await _done(_agent(gemini, [tab]), "How do I look after the kayak?")
+    request = gemini.requests[0]
+    unnumbered = _lines_without_id(request)
+    # The model still reads what the page collapses or shows otherwise, but cannot cite it:
+    # a closed <details>' text, a paragraph the page shows in capitals, extraction's own heading.
+    assert any(line.startswith("Store the kayak upside down") for line in unnumbered)
+    assert any(line.startswith("keep the spray deck") for line in unnumbered)
+    assert "## Other text on the page" in unnumbered
+    sealed, guarantee = (c for c in done.citations if c.block)
+    # Markdown's escapes are extraction's: the page shows three asterisks.
+    assert sealed.quote == "Seal the deck fittings with marine silicone once a season, as the warranty asks.***"
+    # A paragraph part of which the page hides (a stylesheet's display: none) quotes the part it shows.
+    assert guarantee.quote == "The hull is guaranteed for five years against cracks in normal use."
+    page = await _page_text(tab)
+    for c in done.citations:
+        assert _normalised(c.quote) in page, c
+
+
+@pytest.mark.parametrize(("question", "answered", "quoted"), [
+    # Read, answered, but not cited: the page collapses it.
+    ("where should I store the kayak over winter", "upside down on padded racks", None),
+    ("how long is the hull guaranteed", "five years", "The hull is guaranteed for five years against cracks in normal use."),
+    ("how do I unpack the repair kit", "tar -xzf", "Unpack the repair kit with tar -xzf kit-*.tar.gz before your first trip"),
+    ("what should I seal once a season", "marine silicone", "as the warranty asks.***"),
+])
+async def test_the_offline_answerer_quotes_only_what_the_page_shows(
+    site: Site, open_tabs, question: str, answered: str, quoted: str | None,
+) -> None:
+    [tab] = await open_tabs([site.url("kayak_care")])
+    done = await _done(ChatAgent(load_model("extractive"), [tab]), question)
+    assert answered in done.answer
+    passages = [c for c in done.citations if c.block]
+    assert any(quoted in c.quote for c in passages) if quoted else not passages, passages
+    page = await _page_text(tab)
+    for c in passages:
+        assert _normalised(c.quote) in page, c
+
+
+async def test_a_term_and_its_value_are_one_passage(site: Site, open_tabs) -> None:
+    [tab] = await open_tabs([site.url("laptop_aurora")])
+    done = await _done(ChatAgent(load_model("extractive"), [tab]), "how heavy is it")
+    [weight] = [c for c in done.citations if c.block]
+    assert weight.quote == "Weight: 1.28 kg" and _normalised(weight.quote) in await _page_text(tab)
+    # A text fragment's words never run across the page's blocks: the link names the term and the value.
+    assert weight.url == f"{site.url('laptop_aurora')}#:~:text=Weight%3A,1.28%20kg"

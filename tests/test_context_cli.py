@@ -228,3 +228,18 @@ def test_the_offline_model_quotes_the_reviews_under_the_heading_it_found(site: S
     # Under the heading, or under its heading path where the passage was picked from further down.
     assert re.match(r"(?:[^\n]* › )?Customer reviews \[Tab 1\]\n", done["answer"]), done["answer"]
     assert "- I used it for a whole conference day" in done["answer"], done["answer"]
+
+
+def _panel_lines(out: str) -> list[str]:
+    return [line.strip("│ ") for line in out.splitlines()]
+
+
+def test_the_text_shows_the_passage_ids_the_model_cites(site: Site) -> None:
+    proc = run_cli("context", site.url("kayak_care"))
+    assert proc.returncode == 0, proc.stderr
+    lines = _panel_lines(proc.stdout)
+    assert any(line.startswith("[1.1] Rinse the hull") for line in lines), proc.stdout
+    # What the page collapses is read but has no id: it cannot be cited.
+    assert "Store the kayak upside down on padded racks in a frost-free shed from November to March." in lines
+    bare = _panel_lines(run_cli("context", site.url("kayak_care"), "--no-ids").stdout)
+    assert any(line.startswith("Rinse the hull") for line in bare) and not any(line.startswith("[1.") for line in bare)

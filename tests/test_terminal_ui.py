@@ -217,7 +217,7 @@ def test_up_arrow_recalls_a_question_and_keys_typed_while_pages_open_wait_for_th
 # A passage whose words carry bidi overrides: they survive Chromium and extraction.
 CITED_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Ferry notes</title></head>
 <body><h1>Ferry notes</h1><p>Boats to Osterholm leave pier 3 every hour.</p>
-<p>Tickets cost 12 EUR at the \u202ekiosk on the pier\u202c, cash only.</p></body></html>"""
+<p>Tickets cost 12 EUR at the kiosk on the pier, cash only \u202e(no cards)\u202c.</p></body></html>"""
 
 
 def test_cited_passages_are_numbered_sources_under_the_answer(
@@ -238,9 +238,10 @@ def test_cited_passages_are_numbered_sources_under_the_answer(
     terminals.append(term)
     assert term.wait_exit() == 0
     screen = " ".join(term.text().split())
-    assert "1. [1.2] Tab 1 · Ferry notes “Boats to Osterholm leave pier 3 every hour.”" in screen, screen
-    # The quote is the page's words with the overrides taken out; its link opens the page at them.
-    assert "2. [1.3] Tab 1 · Ferry notes “Tickets cost 12 EUR at the kiosk on the pier, cash only.”" in screen
+    assert "1. [1.1] Tab 1 · Ferry notes “Boats to Osterholm leave pier 3 every hour.”" in screen, screen
+    # The quote is the page's words as it writes them, so not the part it writes with direction
+    # overrides (which the terminal never shows); its link opens the page at them.
+    assert "2. [1.2] Tab 1 · Ferry notes “Tickets cost 12 EUR at the kiosk on the pier, cash only”" in screen
     links = re.findall(rb"\x1b]8;[^;\x1b]*;([^\x1b]+)\x1b\\", term.raw)
     assert any(u.startswith(f"{page.as_uri()}#:~:text=Tickets%20cost%2012%20EUR".encode()) for u in links), links
     assert " 3. [" not in screen and "[1.77] Tab" not in screen, "an id naming no passage is no source"

@@ -26,6 +26,9 @@ class PageSnapshot(BaseModel):
     title: str = ""
     html: str = ""
     visible_text: str = ""
+    # Whether `visible_text` is what a browser rendered (its innerText), which a citation's quote
+    # must be found in; False where a tab with no renderer derived it from the HTML (`StaticTab`).
+    rendered: bool = True
     notes: list[str] = Field(default_factory=list)
     # A tab showing a PDF: the document's bytes (read as text by extraction) and their SHA-256.
     pdf: bytes = b""

@@ -33,11 +33,13 @@ class StaticTab(Tab):
         self.html = html
         self.title = title
         self.visible_text = html_to_text(html) if visible_text is None else visible_text
+        self._rendered = visible_text is not None  # else no browser's: the HTML's text, about
         self._offset = 0
 
     async def snapshot(self) -> PageSnapshot:
         return PageSnapshot(
-            tab_id=self.tab_id, url=self.url, title=self.title, html=self.html, visible_text=self.visible_text
+            tab_id=self.tab_id, url=self.url, title=self.title, html=self.html, visible_text=self.visible_text,
+            rendered=self._rendered,
         )
 
     async def screenshot(self) -> bytes:
