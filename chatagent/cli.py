@@ -316,7 +316,7 @@ def _add_mcp(sub: Any) -> None:
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port: "
                    "list_tabs then lists its tabs")
     p.add_argument("--browser-ws", metavar="WS_URL", help="use browsers from a Playwright browser server "
-                   "(playwright run-server, Browserless, a Selenium Grid) instead of launching one")
+                   "(playwright launch-server) instead of launching one")
     p.add_argument("--timeout", type=_timeout, metavar="S",
                    help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--http", metavar="[HOST:]PORT", type=_listen,
