@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, NamedTuple
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from chatagent.browser.playwright import PlaywrightBrowser
@@ -204,13 +204,18 @@ async def debuggable_chromium(extra_args: Sequence[str] = (), url: str = "about:
             await proc.wait()
 
 
+class BrowserServer(NamedTuple):
+    ws: str  # the endpoint, for `browser_ws`
+    pid: int  # its process (the Python launcher; the Node server and the browser below it)
+
+
 @asynccontextmanager
-async def playwright_browser_server(extra_args: Sequence[str] = ()) -> AsyncIterator[str]:
+async def playwright_browser_server(extra_args: Sequence[str] = ()) -> AsyncIterator[BrowserServer]:
     """A Playwright browser server started as the README says, on a machine
     whose only browser is the system Chromium: `python -m playwright
     launch-server --browser chromium --config FILE`, FILE naming the
-    executable. Yields the endpoint it prints (ws://127.0.0.1:PORT/RANDOM)
-    for `browser_ws`; stops it, and its browser, afterwards."""
+    executable. Yields the endpoint it prints (ws://127.0.0.1:PORT/RANDOM,
+    for `browser_ws`) and its process; stops it, and its browser, afterwards."""
     import asyncio
     import json
     import os
@@ -233,7 +238,7 @@ async def playwright_browser_server(extra_args: Sequence[str] = ()) -> AsyncIter
             line = await asyncio.wait_for(proc.stdout.readline(), 60)  # "ws://127.0.0.1:PORT/RANDOM"
             if not line.startswith(b"ws://"):
                 raise RuntimeError(f"playwright launch-server did not start: {line!r}")
-            yield line.decode().strip()
+            yield BrowserServer(line.decode().strip(), proc.pid)
         finally:
             os.killpg(proc.pid, signal.SIGTERM)
             try:

@@ -462,7 +462,8 @@ async def test_a_remote_playwright_browser_server_does_the_browsing(site: Site) 
     naming the system Chromium): the server reads pages through it."""
     from benchmarks.server import playwright_browser_server
 
-    async with playwright_browser_server() as ws:
+    async with playwright_browser_server() as browsers:
+        ws = browsers.ws
         assert ws.startswith("ws://127.0.0.1:")
         async with server(CHATAGENT_BROWSER_WS=ws) as s:
             read = await call(s, "read_pages", {"urls": [site.url("product")]})

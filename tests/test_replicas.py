@@ -40,8 +40,8 @@ async def test_two_replicas_behind_haproxy_answer_two_clients(site: Site) -> Non
     each request over them: two clients' calls are all answered, by both."""
     from benchmarks.server import playwright_browser_server
 
-    async with playwright_browser_server() as ws, replica(TOKEN, browser_ws=ws) as a, \
-            replica(TOKEN, browser_ws=ws) as b, haproxy([a.port, b.port]) as lb:
+    async with playwright_browser_server() as browsers, replica(TOKEN, browser_ws=browsers.ws) as a, \
+            replica(TOKEN, browser_ws=browsers.ws) as b, haproxy([a.port, b.port]) as lb:
 
         async def reads(pages: list[str]) -> list[Any]:
             async with client(lb.url) as session:
