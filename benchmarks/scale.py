@@ -230,8 +230,12 @@ async def _scenario(ws: str, browser_pid: int, n_replicas: int, urls: list[list[
             "tab_cap": n_replicas * max_tabs}
 
 
+SCENARIOS = {"1 replica": (1, False), "2 replicas": (2, False), "2 replicas, one stopped": (2, True)}
+
+
 async def run_scale(data_dir: Path = DEFAULT_DATA_DIR, clients: int = 32, calls: int = 3,
-                    pages: int = 24, max_tabs: int = MAX_TABS) -> dict[str, Any]:
+                    pages: int = 24, max_tabs: int = MAX_TABS, scenarios: tuple[str, ...] = tuple(SCENARIOS),
+                    ) -> dict[str, Any]:
     """The load benchmark's figures; {"skipped": why} without HAProxy."""
     if haproxy_path() is None:
         return {"skipped": NO_HAPROXY}
@@ -252,9 +256,9 @@ async def run_scale(data_dir: Path = DEFAULT_DATA_DIR, clients: int = 32, calls:
         env = {"CHATAGENT_CONFIG": str(Path(tmp) / "config.toml"), "CHATAGENT_MAX_TABS": str(max_tabs)}
         async with playwright_browser_server(OFFLINE_ARGS) as server:
             out["plain_playwright"] = await _plain_playwright(server.ws, plan())
-            scenarios = [("1 replica", 1, False), ("2 replicas", 2, False), ("2 replicas, one stopped", 2, True)]
             out["scenarios"] = {}
-            for name, n, stop in scenarios:
+            for name in scenarios:
+                n, stop = SCENARIOS[name]
                 out["scenarios"][name] = await _scenario(server.ws, server.pid, n, plan(), fresh_url(base[0], 0),
                                                          stop, env, max_tabs)
     out["machine"]["loadavg"] = machine()["loadavg"]
