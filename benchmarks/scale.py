@@ -19,7 +19,9 @@ or lost (no result reached its client). Throughput is answered calls over the
 scenario's wall time; latency is each call's, at the client. Peak memory is
 the RSS of the replicas' and the browser server's processes, sampled every
 0.5 s, with the browser's renderer processes at most (a page each, so bounded
-by the replicas × the `max_tabs` setting).
+by the replicas × the `max_tabs` setting, plus Chromium's spare renderer and
+one exiting). A page the browser could not load within the `timeout` setting
+counts as a failed call.
 
 The limit: the same pages read by plain Playwright from the same browser
 server, `clients` pages at once (load, then the body's text), as fast as it
@@ -51,6 +53,8 @@ TOKEN = "scale-benchmark-token-0123456789abcdef"
 MAX_TABS = 20  # per replica: the setting's default
 THROUGHPUT_GOAL = 0.7  # of plain Playwright's pages/s
 STOP_AFTER = 1 / 3  # of the calls answered, one replica is stopped
+# Renderers beyond the tabs: Chromium keeps a spare one ready, and a closed tab's takes a moment to exit.
+RENDERER_SLACK = 2
 
 
 @dataclass
@@ -145,9 +149,11 @@ async def _clients(url: str, urls: list[list[str]], tally: Tally, on_answer: Any
                         tally.lost += 1
                         tally.errors.append(f"lost: {type(exc).__name__}: {exc}"[:300])
                         continue
-                    if result.is_error or result.structured_content["pages"][0].get("error"):
+                    page = {} if result.is_error else result.structured_content["pages"][0]
+                    if result.is_error or page.get("error"):  # the call, or its one page, failed
                         tally.failed += 1
-                        tally.errors.append(f"failed: {result.content}"[:300])
+                        why = result.content[0].text if result.is_error else f"{page['error']} {page['notes']}"
+                        tally.errors.append(f"failed: {why}"[:300])
                     else:
                         tally.latencies_s.append(time.perf_counter() - t0)
                         if on_answer:
@@ -276,9 +282,10 @@ def goals(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
             share = s["pages_per_s"] / limit if limit else 0.0
             out[f"{name}: throughput"] = {"target": f"≥ {THROUGHPUT_GOAL:.0%} of plain Playwright",
                                           "measured": f"{share:.0%}", "met": share >= THROUGHPUT_GOAL}
-        out[f"{name}: pages open"] = {"target": f"≤ {s['tab_cap']} (replicas × max_tabs)",
-                                      "measured": f"{s['peak_renderers']} renderers at most",
-                                      "met": s["peak_renderers"] <= s["tab_cap"]}
+        bound = s["tab_cap"] + RENDERER_SLACK
+        out[f"{name}: pages open"] = {"target": f"≤ {bound} renderers (replicas × max_tabs + {RENDERER_SLACK})",
+                                      "measured": f"{s['peak_renderers']} at most, {s['peak_rss_mb']:,.0f} MB",
+                                      "met": s["peak_renderers"] <= bound}
     return out
 
 

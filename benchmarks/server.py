@@ -235,7 +235,7 @@ async def playwright_browser_server(extra_args: Sequence[str] = ()) -> AsyncIter
         )
         try:
             assert proc.stdout
-            line = await asyncio.wait_for(proc.stdout.readline(), 60)  # "ws://127.0.0.1:PORT/RANDOM"
+            line = await asyncio.wait_for(proc.stdout.readline(), 120)  # "ws://127.0.0.1:PORT/RANDOM": after its browser started
             if not line.startswith(b"ws://"):
                 raise RuntimeError(f"playwright launch-server did not start: {line!r}")
             yield BrowserServer(line.decode().strip(), proc.pid)
