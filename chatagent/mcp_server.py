@@ -545,8 +545,9 @@ async def serve_http(settings: Settings, host: str, port: int) -> signal.Signals
             app = BearerToken(server.streamable_http_app(host=host, stateless_http=True),
                               settings.secret("mcp_token") or "")
             # log_config=None: uvicorn's loggers write through ours (masked, sanitised), not handlers of their own.
-            web = _draining_server()(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                                           log_config=None, timeout_graceful_shutdown=settings.deadline))
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", log_config=None,
+                                    timeout_graceful_shutdown=settings.deadline)
+            web = _draining_server()(config)
             serving = asyncio.ensure_future(web.serve(sockets=[listening]))
             try:
                 await asyncio.shield(serving)
@@ -564,6 +565,8 @@ def _draining_server() -> type:
     (it stops listening and waits for the requests in progress), but keeping
     the signal rather than raising it again once it has stopped: uvicorn's
     way would end the process there, before the runtime closes its tabs."""
+    import threading
+
     import uvicorn
 
     class Draining(uvicorn.Server):
@@ -571,6 +574,9 @@ def _draining_server() -> type:
 
         @contextmanager
         def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():  # embedded: its host stops it
+                yield
+                return
             loop = asyncio.get_running_loop()
             for sig in (signal.SIGINT, signal.SIGTERM):
                 loop.add_signal_handler(sig, self._stop, sig)
