@@ -17,8 +17,8 @@ replicas; 2 replicas, one stopped with SIGTERM once a third of the calls are
 answered (it drains). A call is answered (a result), failed (an error result)
 or lost (no result reached its client). Throughput is answered calls over the
 scenario's wall time; latency is each call's, at the client. Peak memory is
-the RSS of the replicas' and the browser server's processes, sampled every
-0.5 s, with the browser's renderer processes at most (a page each, so bounded
+the PSS of the replicas' and the browser server's processes (shared pages
+counted once), sampled every 0.5 s, with the browser's renderer processes at most (a page each, so bounded
 by the replicas × the `max_tabs` setting, plus Chromium's spare renderer and
 one exiting). A page the browser could not load within the `timeout` setting
 counts as a failed call.
@@ -70,11 +70,13 @@ class Tally:
 
 
 class Sampler:
-    """Peak RSS of some process trees, and of their Chromium renderers at most, every 0.5 s (from /proc)."""
+    """Peak memory of some process trees (PSS: each shared page counted once across them, where RSS
+    would count Chromium's shared memory once per process), and their Chromium renderers at most,
+    every 0.5 s (from /proc)."""
 
     def __init__(self, roots: list[int]) -> None:
         self.roots = roots
-        self.peak_rss_mb = 0.0
+        self.peak_pss_mb = 0.0
         self.peak_renderers = 0
         self._task: asyncio.Task[None] | None = None
 
@@ -97,15 +99,15 @@ class Sampler:
         return out
 
     def sample(self) -> None:
-        rss, renderers = 0, 0
-        page = os.sysconf("SC_PAGE_SIZE")
+        pss_kb, renderers = 0, 0
         for pid in self._tree(self.roots):
             try:
-                rss += int(Path(f"/proc/{pid}/statm").read_text().split()[1]) * page
+                rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
+                pss_kb += int(rollup.split("\nPss:", 1)[1].split()[0])
                 renderers += b"--type=renderer" in Path(f"/proc/{pid}/cmdline").read_bytes()
-            except OSError:
+            except (OSError, IndexError, ValueError):  # gone meanwhile
                 continue
-        self.peak_rss_mb = max(self.peak_rss_mb, rss / 2**20)
+        self.peak_pss_mb = max(self.peak_pss_mb, pss_kb / 1024)
         self.peak_renderers = max(self.peak_renderers, renderers)
 
     async def _run(self) -> None:
@@ -232,7 +234,7 @@ async def _scenario(ws: str, browser_pid: int, n_replicas: int, urls: list[list[
         if stopped:
             stopped["exit_status"] = await asyncio.wait_for(replicas[0].proc.wait(), 300)
     return {"replicas": n_replicas, **_figures(tally, wall, total), "served": served, "stopped": stopped or None,
-            "peak_rss_mb": sampler.peak_rss_mb, "peak_renderers": sampler.peak_renderers,
+            "peak_pss_mb": sampler.peak_pss_mb, "peak_renderers": sampler.peak_renderers,
             "tab_cap": n_replicas * max_tabs}
 
 
@@ -284,7 +286,7 @@ def goals(result: dict[str, Any]) -> dict[str, dict[str, Any]]:
                                           "measured": f"{share:.0%}", "met": share >= THROUGHPUT_GOAL}
         bound = s["tab_cap"] + RENDERER_SLACK
         out[f"{name}: pages open"] = {"target": f"≤ {bound} renderers (replicas × max_tabs + {RENDERER_SLACK})",
-                                      "measured": f"{s['peak_renderers']} at most, {s['peak_rss_mb']:,.0f} MB",
+                                      "measured": f"{s['peak_renderers']} at most, {s['peak_pss_mb']:,.0f} MB",
                                       "met": s["peak_renderers"] <= bound}
     return out
 
@@ -293,15 +295,15 @@ def report(result: dict[str, Any]) -> str:
     if "skipped" in result:
         return f"Skipped: {result['skipped']}."
     c = result["config"]
-    head = ["", "calls", "answered", "failed", "lost", "pages/s", "p50 s", "p95 s", "p99 s", "peak RSS MB",
+    head = ["", "calls", "answered", "failed", "lost", "pages/s", "p50 s", "p95 s", "p99 s", "peak PSS MB",
             "renderers (cap)"]
 
     def row(name: str, s: dict[str, Any]) -> list[str]:
         lat = s["latency_s"]
         cap = f"{s['peak_renderers']} ({s['tab_cap']})" if "tab_cap" in s else "—"
-        rss = f"{s['peak_rss_mb']:,.0f}" if "peak_rss_mb" in s else "—"
+        pss = f"{s['peak_pss_mb']:,.0f}" if "peak_pss_mb" in s else "—"
         return [name, str(s["calls"]), str(s["answered"]), str(s["failed"]), str(s.get("lost", 0)),
-                f"{s['pages_per_s']:.2f}", *(f"{lat[k]:.1f}" for k in ("p50", "p95", "p99")), rss, cap]
+                f"{s['pages_per_s']:.2f}", *(f"{lat[k]:.1f}" for k in ("p50", "p95", "p99")), pss, cap]
 
     rows = [row("plain Playwright (the limit)", result["plain_playwright"])]
     rows += [row(name, s) for name, s in result["scenarios"].items()]
