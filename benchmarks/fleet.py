@@ -32,7 +32,8 @@ NO_HAPROXY = "HAProxy is not installed (Debian: `apt-get install haproxy`)"
 
 
 def haproxy_path() -> str | None:
-    return shutil.which("haproxy") or next((p for p in ("/usr/sbin/haproxy",) if os.path.exists(p)), None)
+    """HAProxy's executable: on the PATH, or where Debian puts it (/usr/sbin, off a user's PATH)."""
+    return shutil.which("haproxy") or shutil.which("haproxy", path="/usr/sbin")
 
 
 @dataclass
