@@ -377,4 +377,9 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
         from .mcp_bench import report as mcp_report
 
         out += ["", "## `chatagent mcp`: read_pages against Playwright MCP's page snapshot", "", mcp_report(m)]
+    if sc := result.get("scale"):
+        from .scale import report as scale_report
+
+        out += ["", "## `chatagent mcp` replicas behind HAProxy, under load (`python -m benchmarks.scale`)", "",
+                scale_report(sc)]
     return "\n".join(out) + "\n"

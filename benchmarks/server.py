@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from contextlib import asynccontextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, NamedTuple
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
 from chatagent.browser.playwright import PlaywrightBrowser
@@ -202,3 +202,47 @@ async def debuggable_chromium(extra_args: Sequence[str] = (), url: str = "about:
         finally:
             proc.terminate()
             await proc.wait()
+
+
+class BrowserServer(NamedTuple):
+    ws: str  # the endpoint, for `browser_ws`
+    pid: int  # its process (the Python launcher; the Node server and the browser below it)
+
+
+@asynccontextmanager
+async def playwright_browser_server(extra_args: Sequence[str] = ()) -> AsyncIterator[BrowserServer]:
+    """A Playwright browser server started as the README says, on a machine
+    whose only browser is the system Chromium: `python -m playwright
+    launch-server --browser chromium --config FILE`, FILE naming the
+    executable. Yields the endpoint it prints (ws://127.0.0.1:PORT/RANDOM,
+    for `browser_ws`) and its process; stops it, and its browser, afterwards."""
+    import asyncio
+    import json
+    import os
+    import signal
+    import tempfile
+
+    from chatagent.browser.discovery import find_browser
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Path(tmp) / "browser-server.json"
+        config.write_text(json.dumps({"executablePath": find_browser(), "host": "127.0.0.1", "port": free_port(),
+                                      "args": list(extra_args)}))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "playwright", "launch-server", "--browser", "chromium", "--config", str(config),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,  # its own process group: the Python launcher, the Node server, the browser
+        )
+        try:
+            assert proc.stdout
+            line = await asyncio.wait_for(proc.stdout.readline(), 120)  # "ws://127.0.0.1:PORT/RANDOM": after its browser started
+            if not line.startswith(b"ws://"):
+                raise RuntimeError(f"playwright launch-server did not start: {line!r}")
+            yield BrowserServer(line.decode().strip(), proc.pid)
+        finally:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                await asyncio.wait_for(proc.wait(), 10)
+            except TimeoutError:
+                os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()

@@ -55,6 +55,7 @@ from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
 from .realistic import bench_realistic, goals as realistic_goals
 from .report import SCENARIOS, machine, markdown_report, plural, print_summary, progress_bar
+from .scale import run_scale
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import finite
 
@@ -140,7 +141,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     at_start = machine()
     result: dict[str, Any] = {"machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
     with progress_bar(console) as progress, PageServer() as site:
-        overall = progress.add_task("chatagent bench", total=11 if real else 10)
+        overall = progress.add_task("chatagent bench", total=12 if real else 11)
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
@@ -177,6 +178,14 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
         # Its own Chromium (with a debugging port, for the MCP server to attach to) and page server.
         mcp_pages = plan.wtq_pages if plan.wtq_pages is not None and plan.wtq_pages < 8 else (8 if plan.quick else 20)
         result["mcp"] = await run_mcp_bench(plan.data_dir, mcp_pages, plan.reps, plan.budget)
+        progress.advance(overall)
+        # Its own browser server, replicas and HAProxy (skipped, saying why, without HAProxy). Not in a
+        # sample (--limit): starting five processes on a busy machine takes longer than the rest of it
+        # (tests/test_replicas.py runs the replicas through HAProxy).
+        if plan.latency_fixtures:
+            result["scale"] = {"skipped": "a sample (--limit) leaves it out: `python -m benchmarks.scale` runs it"}
+        else:
+            result["scale"] = await run_scale(plan.data_dir, *((16, 2, 12) if plan.quick else (32, 3, 24)))
         progress.advance(overall)
     result["machine"]["loadavg"] = machine()["loadavg"]
     result["wall_s"] = time.perf_counter() - started
@@ -280,6 +289,11 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
                 "above the model's own TTFT (median)", f"≤ {warm['goal_overhead_ms']:g} ms", f"{extra:,.0f} ms",
                 bool(warm["goal_met"]), extra,
             )
+    if (scale := result.get("scale")) and "goals" in scale:
+        clients = scale["config"]["clients"]
+        for k, g in scale["goals"].items():
+            goals[f"scale: {k}"] = _goal(f"MCP replicas behind HAProxy, {clients} clients, {k}", g["target"],
+                                         g["measured"], g["met"], float(g["met"]))
     summary["goals"] = goals
     return summary
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import socket
 import sys
 from collections.abc import Sequence
@@ -33,7 +34,7 @@ from .ask_args import budget as budget_arg
 from .ask_args import timeout as _timeout
 from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_TAB_BUDGET
-from .exit_status import EXIT_FAIL, EXIT_NO_ANSWER, EXIT_OK
+from .exit_status import EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, EXIT_TERMINATED
 from .process import answer_status, run, setup_logging
 from .settings import Settings, check_model
 from .terminal import json_safe, no_echo, safe_text, sanitize, stderr_console
@@ -305,7 +306,8 @@ async def cmd_chat(args: argparse.Namespace) -> int:
 MCP_EXIT_STATUS = (
     "Exit status: 0 the client closed stdin (stdio); 1 the server could not start (the reason is on stderr: "
     "a port in use, no mcp_token beyond 127.0.0.1); 2 usage error (a bad option; a setting with a value it "
-    "cannot take, an unknown model included); 130 interrupted."
+    "cannot take, an unknown model included); 130 interrupted; 143 stopped by SIGTERM (over --http, once "
+    "the calls in progress were answered)."
 )
 
 
@@ -322,7 +324,7 @@ def _add_mcp(sub: Any) -> None:
     p.add_argument("--cdp", metavar="URL", help="attach to a Chrome started with --remote-debugging-port: "
                    "list_tabs then lists its tabs")
     p.add_argument("--browser-ws", metavar="WS_URL", help="use browsers from a Playwright browser server "
-                   "(playwright run-server, Browserless, a Selenium Grid) instead of launching one")
+                   "(playwright launch-server) instead of launching one")
     p.add_argument("--timeout", type=_timeout, metavar="S",
                    help=f"seconds to wait for each page to load (default {DEFAULT_LOAD_TIMEOUT_S:g})")
     p.add_argument("--http", metavar="[HOST:]PORT", type=_listen,
@@ -348,7 +350,14 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
 
     settings = settings_of(args, model=True)  # ask_pages' default: refused at start, as `--model` is
     if args.http:
-        await mcp_server.serve_http(settings, *args.http)
+        stopped_by = await mcp_server.serve_http(settings, *args.http)
+        if stopped_by == signal.SIGTERM:
+            return EXIT_TERMINATED
+        if stopped_by == signal.SIGINT:
+            from .process import interrupted
+
+            interrupted()
+            return EXIT_INTERRUPTED
     else:
         await mcp_server.serve_stdio(settings)
     return EXIT_OK

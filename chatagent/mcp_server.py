@@ -513,13 +513,25 @@ async def serve_stdio(settings: Settings) -> None:
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-async def serve_http(settings: Settings, host: str, port: int) -> None:
+async def serve_http(settings: Settings, host: str, port: int) -> signal.Signals | None:
     """Streamable HTTP at http://HOST:PORT/mcp, for bearers of the owner's
     token only, loopback too: any local user could otherwise read the
     owner's files and spend their API key through it. On 127.0.0.1 a token
-    is made and saved when none is set; beyond it, one must be set first."""
-    import uvicorn
+    is made and saved when none is set; beyond it, one must be set first.
 
+    Stateless (the SDK's stateless streamable HTTP): no session lives in the
+    server, so any load balancer can send each request to any of several
+    replicas. SIGTERM or Ctrl-C drains it: it stops listening, finishes the
+    calls it holds (those still running after the `deadline` setting are
+    cancelled; a second Ctrl-C cancels them at once), then closes its tabs
+    and browser. Returns the signal that stopped it, if one did."""
+    import uvicorn
+    from sse_starlette.sse import AppStatus
+
+    # The SDK streams each call's result as server-sent events, which
+    # sse-starlette would end on SIGTERM, the call with them: here they end
+    # as their calls are answered (stateless: no stream outlives its call).
+    AppStatus.disable_automatic_graceful_drain()
     if host not in LOOPBACK and not settings.secret("mcp_token"):
         raise ChatAgentError(
             f"Listening on {host} lets other machines use this browser: set a bearer token first "
@@ -530,11 +542,12 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
         settings, made = _owner_token(settings)
         _tell_clients(host, listening.getsockname()[1], settings, made)
         async with running(settings) as server:
-            app = BearerToken(server.streamable_http_app(host=host), settings.secret("mcp_token") or "")
+            app = BearerToken(server.streamable_http_app(host=host, stateless_http=True),
+                              settings.secret("mcp_token") or "")
             # log_config=None: uvicorn's loggers write through ours (masked, sanitised), not handlers of their own.
-            # On Ctrl-C or SIGTERM, calls still running after a few seconds are cancelled (their tabs close).
-            web = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on",
-                                                log_config=None, timeout_graceful_shutdown=5))
+            config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", log_config=None,
+                                    timeout_graceful_shutdown=settings.deadline)
+            web = _draining_server()(config)
             serving = asyncio.ensure_future(web.serve(sockets=[listening]))
             try:
                 await asyncio.shield(serving)
@@ -542,6 +555,44 @@ async def serve_http(settings: Settings, host: str, port: int) -> None:
                 web.should_exit = True
                 await serving
                 raise
+            if web.stopped_by is not None:
+                log.info("stopped by %s: the calls held were finished; closing the browser", web.stopped_by.name)
+        return web.stopped_by
+
+
+def _draining_server() -> type:
+    """uvicorn's `Server`, told to stop by SIGTERM or Ctrl-C as uvicorn is
+    (it stops listening and waits for the requests in progress), but keeping
+    the signal rather than raising it again once it has stopped: uvicorn's
+    way would end the process there, before the runtime closes its tabs."""
+    import threading
+
+    import uvicorn
+
+    class Draining(uvicorn.Server):
+        stopped_by: signal.Signals | None = None
+
+        @contextmanager
+        def capture_signals(self) -> Iterator[None]:
+            if threading.current_thread() is not threading.main_thread():  # embedded: its host stops it
+                yield
+                return
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._stop, sig)
+            try:
+                yield
+            finally:
+                for sig in (signal.SIGINT, signal.SIGTERM):
+                    loop.remove_signal_handler(sig)
+
+        def _stop(self, sig: signal.Signals) -> None:
+            if self.stopped_by is None:
+                self.stopped_by = sig
+                log.warning("%s: finishing the calls in progress, taking no new ones", sig.name)
+            self.handle_exit(sig, None)  # a second Ctrl-C: stop waiting for them
+
+    return Draining
 
 
 def _owner_token(settings: Settings) -> tuple[Settings, bool]:

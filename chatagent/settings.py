@@ -137,7 +137,7 @@ class Settings(BaseSettings):
     cdp: str | None = Field(None, description="attach to this Chrome (--remote-debugging-port) instead of "
                             "launching one, e.g. http://127.0.0.1:9222")
     browser_ws: str | None = Field(None, description="use a browser from this Playwright browser server "
-                                   "(playwright run-server, Browserless, a grid), e.g. ws://127.0.0.1:3000/")
+                                   "(playwright launch-server), e.g. ws://127.0.0.1:3000/")
     browser: str | None = Field(None, description="the Chrome/Chromium executable to launch (default: found)")
     mcp_token: SecretStr | None = Field(None, description="`chatagent mcp --http`: the bearer token clients "
                                         "must send (made and saved by the first server on 127.0.0.1; set it first for another host)")

@@ -102,6 +102,7 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert mcp["summary"]["read_pages"]["tokens_p50"] <= 2000 and mcp["summary"]["aria_cut"]["tokens_p50"] <= 2000
     assert set(mcp["overhead"]) == {"warm", "cold"} and mcp["schemas"]["tools"] == 3
     assert "Playwright MCP" in (out / "report.md").read_text(encoding="utf-8")
+    assert "skipped" in result["scale"], "replicas under load: not in a sample, which says so"
     s = result["summary"]
 
     assert set(s["overhead_ms_p50"]) == SCENARIOS and set(s["ttft_ms_p50"]) == SCENARIOS

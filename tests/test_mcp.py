@@ -457,47 +457,48 @@ async def test_list_tabs_says_a_tab_showing_an_unnamed_local_file_is_there_witho
         assert private not in said, private
 
 
-@contextlib.asynccontextmanager
-async def playwright_browser_server(tmp: Any) -> AsyncIterator[str]:
-    """`playwright run-server` on 127.0.0.1, as a remote browser fleet runs it;
-    its 'installed' headless shell is this machine's Chromium."""
-    import asyncio
-    import json
+async def test_a_remote_playwright_browser_server_does_the_browsing(site: Site) -> None:
+    """The browser server started as the README says (launch-server, its config
+    naming the system Chromium): the server reads pages through it."""
+    from benchmarks.server import playwright_browser_server
 
-    import playwright
-
-    from chatagent.browser.discovery import find_browser
-
-    browsers = json.loads((Path(playwright.__file__).parent / "driver/package/browsers.json").read_text())
-    rev = next(b["revision"] for b in browsers["browsers"] if b["name"] == "chromium-headless-shell")
-    exe = tmp / f"chromium_headless_shell-{rev}" / "chrome-headless-shell-linux64" / "chrome-headless-shell"
-    exe.parent.mkdir(parents=True)
-    exe.symlink_to(find_browser())
-    port = free_port()
-    proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "playwright", "run-server", "--host", "127.0.0.1", "--port", str(port),
-        env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(tmp)},
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
-        start_new_session=True,  # its own process group: the Python launcher and the Node server it starts
-    )
-    try:
-        assert proc.stdout
-        line = await asyncio.wait_for(proc.stdout.readline(), 30)  # "Listening on ws://127.0.0.1:PORT/"
-        yield line.decode().split()[-1]
-    finally:
-        import signal
-
-        os.killpg(proc.pid, signal.SIGKILL)
-        await proc.wait()
-
-
-async def test_a_remote_playwright_browser_server_does_the_browsing(site: Site, tmp_path: Any) -> None:
-    async with playwright_browser_server(tmp_path / "browsers") as ws:
+    async with playwright_browser_server() as browsers:
+        ws = browsers.ws
         assert ws.startswith("ws://127.0.0.1:")
         async with server(CHATAGENT_BROWSER_WS=ws) as s:
             read = await call(s, "read_pages", {"urls": [site.url("product")]})
     assert not read.is_error, read.content
     assert "$1,349.00" in read.structured_content["pages"][0]["text"]
+
+
+async def test_a_browser_server_that_cannot_start_its_browser_is_told_so(tmp_path: Any) -> None:
+    """`playwright run-server` on a machine without Playwright's own browser
+    build: reached, but it cannot launch one. The message says so and how to
+    start a server that can, not to check the browser_ws setting."""
+    import asyncio
+    import signal
+
+    from chatagent.browser.playwright import PlaywrightBrowser
+    from chatagent.errors import BrowserError
+
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "playwright", "run-server", "--host", "127.0.0.1", "--port", str(port),
+        env={**os.environ, "PLAYWRIGHT_BROWSERS_PATH": str(tmp_path)},  # no browser there
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL, start_new_session=True,
+    )
+    try:
+        assert proc.stdout
+        line = await asyncio.wait_for(proc.stdout.readline(), 30)  # "Listening on ws://127.0.0.1:PORT/"
+        with pytest.raises(BrowserError) as raised:
+            await PlaywrightBrowser.connect_ws(line.decode().split()[-1])
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        await proc.wait()
+    message = raised.value.message
+    assert "cannot start its browser" in message
+    assert "launch-server" in message and "executablePath" in message
+    assert "browser_ws setting" not in message
 
 
 async def test_over_http_two_clients_share_a_listed_tab_and_its_tools_take_turns(

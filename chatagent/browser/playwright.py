@@ -538,17 +538,25 @@ class PlaywrightBrowser(Browser):
     async def connect_ws(
         cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
     ) -> "PlaywrightBrowser":
-        """Use a browser from a remote Playwright browser server (`playwright
-        run-server`, Browserless, a grid): a context of our own in it, closed with us."""
+        """Use a browser from a Playwright browser server (`playwright
+        launch-server` or `run-server`): a context of our own in it, closed with us."""
         pw = await async_playwright().start()
         try:
             browser = await pw.chromium.connect(endpoint, timeout=30_000)
             context = await browser.new_context(viewport=VIEWPORT, accept_downloads=False)
         except PlaywrightError as exc:
             await pw.stop()
+            if _server_without_browser(exc):  # reached, but its machine lacks the browser it launches
+                raise BrowserError(
+                    f"The browser server at {endpoint} cannot start its browser: {_short(exc)}. On that machine, "
+                    f"start the server with a Chromium it has: put {{\"executablePath\": \"/usr/bin/chromium\"}} in a "
+                    "file and run `python -m playwright launch-server --browser chromium --config FILE`, "
+                    "or install Playwright's own (`python -m playwright install chromium`).",
+                ) from exc
             raise BrowserError(
                 f"Could not use the browser server at {endpoint}: {_short(exc)}. Check the browser_ws setting "
-                "(`chatagent config set browser_ws ws://HOST:PORT/`, or --browser-ws)."
+                "(`chatagent config set browser_ws ws://HOST:PORT/`, or --browser-ws).",
+                reason=f"Could not use the browser server at {endpoint}: {_short(exc)}.", setting="browser_ws",
             ) from exc
         return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb)
 
@@ -1026,6 +1034,14 @@ async def _nothing_listening(endpoint: str) -> int | None:
         return None
     writer.close()
     return None
+
+
+def _server_without_browser(exc: PlaywrightError) -> bool:
+    """The browser server answered but could not launch a browser (`run-server`
+    launches Playwright's own build on each connection, absent where only the
+    system's Chromium is installed)."""
+    text = str(exc)
+    return "Executable doesn't exist" in text or "Failed to launch" in text
 
 
 def _short(exc: BaseException) -> str:
