@@ -10,6 +10,7 @@ mark them `pytest.mark.asyncio(loop_scope="session")` (a module- or class-level
 from __future__ import annotations
 
 import os
+import signal
 import struct
 import threading
 import zlib
@@ -206,6 +207,17 @@ class _Handler(SimpleHTTPRequestHandler):
         """Read the request, answer nothing until the server stops: an image
         that never arrives, a long poll with no news, a tag manager that hangs."""
         self.server.stopping.wait(timeout=300)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes tests start and interrupt. A suite started
+    in the background by a shell without job control (`make test &`, a CI
+    runner) inherits SIGINT ignored, and so would every child: the CLI, the
+    daemon's client and the fake Gemini server would never see the tests'
+    Ctrl-C. Python keeps an ignored SIGINT ignored, so give it its handler back
+    (a child then starts with the default, as from a terminal)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True)
