@@ -28,6 +28,7 @@ from urllib.request import urlopen
 
 import pytest
 import pytest_asyncio
+from hypothesis import settings as hypothesis_settings
 
 from chatagent.browser.base import Tab, TabFailure
 from chatagent.browser.playwright import PlaywrightBrowser
@@ -207,6 +208,12 @@ class _Handler(SimpleHTTPRequestHandler):
         """Read the request, answer nothing until the server stops: an image
         that never arrives, a long poll with no news, a tag manager that hangs."""
         self.server.stopping.wait(timeout=300)
+
+
+# Property tests check what holds for every input, never how long one took:
+# Hypothesis' default 200 ms deadline per example failed them on a loaded machine.
+hypothesis_settings.register_profile("suite", deadline=None)
+hypothesis_settings.load_profile("suite")
 
 
 def pytest_configure(config: pytest.Config) -> None:
