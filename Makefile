@@ -5,6 +5,10 @@
 #
 # The suite runs on several processes (pytest-xdist): most tests wait on a
 # browser, a subprocess or a socket, so more workers than cores pay off.
+# Tests go to whichever worker is free, one at a time (a file's tests are not
+# held together: one long file would finish alone at the end), except those of
+# a file that shares an expensive module fixture (a daemon, the extension's
+# browser), which mark an `xdist_group` to stay on one worker.
 # `make test` runs everything; `make test-fast` leaves out the end-to-end tests
 # (real processes: the CLI, the daemon, the MCP server, the extension's host)
 # and the slow in-process ones. TEST_WORKERS=0 runs on one process.
@@ -14,8 +18,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.chatagent-installed
 DEMO_QUESTION ?= When did construction of the tram line begin?
-TEST_WORKERS  ?= 4
-PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+TEST_WORKERS  ?= 6
+PYTEST := $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 .PHONY: setup browser demo test test-fast local test-local
 

@@ -10,6 +10,7 @@ mark them `pytest.mark.asyncio(loop_scope="session")` (a module- or class-level
 from __future__ import annotations
 
 import os
+import signal
 import struct
 import threading
 import zlib
@@ -27,6 +28,7 @@ from urllib.request import urlopen
 
 import pytest
 import pytest_asyncio
+from hypothesis import settings as hypothesis_settings
 
 from chatagent.browser.base import Tab, TabFailure
 from chatagent.browser.playwright import PlaywrightBrowser
@@ -206,6 +208,23 @@ class _Handler(SimpleHTTPRequestHandler):
         """Read the request, answer nothing until the server stops: an image
         that never arrives, a long poll with no news, a tag manager that hangs."""
         self.server.stopping.wait(timeout=300)
+
+
+# Property tests check what holds for every input, never how long one took:
+# Hypothesis' default 200 ms deadline per example failed them on a loaded machine.
+hypothesis_settings.register_profile("suite", deadline=None)
+hypothesis_settings.load_profile("suite")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Ctrl-C reaches the processes tests start and interrupt. A suite started
+    in the background by a shell without job control (`make test &`, a CI
+    runner) inherits SIGINT ignored, and so would every child: the CLI, the
+    daemon's client and the fake Gemini server would never see the tests'
+    Ctrl-C. Python keeps an ignored SIGINT ignored, so give it its handler back
+    (a child then starts with the default, as from a terminal)."""
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,8 @@ from chatagent.settings import set_values
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply
 from extension_bridge.harness import chromium_with_extension, open_panel
 
-pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module")]
+# One worker for the file: its tests share one Chromium with the extension and its panel.
+pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module"), pytest.mark.xdist_group("panel")]
 
 DOCS = Path(__file__).resolve().parent.parent / "docs"
 

@@ -6,6 +6,7 @@ Waits poll with a generous bound and never assert how long anything took."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import os
@@ -24,13 +25,15 @@ from typing import Any
 
 import pytest
 
+from chatagent.daemon import client
 from chatagent.daemon.paths import BUILD, DaemonPaths, daemon_pid, settings_inputs
 from chatagent.daemon.protocol import MAX_REQUEST_BYTES
 from chatagent.daemon.server import _private_socket
 
 from conftest import ROOT, Site
 
-pytestmark = pytest.mark.e2e
+# One worker for the file: its tests share one daemon (the module fixture `daemon`).
+pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("daemon")]
 
 QUESTION = "How much does the Aurora X14 Pro cost?"
 SERVED = "answered by the chatagent daemon (pid {pid})"
@@ -61,11 +64,19 @@ def ending(proc: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     return ends[0]
 
 
-def status(env: dict[str, str]) -> dict[str, Any]:
+def status_command(env: dict[str, str]) -> dict[str, Any]:
+    """What `chatagent daemon status --json` prints, with its exit status checked."""
     proc = run("daemon", "status", "--json", env=env)
     shown = json.loads(proc.stdout)
     assert proc.returncode == (0 if shown["running"] else 3)
     return shown
+
+
+def status(env: dict[str, str]) -> dict[str, Any]:
+    """The daemon's own status reply, asked over its socket from this process (as
+    `daemon status` asks it): for counts and polls, without starting a Python each time."""
+    running = asyncio.run(client.status(DaemonPaths(Path(env["CHATAGENT_DAEMON_DIR"]))))
+    return {"running": True, **running.model_dump()} if running else {"running": False}
 
 
 def wait_until(condition: Callable[[], bool], what: str, bound_s: float = 60) -> None:
@@ -132,7 +143,7 @@ def start(directory: Path, **extra: str) -> Daemon:
     env = _env(directory, **extra)
     proc = run("daemon", "start", env=env)
     assert proc.returncode == 0 and "Started the chatagent daemon" in proc.stdout, proc.stderr
-    return Daemon(env, DaemonPaths(directory), status(env)["pid"])
+    return Daemon(env, DaemonPaths(directory), status_command(env)["pid"])
 
 
 @pytest.fixture(scope="module")
@@ -302,7 +313,7 @@ def test_the_daemon_setting_starts_one_on_first_use_and_it_stops_when_idle(
     assert found, proc.stderr
     pid = int(found[1])
     wait_until(lambda: not alive(pid), "the idle daemon to stop")
-    assert status(env)["running"] is False
+    assert status_command(env)["running"] is False
     assert "no ask for 2 s (daemon_idle)" in (directory / "daemon.log").read_text()
     assert not (directory / "daemon.sock").exists()
 
@@ -313,7 +324,7 @@ def test_stop_stops_it_and_so_does_removing_its_socket(tmp_path_factory: pytest.
     proc = run("daemon", "stop", env=running.env)
     assert proc.returncode == 0 and f"Stopped the chatagent daemon (pid {running.pid})." in proc.stdout
     assert not alive(running.pid) and not any(alive(p) for p in launched)
-    assert status(running.env)["running"] is False and not running.paths.socket.exists()
+    assert status_command(running.env)["running"] is False and not running.paths.socket.exists()
     again = run("daemon", "stop", env=running.env)
     assert again.returncode == 0 and "No chatagent daemon is running." in again.stdout
 

@@ -33,7 +33,8 @@ from chatagent.testing.llama_server import LlamaServer
 from conftest import ROOT, Site
 from test_settings import run_cli
 
-pytestmark = [pytest.mark.local, pytest.mark.e2e]
+# One worker for the file: its tests share one llama.cpp server and its model.
+pytestmark = [pytest.mark.local, pytest.mark.e2e, pytest.mark.xdist_group("llama")]
 
 
 @pytest.fixture(scope="module")

@@ -6,18 +6,20 @@ errors name the setting that fixes them."""
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import re
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from chatagent.cli import main
 from chatagent.settings import BROWSER_KEY_FILES, ConfigError, Settings, browser_launcher_keys, describe, set_value
 from chatagent.testing.gemini_server import GeminiServer, TextReply
 from extension_bridge.spawn import spawn_host
@@ -86,14 +88,43 @@ def test_removing_a_setting_the_file_does_not_have_writes_nothing(config: Path) 
 
 
 def run_cli(*args: str, env: dict[str, str], input: str | None = None) -> subprocess.CompletedProcess[str]:
+    """`chatagent ARGS` in a process of its own, as a user runs it."""
     return subprocess.run(
         [sys.executable, "-m", "chatagent", *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env}, input=input,
     )
 
 
-@pytest.mark.e2e
-def test_config_set_show_unset_and_path_in_the_platform_config_dir(tmp_path: Path) -> None:
+CLI = Callable[..., "subprocess.CompletedProcess[str]"]
+
+
+@pytest.fixture
+def cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> CLI:
+    """`cli(*args, env=...)`: as `run_cli`, but the command's entry (`chatagent.cli.main`)
+    runs in this process, its environment set for the call: for what the settings
+    resolve to and what a command says, without starting a Python each time.
+    What needs the process itself (an ask's start, its exit) keeps `run_cli`."""
+
+    def _run(*args: str, env: dict[str, str], input: str | None = None) -> subprocess.CompletedProcess[str]:
+        capsys.readouterr()
+        with monkeypatch.context() as m:
+            m.chdir(ROOT)
+            m.setenv("COLUMNS", "200")
+            for key, value in env.items():
+                m.setenv(key, value)
+            m.setattr(sys, "stdin", io.StringIO(input or ""))
+            try:
+                status = main(list(args))
+            except SystemExit as exc:  # argparse's usage errors
+                status = exc.code if isinstance(exc.code, int) else 1
+        out, err = capsys.readouterr()
+        return subprocess.CompletedProcess(["chatagent", *args], status, out, err)
+
+    return _run
+
+
+def test_config_set_show_unset_and_path_in_the_platform_config_dir(tmp_path: Path, cli: CLI) -> None:
+    run_cli = cli
     env = {"XDG_CONFIG_HOME": str(tmp_path / "xdg"), "CHATAGENT_CONFIG": "", "GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}
     path = run_cli("config", "path", env=env)
     assert path.returncode == 0 and path.stdout.strip() == str(tmp_path / "xdg" / "chatagent" / "config.toml")
@@ -134,10 +165,10 @@ def _modes(root: Path) -> dict[str, int]:
     return {str(p.relative_to(root)): stat.S_IMODE(p.stat().st_mode) for p in [root, *root.rglob("*")]}
 
 
-@pytest.mark.e2e
-def test_commands_that_only_look_create_nothing_and_the_settings_folder_is_private(tmp_path: Path) -> None:
+def test_commands_that_only_look_create_nothing_and_the_settings_folder_is_private(tmp_path: Path, cli: CLI) -> None:
     """No settings file yet, the default places (no XDG_RUNTIME_DIR: the
     daemon's directory is run/ beside the settings file)."""
+    run_cli = cli
     xdg = tmp_path / "xdg"
     env = {"XDG_CONFIG_HOME": str(xdg), "CHATAGENT_CONFIG": "", "CHATAGENT_DAEMON_DIR": "", "XDG_RUNTIME_DIR": ""}
     folder = xdg / "chatagent"
@@ -174,8 +205,8 @@ def test_commands_that_only_look_create_nothing_and_the_settings_folder_is_priva
     assert _modes(tmp_path / "made") == {".": 0o700, "deeper": 0o700, "deeper/c.toml": 0o600}
 
 
-@pytest.mark.e2e
-def test_config_set_refuses_a_model_no_provider_serves_as_an_ask_would(tmp_path: Path) -> None:
+def test_config_set_refuses_a_model_no_provider_serves_as_an_ask_would(tmp_path: Path, cli: CLI) -> None:
+    run_cli = cli
     from chatagent.errors import ModelConfigError
     from chatagent.models import provider_for
 
@@ -217,7 +248,7 @@ def _one_error_line(proc: subprocess.CompletedProcess[str]) -> str:
 
 @pytest.mark.e2e
 def test_a_model_no_provider_serves_set_by_a_variable_or_the_file_is_refused_at_start_as_the_flag_is(
-    tmp_path: Path,
+    tmp_path: Path, cli: CLI,
 ) -> None:
     """As `--model NAME` is refused (2, one line), so is the same name from
     CHATAGENT_MODEL or the settings file, by every command a model answers
@@ -229,9 +260,11 @@ def test_a_model_no_provider_serves_set_by_a_variable_or_the_file_is_refused_at_
     flag = run_cli("ask", page, "-q", "How much does it cost?", "--model", "no-such-model", env=env)
     assert flag.returncode == 2 and "Unknown model 'no-such-model'" in flag.stderr
 
+    # `ask` as a user runs it (its command line is read for a daemon first); the others in this process.
     commands = (["ask", page, "-q", "How much does it cost?"], ["chat", page], ["mcp"], ["daemon", "start"])
+    command = {"ask": run_cli, "chat": cli, "mcp": cli, "daemon": cli}
     for argv in commands:
-        proc = run_cli(*argv, env={**env, "CHATAGENT_MODEL": "no-such-model"}, input="How much does it cost?\n")
+        proc = command[argv[0]](*argv, env={**env, "CHATAGENT_MODEL": "no-such-model"}, input="How much does it cost?\n")
         said = _one_error_line(proc)
         assert proc.returncode == 2, (argv, said)
         assert "'no-such-model'" in said and "CHATAGENT_MODEL" in said and "'extractive'" in said, said
@@ -239,7 +272,7 @@ def test_a_model_no_provider_serves_set_by_a_variable_or_the_file_is_refused_at_
 
     file.write_text('model = "no-such-model"\n')  # edited by hand: `config set` refuses it
     for argv in commands:
-        proc = run_cli(*argv, env=env, input="How much does it cost?\n")
+        proc = command[argv[0]](*argv, env=env, input="How much does it cost?\n")
         said = _one_error_line(proc)
         assert proc.returncode == 2, (argv, said)
         assert "'no-such-model'" in said and str(file) in said, said
@@ -247,16 +280,16 @@ def test_a_model_no_provider_serves_set_by_a_variable_or_the_file_is_refused_at_
     assert not (tmp_path / "daemon" / "daemon.sock").exists(), "no daemon was started"
 
     # What needs no model works, and so does what fixes the setting.
-    assert run_cli("context", page, env=env).returncode == 0
-    assert run_cli("daemon", "status", env=env).returncode == 3
-    assert json.loads(run_cli("config", "show", "--json", env=env).stdout)["model"]["value"] == "no-such-model"
-    assert run_cli("config", "unset", "model", env=env).returncode == 0
+    assert cli("context", page, env=env).returncode == 0
+    assert cli("daemon", "status", env=env).returncode == 3
+    assert json.loads(cli("config", "show", "--json", env=env).stdout)["model"]["value"] == "no-such-model"
+    assert cli("config", "unset", "model", env=env).returncode == 0
     done = run_cli("ask", page, "-q", "How much does it cost?", env=env)
     assert done.returncode == 0 and "$1,349.00" in done.stdout, done.stderr
 
 
 @pytest.mark.e2e
-def test_a_value_a_setting_cannot_take_is_a_usage_error_wherever_it_came_from(tmp_path: Path) -> None:
+def test_a_value_a_setting_cannot_take_is_a_usage_error_wherever_it_came_from(tmp_path: Path, cli: CLI) -> None:
     """As `--budget 10` is (2), so is CHATAGENT_BUDGET=10 or `budget = 10` in
     the file: one line naming the setting and where it came from. A file that
     cannot be read at all is a failure (1)."""
@@ -268,7 +301,7 @@ def test_a_value_a_setting_cannot_take_is_a_usage_error_wherever_it_came_from(tm
     assert from_env.returncode == 2 and "budget (environment CHATAGENT_BUDGET)" in _one_error_line(from_env)
     file.write_text("budget = 10\n")
     for argv in (ask, ("context", str(PAGES / "product.html")), ("config", "show")):
-        proc = run_cli(*argv, env=env)
+        proc = (run_cli if argv is ask else cli)(*argv, env=env)
         assert proc.returncode == 2 and f"budget (file {file})" in _one_error_line(proc), argv
     file.write_text("budget = \n")
     unreadable = run_cli(*ask, env=env)
