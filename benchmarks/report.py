@@ -377,4 +377,8 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
         from .mcp_bench import report as mcp_report
 
         out += ["", "## `chatagent mcp`: read_pages against Playwright MCP's page snapshot", "", mcp_report(m)]
+    if local := result.get("local_model"):
+        from .local_model import report as local_report
+
+        out += ["", "## A real local model: time to first token by the page text sent", "", local_report(local)]
     return "\n".join(out) + "\n"
