@@ -137,6 +137,8 @@ async def run_local_model(
     task = progress.add_task("local model (llama.cpp, SmolLM2-135M)", total=len(qs) * (reps + 1))
     with llama_server.LlamaServer() as server:
         chat = load_model(server.model, bench_settings(model=server.model, openai_base_url=server.url)).chat
+        # Reading a whole page can take a busy machine minutes before the first chunk: waited for, and timed.
+        chat = chat.model_copy(update={"stream_chunk_timeout": None, "request_timeout": None})
         chat = chat.bind(max_tokens=MAX_ANSWER_TOKENS, temperature=0)
         await timed(chat, build_messages(_context("Warm-up.", PageSnapshot(tab_id="1", url="about:blank"), "Hi?",
                                                   budget), "Hi?"))  # the model's first request loads its weights
