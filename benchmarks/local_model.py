@@ -156,7 +156,9 @@ async def run_local_model(
             runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
             for _ in range(reps):
                 for key, _label in CONTEXTS:
-                    runs[key].append(await timed(chat, prompt[key]["messages"]))
+                    runs[key].append(one := await timed(chat, prompt[key]["messages"]))
+                    progress.console.print(f"{q.set} {q.page}: {key}, {prompt[key]['tokens']:,} tokens: first token "
+                                           f"{one['ttft_ms'] / 1000:.1f} s, done {one['total_ms'] / 1000:.1f} s")
                 progress.advance(task)
             rows.append({
                 "set": q.set, "page": q.page, "question": q.question,
