@@ -49,7 +49,7 @@ from chatagent.testing import llama_server
 
 from .data import DEFAULT_DATA_DIR, load_realistic, load_wtq, sample
 from .mcp_bench import aria_snapshot
-from .report import machine, progress_bar
+from .report import machine, plural, progress_bar
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import finite, median
 
@@ -212,7 +212,7 @@ def report(result: dict[str, Any]) -> str:
     for set_name, s in result["summary"].items():
         for key, label in CONTEXTS:
             v = s[key]
-            lines.append(f"| {set_name} ({s['questions']} pages) | {label} | {v['tokens_p50']:,.0f} | "
+            lines.append(f"| {set_name} ({plural(s['questions'], 'page')}) | {label} | {v['tokens_p50']:,.0f} | "
                          f"{v['cut']} of {s['questions']} | {v['ttft_ms_p50'] / 1000:,.1f} s | "
                          f"{v['total_ms_p50'] / 1000:,.1f} s |")
     lines.append("")
