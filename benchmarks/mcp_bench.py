@@ -68,9 +68,9 @@ async def _mcp_client(cdp: str) -> AsyncIterator[Any]:
         yield session
 
 
-async def _aria(runtime: Any, url: str) -> str:
-    """Playwright MCP's page representation: the ARIA snapshot of the body."""
-    browser = await runtime.browser()
+async def aria_snapshot(browser: Any, url: str) -> str:
+    """Playwright MCP's page representation: the ARIA snapshot of the body
+    (`browser`: a `PlaywrightBrowser`)."""
     page = await browser.context.new_page()
     try:
         await page.goto(url, wait_until="load")
@@ -95,7 +95,7 @@ async def run_mcp_bench(data_dir: Path, pages: int, reps: int, budget: int) -> d
             direct = PageTools(runtime)
             schemas = schema_tokens((await client.list_tools()).tools)
             for p in chosen:
-                aria = await _aria(runtime, urls[p])
+                aria = await aria_snapshot(await runtime.browser(), urls[p])
                 aria_cut = truncate_to_tokens(aria, budget)
                 for q in by_page[p]:
                     res = await client.call_tool("read_pages", {"urls": [urls[p]], "question": q.question,

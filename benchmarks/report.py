@@ -382,4 +382,8 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
 
         out += ["", "## `chatagent mcp` replicas behind HAProxy, under load (`python -m benchmarks.scale`)", "",
                 scale_report(sc)]
+    if local := result.get("local_model"):
+        from .local_model import report as local_report
+
+        out += ["", "## A real local model: time to first token by the page text sent", "", local_report(local)]
     return "\n".join(out) + "\n"

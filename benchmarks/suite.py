@@ -20,6 +20,11 @@
 7. End to end (`e2e`): whole-process time to the first token of `chatagent ask`,
    cold and with a warm daemon, against a minimal Playwright + LangChain script,
    interleaved, 1 and 10 tabs.
+8. A real local model (`local_model`, with the `local` extra): time to first
+   token and total time through llama.cpp's server with SmolLM2-135M, for
+   chatagent's context, the whole rendered text and Playwright MCP's snapshot
+   of the same realistic and WTQ pages; skipped, saying why, without the extra
+   and in a sample run (`--limit`).
 
 Writes `results.json` (with a `summary`), `report.md` and PNG plots to `--out`;
 a progress bar on stderr while it runs, the summary tables on stdout at the end.
@@ -50,6 +55,7 @@ from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench
 from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_wcxb, load_wtq
 from .e2e import run_e2e
 from .latency import GOALS_MS, fixture_pages, run_latency
+from .local_model import DEFAULT_PAGES as LOCAL_PAGES, DEFAULT_REPS as LOCAL_REPS, goal as local_goal, run_local_model
 from .mcp_bench import run_mcp_bench
 from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
@@ -175,6 +181,13 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
             progress.advance(overall)
             result["citations"] = await bench_citations(plan.data_dir, realistic, comparisons, browser, site, progress)
             progress.advance(overall)
+            # Minutes of a real model reading pages: not in a sample run, which looks at every other section.
+            result["local_model"] = (
+                {"skipped": "a sample run (--limit) leaves it out: `python -m benchmarks.local_model` runs it alone"}
+                if plan.latency_fixtures else await run_local_model(
+                    plan.data_dir, LOCAL_PAGES // 2 if plan.quick else LOCAL_PAGES, LOCAL_REPS, plan.budget,
+                    browser, site, progress))
+            progress.advance(overall)
         # Its own Chromium (with a debugging port, for the MCP server to attach to) and page server.
         mcp_pages = plan.wtq_pages if plan.wtq_pages is not None and plan.wtq_pages < 8 else (8 if plan.quick else 20)
         result["mcp"] = await run_mcp_bench(plan.data_dir, mcp_pages, plan.reps, plan.budget)
@@ -252,6 +265,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
                    "comparisons_recall": r["comparisons"][k]["recall"]} for k in ("chatagent", "whole", "head")},
             "by_type": {t: v["chatagent"]["recall"] for t, v in r["by_type"].items()},
         }
+    if local := result.get("local_model"):
+        summary["local_model"] = local.get("summary") or {"skipped": local.get("skipped")}
     if real := result.get("real_model"):
         summary["real_model"] = {
             "model": real["config"]["model"],
@@ -276,6 +291,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     )
     if r := result.get("realistic"):
         goals.update(realistic_goals(r))
+    if (g := local_goal(result.get("local_model", {}))) is not None:
+        goals["local_model_ttft"] = g
     for n, row in result.get("e2e", {}).get("rows", {}).items():
         r = row["ratio"]["p50"]
         goals[f"e2e_cold_{n}tab"] = _goal(

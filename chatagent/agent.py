@@ -60,6 +60,7 @@ class _Run:
         self.sent_tokens = 0  # our estimate of the input tokens sent so far
         self.input_budget = 0  # set from the pass-1 request when pass 2 starts
         self.pass1_request: list[BaseMessage] = []
+        self.counted: dict[str, int] = {}  # a message's text → its tokens, where the server reported none
 
     def spent(self) -> int:
         """Input tokens so far: the provider's count, or our estimate where that is higher."""
@@ -78,8 +79,13 @@ class _Run:
         """A reply the server reported no usage for (or that was cut short
         before it did): count it ourselves, by the model's own tokenizer where
         its server has one, and say so."""
-        sent = "\n".join(message_text(m) for m in request)
-        self.usage.input_tokens += await model.count_tokens(sent)
+        texts = [message_text(m) for m in request]
+        # Message by message, each counted once per question: a pass-2 turn
+        # resends every earlier message, and a local server's tokenizer is a request each.
+        for text in texts:
+            if text not in self.counted:
+                self.counted[text] = await model.count_tokens(text)
+        self.usage.input_tokens += sum(self.counted[t] for t in texts)
         self.usage.output_tokens += await model.count_tokens(output) if output else 0
         self.usage.counted = True
 

@@ -24,7 +24,14 @@ from chatagent.selection import Selection
 from chatagent.settings import Settings
 
 from . import panel_settings
-from .messages import AskMessage, SettingsGetMessage, SettingsMessage, SettingsSetMessage
+from .messages import (
+    AskMessage,
+    ModelCheckedMessage,
+    ModelCheckMessage,
+    SettingsGetMessage,
+    SettingsMessage,
+    SettingsSetMessage,
+)
 from .tab import BridgeTab
 
 
@@ -101,11 +108,17 @@ class AgentAnswerer:
         finally:
             await stream.aclose()
 
-    async def settings(self, request: SettingsGetMessage | SettingsSetMessage) -> SettingsMessage:
+    async def settings(
+        self, request: SettingsGetMessage | SettingsSetMessage | ModelCheckMessage,
+    ) -> SettingsMessage | ModelCheckedMessage:
         """The panel's settings; saved first when it sent new ones, and used
-        from the next question on (conversations keep their history)."""
+        from the next question on (conversations keep their history). Or its
+        "Test connection", of the form as typed (nothing saved)."""
+        if isinstance(request, ModelCheckMessage):
+            return await panel_settings.check_model(request, self.flags)
         if isinstance(request, SettingsSetMessage):
             await asyncio.to_thread(panel_settings.save, request.values)
             await self.runtime.load()
             self.runtime.reconfigure(Settings.load(**self.flags))
         return panel_settings.describe(request.id, self.runtime.settings, self.flags)
+

@@ -29,6 +29,8 @@ from .messages import (
     CancelMessage,
     ErrorMessage,
     EventMessage,
+    ModelCheckedMessage,
+    ModelCheckMessage,
     PingMessage,
     PongMessage,
     SettingsGetMessage,
@@ -47,7 +49,9 @@ log = logging.getLogger("extension_bridge.host")
 
 AnswerFn = Callable[[AskMessage, list[BridgeTab]], AsyncIterator["Event | dict[str, Any]"]]
 WarmFn = Callable[[], Awaitable[None]]
-SettingsFn = Callable[[SettingsGetMessage | SettingsSetMessage], Awaitable[SettingsMessage]]
+# The panel's settings view: `settings_get`/`settings_set` → `settings`, `model_check` → `model_checked`.
+SettingsRequest = SettingsGetMessage | SettingsSetMessage | ModelCheckMessage
+SettingsFn = Callable[[SettingsRequest], Awaitable[SettingsMessage | ModelCheckedMessage]]
 
 DEFAULT_ALLOWED_ORIGINS = frozenset({EXTENSION_ORIGIN})
 MAX_CONCURRENT_ASKS = 8
@@ -101,6 +105,7 @@ class BridgeHost:
         self._warm = warm  # run once the caller is accepted, alongside the first messages
         self._warming: asyncio.Task[None] | None = None
         self._settings = settings  # the panel's settings view; None: this host has none
+        self._checks: set[asyncio.Task[None]] = set()  # connection tests under way
         self._secrets = secrets
 
     async def send(self, message: Any) -> None:
@@ -190,8 +195,12 @@ class BridgeHost:
             self.requester.resolve(msg)
         elif isinstance(msg, (SettingsGetMessage, SettingsSetMessage)):
             await self._answer_settings(msg)
+        elif isinstance(msg, ModelCheckMessage):  # asks a server (seconds at worst): frames keep flowing meanwhile
+            task = asyncio.create_task(self._answer_settings(msg), name=f"check-{msg.id}")
+            self._checks.add(task)
+            task.add_done_callback(self._checks.discard)
 
-    async def _answer_settings(self, msg: SettingsGetMessage | SettingsSetMessage) -> None:
+    async def _answer_settings(self, msg: SettingsRequest) -> None:
         if self._settings is None:
             await self.send(ErrorMessage(id=msg.id, code="unsupported", message="This host has no settings to show."))
             return
@@ -275,7 +284,7 @@ class BridgeHost:
 
     async def shutdown(self) -> None:
         self.requester.close("the extension disconnected")
-        tasks = list(self.asks.values())
+        tasks = [*self.asks.values(), *self._checks]
         if self._warming is not None:
             tasks.append(self._warming)
         for t in tasks:

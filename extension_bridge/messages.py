@@ -246,12 +246,25 @@ class SettingsSetMessage(_Wire):
     values: PanelSettingValues
 
 
+class ModelCheckMessage(_Wire):
+    """Test the connection to `provider`'s server with the Settings form as
+    typed (`values`, not saved, over the saved settings): is it there, what
+    does it serve, and does it serve `values.model` (when sent)? Answered by
+    `model_checked`."""
+
+    type: Literal["model_check"] = "model_check"
+    id: RequestId
+    provider: Literal["gemini", "openai"]  # the panel's choices that have a server
+    values: PanelSettingValues = Field(default_factory=PanelSettingValues)
+
+
 IncomingMessage = Annotated[
-    Union[PingMessage, AskMessage, CancelMessage, ToolResultMessage, SettingsGetMessage, SettingsSetMessage],
+    Union[PingMessage, AskMessage, CancelMessage, ToolResultMessage, SettingsGetMessage, SettingsSetMessage,
+          ModelCheckMessage],
     Field(discriminator="type"),
 ]
 INCOMING_ADAPTER: TypeAdapter[IncomingMessage] = TypeAdapter(IncomingMessage)
-INCOMING_TYPES = ("ping", "ask", "cancel", "tool_result", "settings_get", "settings_set")
+INCOMING_TYPES = ("ping", "ask", "cancel", "tool_result", "settings_get", "settings_set", "model_check")
 
 
 # ---------------------------------------------------------------- host → extension
@@ -336,8 +349,26 @@ class SettingsMessage(_Wire):
         return self.model_dump(mode="json", by_alias=True)  # a null value means "not set": keep it
 
 
+class ModelCheckedMessage(_Wire):
+    """The answer to `model_check`: the models the server of `model`'s
+    provider lists (as the panel's model field takes them), and what is wrong,
+    in the panel's words (None: it serves `model`). Names are the server's
+    words: the panel shows them as text."""
+
+    type: Literal["model_checked"] = "model_checked"
+    id: str
+    model: str | None  # the model tested, as users name it; null: the server's list only
+    endpoint: str  # where it asked
+    models: list[str]
+    problem: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)  # `problem: null` says it is served
+
+
 OutgoingMessage = Annotated[
-    Union[PongMessage, EventMessage, ToolRequestMessage, ErrorMessage, SettingsMessage], Field(discriminator="type")
+    Union[PongMessage, EventMessage, ToolRequestMessage, ErrorMessage, SettingsMessage, ModelCheckedMessage],
+    Field(discriminator="type"),
 ]
 OUTGOING_ADAPTER: TypeAdapter[OutgoingMessage] = TypeAdapter(OutgoingMessage)
 

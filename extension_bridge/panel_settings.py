@@ -9,7 +9,7 @@ this machine), and a key saved before goes to no endpoint but its own
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic.alias_generators import to_camel
 
@@ -17,9 +17,20 @@ from chatagent import settings as config
 from chatagent.errors import ChatAgentError, ModelConfigError, ModelNotFoundError
 from chatagent.events import ErrorEvent
 from chatagent.models import provider_for
-from chatagent.settings import KEY_ENDPOINTS, Settings
+from chatagent.settings import KEY_ENDPOINTS, Settings, default_endpoint
 
-from .messages import PANEL_SETTINGS, PanelSettingValues, SettingsMessage, ShownSetting
+from .messages import (
+    PANEL_SETTINGS,
+    ModelCheckedMessage,
+    ModelCheckMessage,
+    PanelSettingValues,
+    SettingsMessage,
+    ShownSetting,
+)
+
+if TYPE_CHECKING:
+    from chatagent.models import Provider
+    from chatagent.models.catalog import Served
 
 # What each setting is called in the panel, for messages about it.
 PANEL_NAMES = {
@@ -99,6 +110,12 @@ def _problem(settings: Settings) -> str | None:
 def save(values: PanelSettingValues) -> None:
     """Check every value first, then write them together: a bad one changes
     nothing, and a key sent with an endpoint is saved for that endpoint."""
+    config.set_values(_checked(values))
+
+
+def _checked(values: PanelSettingValues) -> dict[str, str | None]:
+    """The values the panel sent, each checked as the settings file would
+    hold it (`PanelSettingError` names the field); None: back to the default."""
     given = {key: getattr(values, key) for key in values.model_fields_set if key in PANEL_SETTINGS}
     for key, value in given.items():
         value = value.strip() if value is not None else None
@@ -109,4 +126,39 @@ def save(values: PanelSettingValues) -> None:
             config.check_value(key, value)
         except config.BadValueError as exc:
             raise PanelSettingError(f"{PANEL_NAMES[key]}: {exc.reason}") from None
-    config.set_values(given)
+    return given
+
+
+async def check_model(request: ModelCheckMessage, flags: dict[str, Any]) -> ModelCheckedMessage:
+    """The panel's "Test connection": the form as typed (checked as `save`
+    would, not saved) over the saved settings, the host's own flags over
+    both; a key saved for another endpoint than the typed one is not sent
+    there (`Settings`). What is wrong is said in the panel's words."""
+    from chatagent.models import PROVIDERS
+    from chatagent.models.catalog import catalog, check  # httpx: loaded for a test, not at the host's start
+
+    typed = _checked(request.values)
+    name = typed.pop("model", None)
+    provider = next(p for p in PROVIDERS if p.name == request.provider)
+    if name is not None and provider_for(name) is not provider:
+        raise PanelSettingError(f"{PANEL_NAMES['model']}: {name!r} is not a {request.provider} model.")
+    # An endpoint cleared in the form is its default; a key not typed is the saved one.
+    typed = {k: v if v is not None else default_endpoint(k) for k, v in typed.items()
+             if v is not None or k in KEY_ENDPOINTS.values()}
+    settings = Settings.load(**{**typed, **flags})
+    served = await check(name, settings) if name else (await catalog(settings, [provider]))[0]
+    return ModelCheckedMessage(
+        id=request.id, model=provider.label(name) if name else None, endpoint=served.endpoint,
+        models=[provider.served_name(m) for m in served.models],
+        problem=_served_in_panel_words(served, provider, name or ""),
+    )
+
+
+def _served_in_panel_words(served: "Served", provider: Provider, name: str) -> str | None:
+    if served.problem is None:
+        return None
+    if served.setting == "model":  # the server is there, without that model: name what it has, as the field takes them
+        listed = ", ".join(provider.served_name(m) for m in served.models[:10]) or "none"
+        return f"It has no model “{provider.served_name(name)}”; it serves: {listed}. Choose one of those."
+    reason = served.reason or served.problem
+    return f"{reason} Check the {PANEL_NAMES[served.setting]}." if served.setting in PANEL_NAMES else reason

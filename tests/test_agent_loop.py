@@ -168,8 +168,8 @@ async def test_a_server_that_reports_no_usage_has_its_tokens_counted_and_said_so
     events = await ask(ChatAgent(silent, tabs), "When did it open?")
     done = events[-1]
     assert isinstance(done, Done) and done.pass_ == 2 and done.usage.counted
-    # Every request was counted with the tokenizer, as was everything the model said.
-    sent = sum(count_tokens("\n".join(message_text(m) for m in r.messages)) for r in silent.requests)
+    # Every request was counted with the tokenizer, message by message, as was everything the model said.
+    sent = sum(count_tokens(message_text(m)) for r in silent.requests for m in r.messages)
     assert done.usage.input_tokens == sent
     said = [ESCALATION_MARKER, 'scroll_tool{"tab_id": "1", "direction": "down"}', "It opened in spring [Tab 1]."]
     assert done.usage.output_tokens == sum(count_tokens(s) for s in said)
@@ -178,3 +178,36 @@ async def test_a_server_that_reports_no_usage_has_its_tokens_counted_and_said_so
     done = (await ask(ChatAgent(reporting, tabs), "When did it open?"))[-1]
     assert isinstance(done, Done) and not done.usage.counted
     assert done.usage.output_tokens == 6, "the server's own figure (the script counts words)"
+
+
+async def test_counting_a_pass_2_run_sends_each_message_to_the_servers_tokenizer_once(
+    site: Site, open_tabs: Any,
+) -> None:
+    """A server that reports no usage but counts tokens (llama.cpp's): each
+    turn of pass 2 resends every earlier message, which is not counted again."""
+    from chatagent.models.base import Model, Provider
+
+    heard: list[str] = []
+
+    class Counter:
+        async def count(self, text: str) -> int:
+            heard.append(text)
+            return count_tokens(text)
+
+    class Counting(Provider):
+        name = "counting"
+
+        def tokenizer(self, endpoint: str) -> Counter:
+            return Counter()
+
+    silent = ScriptedChatModel(reports_usage=False, replies=[
+        Text(ESCALATION_MARKER), Calls.one("scroll_tool", tab_id="1", direction="down"),
+        Calls.one("scroll_tool", tab_id="1", direction="down"), Text("It opened in spring [Tab 1]."),
+    ])
+    model = Model(silent, Counting(), "counting:x", endpoint="http://127.0.0.1:9/v1")
+    done = (await ask(ChatAgent(model, await open_tabs([site.url("article")])), "When did it open?"))[-1]
+    assert isinstance(done, Done) and done.pass_ == 2 and done.usage.counted
+    assert len(silent.requests) == 4
+    system = message_text(silent.requests[-1].messages[0])
+    assert sum(system in text for text in heard) == 1, "the page context went to the tokenizer once"
+    assert done.usage.input_tokens == sum(count_tokens(message_text(m)) for r in silent.requests for m in r.messages)

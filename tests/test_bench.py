@@ -104,6 +104,9 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert "Playwright MCP" in (out / "report.md").read_text(encoding="utf-8")
     assert "skipped" in result["scale"], "replicas under load: not in a sample, which says so"
     s = result["summary"]
+    # The real local model: minutes of reading, so not in a sample run, and the run says so.
+    assert "--limit" in s["local_model"]["skipped"] and "benchmarks.local_model" in s["local_model"]["skipped"]
+    assert "A real local model" in (out / "report.md").read_text(encoding="utf-8")
 
     assert set(s["overhead_ms_p50"]) == SCENARIOS and set(s["ttft_ms_p50"]) == SCENARIOS
     for k in SCENARIOS:

@@ -363,3 +363,69 @@ async def test_a_thread_outlasts_a_browser_restart_goes_on_with_its_history_and_
         await note.wait_for()
         assert await note.inner_text() == "Since this conversation: “Maritime museum — visitor guide” was closed."
         await panel.screenshot(path=str(tmp_path / "restored.png"))
+
+
+async def _tested(panel: Any) -> tuple[str, str]:
+    """Press Test connection; what it then says, and whether it is good news."""
+    await panel.click("#model-test")
+    result = panel.locator("#model-test-result:not([data-kind=''])")
+    await result.wait_for(timeout=30_000)
+    return await result.get_attribute("data-kind") or "", await result.inner_text()
+
+
+async def test_settings_offer_the_servers_models_and_a_connection_test_says_what_is_wrong(
+    ctx: Any, pages: str, model: tuple[GeminiServer, Script], tmp_path: Path,
+) -> None:
+    """The form as typed, nothing saved: Settings offers what the chosen
+    server serves (a click fills the model's name), and Test connection says
+    in words that it serves the model, or that it has no such model, that
+    nothing listens at that URL, or that the URL is not a model server's."""
+    from chatagent.testing.ports import free_port
+    from test_models_catalog import openai_models_server
+
+    gemini, _ = model
+    _, panel = await _open(ctx, [f"{pages}/museum.html"])
+    await panel.click("#settings-button")
+    # Gemini, as saved: its models, as the stand-in lists them.
+    served = panel.locator("#gemini-served button")
+    await served.first.wait_for(timeout=30_000)
+    assert await served.all_inner_texts() == ["gemini-2.5-flash", "gemini-2.5-pro"]
+    assert await _tested(panel) == ("ok", f"✓ {gemini.url} — connected; it serves gemini-2.5-flash.")
+    settings_file = Path((await panel.evaluate("window.chatagentTest.settings()"))["path"])
+    before = settings_file.read_text()
+
+    with openai_models_server("qwen2.5-0.5b", "smollm2") as url:
+        await panel.check("input[name=provider][value=openai]")
+        assert await panel.inner_text("#model-test-result") == "", "Gemini's answer is not this server's"
+        await panel.fill("#openai-base-url", url)
+        await panel.press("#openai-base-url", "Tab")
+        served = panel.locator("#openai-served button")
+        await served.nth(1).wait_for(timeout=30_000)
+        assert await served.all_inner_texts() == ["qwen2.5-0.5b", "smollm2"]
+        assert await panel.eval_on_selector_all("#openai-models option", "os => os.map(o => o.value)") == \
+            ["qwen2.5-0.5b", "smollm2"]
+
+        await panel.fill("#openai-model", "llama3.2")
+        assert await _tested(panel) == ("error", f"✗ {url} — It has no model “llama3.2”; it serves: qwen2.5-0.5b, "
+                                                 "smollm2. Choose one of those.")
+        out = DOCS if os.environ.get("CHATAGENT_DOCS_SCREENSHOTS") else tmp_path
+        await panel.screenshot(path=str(out / "panel-settings-models.png"))
+
+        await served.nth(1).click()
+        assert await panel.input_value("#openai-model") == "smollm2"
+        assert await panel.inner_text("#model-test-result") == "", "the answer was about another name"
+        assert await _tested(panel) == ("ok", f"✓ {url} — connected; it serves openai:smollm2.")
+
+        not_models = url.removesuffix("/v1")  # a server, but its model list is not there
+        await panel.fill("#openai-base-url", not_models)
+        assert await _tested(panel) == (
+            "error", f"✗ {not_models} — It has no /models (404): is it the model server's URL? Check the Server URL.")
+
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    await panel.fill("#openai-base-url", dead)
+    await panel.press("#openai-base-url", "Tab")
+    assert await _tested(panel) == (
+        "error", f"✗ {dead} — Nothing is listening there: is the server running? Check the Server URL.")
+    assert await panel.locator("#openai-served").is_hidden(), "no list from a server that is not there"
+    assert settings_file.read_text() == before, "a test saves nothing"
+    await panel.click("#settings-cancel")

@@ -254,3 +254,25 @@ def test_config_says_which_endpoint_a_saved_key_is_for(private_settings: Path) -
     other = run_cli("config", "set", "openai_base_url", "http://127.0.0.1:5678/v1", env=NO_ENV)
     assert "The saved openai_api_key is for http://127.0.0.1:1234/v1, so it is not sent to http://127.0.0.1:5678/v1" in other.stdout
     assert json.loads(run_cli("config", "show", "--json", env=env).stdout)["openai_api_key"]["value"] == "…4321 (set)"
+
+
+@ASYNC
+async def test_a_connection_test_to_another_endpoint_takes_no_saved_key(
+    gemini: GeminiServer, attacker: GeminiServer, private_settings: Path,
+) -> None:
+    """The panel's "Test connection" sends the form as typed, unsaved: an
+    endpoint typed alone is asked without the key saved for another (the
+    host says there is none for it), and is not saved either."""
+    gemini.api_key = "users-own-key-1234"
+    async with host() as peer:
+        await save(peer, "s1", model="gemini-2.5-flash", googleApiKey="users-own-key-1234", geminiBaseUrl=gemini.url)
+        await peer.send({"type": "model_check", "id": "c1", "provider": "gemini", "values": {"geminiBaseUrl": gemini.url}})
+        served = await peer.recv()
+        await peer.send({"type": "model_check", "id": "c2", "provider": "gemini",
+                         "values": {"model": "gemini-2.5-flash", "geminiBaseUrl": attacker.url}})
+        elsewhere = await peer.recv()
+    assert served == {"type": "model_checked", "id": "c1", "model": None, "endpoint": gemini.url,
+                      "models": ["gemini-2.5-flash", "gemini-2.5-pro"], "problem": None}
+    assert elsewhere["problem"] == "No Gemini API key for this endpoint. Check the Gemini API key."
+    assert attacker.requests == [] and leaked(attacker, "users-own-key-1234") == []
+    assert gemini.url in private_settings.read_text() and attacker.url not in private_settings.read_text()

@@ -88,3 +88,41 @@ def test_local_servers_by_name_need_no_url() -> None:
         assert str(model.chat.openai_api_base) == url
     assert load_model("openai:llama3.2", settings).endpoint == "https://gateway.example/v1"
     assert provider_for("ollama:x").endpoint_setting.startswith("ollama:MODEL reaches Ollama at http://127.0.0.1:11434/v1")
+
+
+@contextlib.contextmanager
+def tokenize_server(route: str | None) -> Iterator[tuple[str, list[str]]]:
+    """A server that counts tokens at `route` (llama.cpp's own: /tokenize), or nowhere; the paths asked."""
+    asked: list[str] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            asked.append(self.path)
+            self.rfile.read(int(self.headers["Content-Length"]))
+            self.send_response(200 if self.path == route else 404)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(json.dumps({"tokens": [1, 2, 3]}).encode())
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1", asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_servers_token_counting_route_is_found_once_and_one_without_any_is_not_asked_again() -> None:
+    with tokenize_server("/tokenize") as (url, asked):
+        model = load_model("openai:local", Settings(openai_base_url=url))
+        assert [await model.count_tokens("three words here") for _ in range(3)] == [3, 3, 3]
+    assert asked == ["/extras/tokenize", "/tokenize", "/tokenize", "/tokenize"]
+    with tokenize_server(None) as (url, asked):
+        model = load_model("openai:elsewhere", Settings(openai_base_url=url))
+        assert [await model.count_tokens("three words here") for _ in range(3)] == [3, 3, 3]  # cl100k's count
+    assert asked == ["/extras/tokenize", "/tokenize"]

@@ -11,7 +11,8 @@ provider is one module with one `Provider` subclass, listed in
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from functools import cached_property
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 from ..errors import ModelError, ModelUnavailableError
 
@@ -20,6 +21,11 @@ if TYPE_CHECKING:  # LangChain loads with the agent: naming models (`provider_fo
     from langchain_core.language_models import BaseChatModel
 
     from ..settings import Settings
+
+
+class ServerTokenizer(Protocol):
+    async def count(self, text: str) -> int | None:
+        """`text`'s tokens by the model's own tokenizer; None: not counted (the caller's tokenizer counts)."""
 
 
 class Provider:
@@ -55,9 +61,9 @@ class Provider:
         """The URL its client talks to ('' for none)."""
         return ""
 
-    async def count_tokens(self, endpoint: str, text: str) -> int | None:
-        """`text`'s tokens by the model's own tokenizer, where its server
-        offers one (for a server that reports no usage); None: it does not."""
+    def tokenizer(self, endpoint: str) -> "ServerTokenizer | None":
+        """The model's own tokenizer, where its server at `endpoint` offers
+        one (for a server that reports no usage); None: it offers none."""
         return None
 
     async def serves(self, settings: "Settings", http: "httpx.AsyncClient") -> list[str]:
@@ -67,6 +73,10 @@ class Provider:
 
     def label(self, model: str) -> str:
         """The model as users name it."""
+        return model
+
+    def served_name(self, model: str) -> str:
+        """The model as its server names it (`openai:llama3.2` → `llama3.2`)."""
         return model
 
     async def warm(self, chat: BaseChatModel) -> None:
@@ -100,9 +110,14 @@ class Model:
         name = str(getattr(chat, "model", None) or getattr(chat, "model_name", None) or type(chat).__name__)
         return cls(chat, _Custom(), name)
 
+    @cached_property
+    def _server_tokenizer(self) -> "ServerTokenizer | None":
+        # One per model, so what it learns of its server (which route counts) lasts.
+        return self.provider.tokenizer(self.endpoint) if self.endpoint else None
+
     async def count_tokens(self, text: str) -> int:
         """`text`'s tokens: by the model's server where it can count them, else by the tokenizer (cl100k)."""
-        own = await self.provider.count_tokens(self.endpoint, text) if self.endpoint else None
+        own = await self._server_tokenizer.count(text) if self._server_tokenizer else None
         if own is not None:
             return own
         from ..tokens import count_tokens

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import httpx
 from pydantic import BaseModel, Field
 
-from ..settings import Settings
+from ..settings import KEY_ENDPOINTS, Settings
 from . import PROVIDERS, provider_for
 from .base import Provider
 
@@ -22,16 +22,27 @@ MAX_MODELS = 200  # names shown per provider: a gateway may list thousands
 
 
 class Served(BaseModel):
-    """One provider: the models its server lists, or why it lists none."""
+    """One provider: the models its server lists, or why it lists none.
+    `problem` says it in the command line's words; a front end with words of
+    its own says `reason` (what happened) and how to change `setting` (the
+    `Settings` key that fixes it, if one does), as it does for errors."""
 
     provider: str
     endpoint: str = ""
     models: list[str] = Field(default_factory=list)
     problem: str | None = None
+    reason: str | None = None
+    setting: str | None = None
 
 
 class ListingError(Exception):
-    """Why a provider's server listed no models, in words."""
+    """Why a provider's server listed no models: what happened, the command
+    line's fix, and the setting that fixes it."""
+
+    def __init__(self, reason: str, *, fix: str = "", setting: str | None = None) -> None:
+        super().__init__(f"{reason} {fix}".strip())
+        self.reason = reason
+        self.setting = setting
 
 
 async def catalog(settings: Settings, providers: Sequence[Provider] = PROVIDERS) -> list[Served]:
@@ -48,8 +59,14 @@ async def check(name: str, settings: Settings) -> Served:
         served = await _served(provider, settings, http)
     if served.problem is None and provider.lists_every_name and name not in served.models:
         listed = ", ".join(served.models[:10]) or "none"
-        served.problem = f"The server has no model {name!r}; it serves: {listed}."
+        served.problem = served.reason = f"The server has no model {name!r}; it serves: {listed}."
+        served.setting = "model"
     return served
+
+
+def endpoint_setting(provider: Provider) -> str | None:
+    """The setting that points `provider` elsewhere (None: its address is fixed)."""
+    return KEY_ENDPOINTS.get(provider.api_key or "")
 
 
 async def _served(provider: Provider, settings: Settings, http: httpx.AsyncClient) -> Served:
@@ -57,33 +74,40 @@ async def _served(provider: Provider, settings: Settings, http: httpx.AsyncClien
     try:
         models = await provider.serves(settings, http)
     except ListingError as exc:
-        return Served(provider=provider.name, endpoint=endpoint, problem=str(exc))
-    except httpx.ConnectError:
-        return Served(provider=provider.name, endpoint=endpoint,
-                      problem="Nothing is listening there: is the server running?")
-    except httpx.TimeoutException:
-        return Served(provider=provider.name, endpoint=endpoint,
-                      problem=f"It did not answer within {TIMEOUT_S:g} s.")
+        return Served(provider=provider.name, endpoint=endpoint, problem=str(exc), reason=exc.reason,
+                      setting=exc.setting)
     except httpx.HTTPError as exc:
-        return Served(provider=provider.name, endpoint=endpoint, problem=f"Could not ask it: {exc}.")
+        if isinstance(exc, httpx.ConnectError):
+            reason = "Nothing is listening there: is the server running?"
+        elif isinstance(exc, httpx.TimeoutException):
+            reason = f"It did not answer within {TIMEOUT_S:g} s."
+        else:
+            reason = f"Could not ask it: {exc}."
+        return Served(provider=provider.name, endpoint=endpoint, problem=reason, reason=reason,
+                      setting=endpoint_setting(provider))
     return Served(provider=provider.name, endpoint=endpoint, models=models[:MAX_MODELS])
 
 
-def status_problem(response: httpx.Response, what: str) -> None:
+def status_problem(response: httpx.Response, provider: Provider) -> None:
     """Raise `ListingError` in words for a listing request that failed."""
     if response.status_code in (401, 403):
-        raise ListingError(f"It refused the key ({response.status_code}): check {what}.")
+        raise ListingError(f"It refused the key ({response.status_code}).", fix=f"Check {provider.key_setting}.",
+                           setting=provider.api_key)
     if response.status_code == 404:
-        raise ListingError(f"It has no {response.url.path} (404): is it the model server's URL?")
+        raise ListingError(f"It has no {response.url.path} (404): is it the model server's URL?",
+                           setting=endpoint_setting(provider))
     if response.is_error:
-        raise ListingError(f"It answered {response.status_code} to {response.url.path}.")
+        raise ListingError(f"It answered {response.status_code} to {response.url.path}.",
+                           setting=endpoint_setting(provider))
 
 
-def json_of(response: httpx.Response) -> dict:
+def json_of(response: httpx.Response, provider: Provider) -> dict:
     try:
         body = response.json()
     except ValueError:
-        raise ListingError(f"Its {response.url.path} is not JSON: is it the model server's URL?") from None
+        raise ListingError(f"Its {response.url.path} is not JSON: is it the model server's URL?",
+                           setting=endpoint_setting(provider)) from None
     if not isinstance(body, dict):
-        raise ListingError(f"Its {response.url.path} is not a model list: is it the model server's URL?")
+        raise ListingError(f"Its {response.url.path} is not a model list: is it the model server's URL?",
+                           setting=endpoint_setting(provider))
     return body

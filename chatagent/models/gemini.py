@@ -63,12 +63,13 @@ class GeminiProvider(Provider):
 
         key = settings.secret(self.required_key)
         if not key or settings.key_elsewhere(self.required_key):
-            raise ListingError("No Gemini API key for this endpoint: `chatagent config set google_api_key KEY`.")
+            raise ListingError("No Gemini API key for this endpoint.", fix="`chatagent config set google_api_key KEY`.",
+                               setting=self.required_key)
         base = self.endpoint(settings).rstrip("/")
         response = await http.get(f"{base}/v1beta/models", params={"pageSize": 1000}, headers={"x-goog-api-key": key})
-        status_problem(response, self.key_setting)
+        status_problem(response, self)
         return [
-            self.label(str(m["name"])) for m in json_of(response).get("models", [])
+            self.label(str(m["name"])) for m in json_of(response, self).get("models", [])
             if isinstance(m, dict) and "generateContent" in m.get("supportedGenerationMethods", [])
             and any(self.label(str(m.get("name", ""))).startswith(p) for p in ("gemini-", "gemma-"))
         ]

@@ -65,27 +65,45 @@ class OpenAIProvider(Provider):
         key = self.key(settings)
         response = await http.get(f"{self.endpoint(settings).rstrip('/')}/models",
                                   headers={"Authorization": f"Bearer {key}"})
-        status_problem(response, self.key_setting)
-        data = json_of(response).get("data", [])
+        status_problem(response, self)
+        data = json_of(response, self).get("data", [])
         return [f"{self.prefixes[0]}{m['id']}" for m in data if isinstance(m, dict) and isinstance(m.get("id"), str)]
 
 
-    async def count_tokens(self, endpoint: str, text: str) -> int | None:
-        """llama.cpp's servers count tokens: llama-cpp-python's at /extras/tokenize,
-        llama.cpp's own at /tokenize. Other servers have neither (None)."""
+    def tokenizer(self, endpoint: str) -> "LlamaCppTokenizer":
+        return LlamaCppTokenizer(endpoint)
+
+
+class LlamaCppTokenizer:
+    """llama.cpp's servers count tokens: llama-cpp-python's at /extras/tokenize,
+    llama.cpp's own at /tokenize; other servers have neither. The route that
+    answered is used from then on, and a server that has neither (both 404)
+    is not asked again."""
+
+    ROUTES = (("/extras/tokenize", "input"), ("/tokenize", "content"))
+
+    def __init__(self, endpoint: str) -> None:
+        self.root = endpoint.rstrip("/").removesuffix("/v1")
+        self.routes: tuple[tuple[str, str], ...] = self.ROUTES  # those worth asking
+
+    async def count(self, text: str) -> int | None:
         import httpx
 
-        root = endpoint.rstrip("/").removesuffix("/v1")
+        missing = 0
         async with httpx.AsyncClient(timeout=10) as http:
-            for path, body, field in (("/extras/tokenize", {"input": text}, "tokens"),
-                                      ("/tokenize", {"content": text}, "tokens")):
+            for path, field in self.routes:
                 try:
-                    r = await http.post(root + path, json=body)
-                    tokens = r.json().get(field) if r.status_code == 200 else None
+                    r = await http.post(self.root + path, json={field: text})
+                    tokens = r.json().get("tokens") if r.status_code == 200 else None
                 except (httpx.HTTPError, ValueError, AttributeError):
-                    tokens = None
+                    tokens = None  # busy or down: worth asking again next time
+                else:
+                    missing += r.status_code in (404, 405)
                 if isinstance(tokens, list):
+                    self.routes = ((path, field),)
                     return len(tokens)
+        if missing == len(self.routes):
+            self.routes = ()
         return None
 
 

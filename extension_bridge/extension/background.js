@@ -202,6 +202,12 @@ function onHostMessage(msg) {
       else broadcast(msg); // saved from another panel: every panel shows the model that now answers
       break;
     }
+    case "model_checked": {
+      const panel = settingsRequests.get(msg.id);
+      settingsRequests.delete(msg.id);
+      if (panel) post(panel, msg);
+      break;
+    }
     case "error": {
       const waiting = msg.id != null ? settingsRequests.get(msg.id) : null;
       if (waiting) {
@@ -812,10 +818,11 @@ chrome.runtime.onConnect.addListener((panel) => {
         asks.delete(msg.id);
         post(panel, { type: "error", id: msg.id, code: "aborted", message: "Cancelled." });
       }
-    } else if (msg.type === "settings_get" || msg.type === "settings_set") {
+    } else if (msg.type === "settings_get" || msg.type === "settings_set" || msg.type === "model_check") {
       settingsRequests.set(msg.id, panel);
       try {
-        sendToHost(msg.type === "settings_get" ? { type: msg.type, id: msg.id } : { type: msg.type, id: msg.id, values: msg.values });
+        const { type, id, values, provider } = msg;
+        sendToHost({ settings_get: { type, id }, settings_set: { type, id, values }, model_check: { type, id, provider, values } }[type]);
       } catch (e) {
         settingsRequests.delete(msg.id);
         post(panel, { type: "error", id: msg.id, code: host.code || "host_unavailable", message: String(e.message || e) });

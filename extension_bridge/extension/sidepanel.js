@@ -129,6 +129,9 @@ function onMessage(msg) {
       showSettings(msg);
       settle(msg.id, msg);
       break;
+    case "model_checked":
+      settle(msg.id, msg);
+      break;
     case "error":
       if (pendingReplies.has(msg.id)) settle(msg.id, null, msg);
       else if (current && msg.id === current.id) finish({ type: "error", code: msg.code, message: msg.message });
@@ -237,10 +240,11 @@ function savedKey(masked) {
 function showProviderGroup() {
   const provider = els.settingsForm.elements.provider.value;
   for (const group of els.settingsForm.querySelectorAll(".group")) group.hidden = group.dataset.provider !== provider;
+  $("model-test-row").hidden = provider !== "gemini" && provider !== "openai";
 }
 
-function settingsValues() {
-  const provider = els.settingsForm.elements.provider.value;
+// The form's values for `provider`, as Save sends them (an OpenAI-compatible model's name may be missing).
+function formValues(provider) {
   const values = {};
   if (provider === "extractive") values.model = "extractive";
   if (provider === "gemini") {
@@ -250,12 +254,88 @@ function settingsValues() {
   }
   if (provider === "openai") {
     const name = $("openai-model").value.trim();
-    if (!name) throw new Error("Type the model's name as the server knows it (e.g. llama3.1).");
-    values.model = `openai:${name}`;
+    if (name) values.model = `openai:${name}`;
     values.openaiBaseUrl = $("openai-base-url").value.trim() || null;
     if ($("openai-api-key").value.trim()) values.openaiApiKey = $("openai-api-key").value.trim();
   }
   return values;
+}
+
+function settingsValues() {
+  const provider = els.settingsForm.elements.provider.value;
+  const values = formValues(provider);
+  if (!values.model) throw new Error("Type the model's name as the server knows it (e.g. llama3.1).");
+  return values;
+}
+
+// ---------------------------------------------------------------- the server's models, "Test connection"
+
+const SERVED_SHOWN = 12; // names shown as buttons; the model field suggests them all
+const latest = { list: 0, test: 0 }; // the newest request of each kind: an older answer is dropped
+
+// Asks the host, with the form as typed (nothing is saved), what the chosen server serves;
+// `shown`: the person pressed Test connection, so the answer is said, not only listed.
+async function checkServer(shown) {
+  const provider = els.settingsForm.elements.provider.value;
+  if (provider !== "gemini" && provider !== "openai") return;
+  const result = $("model-test-result");
+  const mine = { list: ++latest.list, test: shown ? ++latest.test : latest.test };
+  if (shown) {
+    result.dataset.kind = "";
+    result.textContent = "Testing…";
+  }
+  let msg = null;
+  let failed = null;
+  try {
+    msg = await request({ type: "model_check", provider, values: formValues(provider) });
+  } catch (e) {
+    failed = hostState.state === "error" ? `The host is not available: ${hostState.message}` : e.message;
+  }
+  if (mine.list === latest.list && provider === els.settingsForm.elements.provider.value) {
+    showServed(provider, msg ? msg.models : []);
+  }
+  if (!shown || mine.test !== latest.test) return;
+  result.dataset.kind = msg && !msg.problem ? "ok" : "error";
+  if (failed) result.textContent = failed;
+  else if (msg.problem) result.textContent = `✗ ${msg.endpoint} — ${msg.problem}`;
+  else if (msg.model) result.textContent = `✓ ${msg.endpoint} — connected; it serves ${modelInWords(msg.model)}.`;
+  else result.textContent = `✓ ${msg.endpoint} — connected; it serves ${msg.models.length} model${msg.models.length === 1 ? "" : "s"}.`;
+}
+
+// The models `provider`'s server lists: suggested by its model field, the first few as buttons.
+function showServed(provider, models) {
+  const box = $(`${provider}-served`);
+  box.replaceChildren();
+  box.hidden = !models.length;
+  if (models.length || provider === "openai") {
+    $(`${provider}-models`).replaceChildren(...models.map((m) => Object.assign(document.createElement("option"), { value: m })));
+  }
+  if (!models.length) return;
+  const label = document.createElement("span");
+  label.textContent = "Served there:";
+  box.append(label);
+  for (const name of models.slice(0, SERVED_SHOWN)) {
+    const use = document.createElement("button");
+    use.type = "button";
+    use.textContent = name; // a server's words: text, never markup
+    use.title = `Use ${name}`;
+    use.addEventListener("click", () => {
+      $(`${provider}-model`).value = name;
+      clearTest();
+    });
+    box.append(use);
+  }
+  if (models.length > SERVED_SHOWN) {
+    const more = document.createElement("span");
+    more.textContent = `and ${models.length - SERVED_SHOWN} more (type to see them)`;
+    box.append(more);
+  }
+}
+
+function clearTest() {
+  latest.test++;
+  $("model-test-result").textContent = "";
+  $("model-test-result").dataset.kind = "";
 }
 
 // `said`: what was done, for the message; `fill`: what of the form to show again from the host's answer.
@@ -293,14 +373,31 @@ function openSettings() {
     els.settingsMessage.textContent = `Settings are kept by the chatagent host, which is not available. ${hostState.message}`;
   } else els.settingsMessage.textContent = "Loading the settings…";
   $("settings-save").disabled = hostState.state === "error";
+  $("model-test").disabled = hostState.state === "error";
   showProviderGroup();
+  clearTest();
   if (!els.settings.open) els.settings.showModal();
-  if (!hostSettings && hostState.state !== "error") request({ type: "settings_get" }).then(fillSettingsForm, () => {});
+  if (!hostSettings && hostState.state !== "error") {
+    request({ type: "settings_get" }).then((msg) => {
+      fillSettingsForm(msg);
+      checkServer(false);
+    }, () => {});
+  } else if (hostState.state !== "error") checkServer(false);
 }
 
+// A server changed in the form: its list again, and an earlier test's answer no longer holds.
+const SERVER_FIELDS = new Set(["gemini-base-url", "google-api-key", "openai-base-url", "openai-api-key"]);
 els.settingsForm.addEventListener("change", (e) => {
-  if (e.target.name === "provider") showProviderGroup();
+  if (e.target.name === "provider" || SERVER_FIELDS.has(e.target.id)) {
+    if (e.target.name === "provider") showProviderGroup();
+    clearTest();
+    checkServer(false);
+  }
 });
+els.settingsForm.addEventListener("input", (e) => {
+  if (e.target.id === "gemini-model" || e.target.id === "openai-model" || SERVER_FIELDS.has(e.target.id)) clearTest();
+});
+$("model-test").addEventListener("click", () => checkServer(true));
 els.settingsForm.addEventListener("submit", (e) => {
   e.preventDefault(); // stay open until the host has saved
   let values;

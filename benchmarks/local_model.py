@@ -1,0 +1,258 @@
+"""Local-model benchmark: what the page text sent costs a real local model
+before its first token.
+
+    python -m benchmarks.local_model [--data DIR] [--pages 4] [--reps 2] [--budget 2000] [--out FILE.json]
+
+Setup: llama.cpp's OpenAI-compatible server (`chatagent.testing.llama_server`,
+the `local` extra) serving SmolLM2-135M-Instruct on 127.0.0.1, asked through
+the real OpenAI client; pages served on 127.0.0.1 and rendered in one headless
+Chromium. A local model reads its prompt before it says anything (prefill), so
+its time to first token grows with the page text it is sent.
+
+For one question on each of `--pages` pages of the realistic set and of
+WikiTableQuestions (an even spread), the same prompt (`prompts.build_messages`)
+carries one of three page texts:
+
+- chatagent's context (`ContextBuilder`, `--budget` tokens per tab, question-aware);
+- the whole rendered text (`innerText`);
+- Playwright MCP's snapshot of the page (its ARIA snapshot, as `mcp_bench`).
+
+A prompt longer than the model's context window is cut to fit (the page
+text's head), and counted as cut. The three are sent back to back, `--reps`
+rounds, interleaved (so load on the machine falls on each alike, and no
+request finds the one before it in the server's prompt cache beyond the
+shared system prompt). Reported: time to first token and total time (answers
+capped at `MAX_ANSWER_TOKENS`), p50 per context and set; the answers, for
+information only: a 135M model's are not judged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.progress import Progress
+
+from chatagent.browser.base import PageSnapshot
+from chatagent.browser.playwright import PlaywrightBrowser
+from chatagent.context import ContextBuilder, PageContext, TabContext
+from chatagent.prompts import build_messages, message_text
+from chatagent.testing import llama_server
+
+from .data import DEFAULT_DATA_DIR, load_realistic, load_wtq, sample
+from .mcp_bench import aria_snapshot
+from .report import machine, plural, progress_bar
+from .server import PageServer, bench_settings, browser_version, launch_browser
+from .stats import finite, median
+
+CONTEXTS = (("chatagent", "chatagent's context"), ("whole", "whole rendered text"),
+            ("aria", "Playwright MCP snapshot"))
+MAX_ANSWER_TOKENS = 32  # the answer's length is the same for every context: only reading the prompt differs
+# Room for the prompt in the window: the answer, and the chat template's own tokens.
+PROMPT_ROOM = llama_server.CONTEXT_TOKENS - MAX_ANSWER_TOKENS - 96
+GOAL_SHARE = 1 / 3  # chatagent's TTFT p50 within this share of the whole page's, on the realistic set
+DEFAULT_PAGES = 4
+DEFAULT_REPS = 2
+
+
+class Question:
+    def __init__(self, set_name: str, page: str, question: str) -> None:
+        self.set = set_name
+        self.page = page
+        self.question = question
+
+
+def questions(data_dir: Path, pages: int) -> list[Question]:
+    """One question on each of `pages` pages per set, spread evenly over each set."""
+    out: list[Question] = []
+    realistic, _ = load_realistic(data_dir)
+    wtq = load_wtq(data_dir)
+    for name, items in (("realistic", realistic), ("wtq", wtq)):
+        first: dict[str, Any] = {}
+        for q in items:
+            first.setdefault(q.page, q)
+        out += [Question(name, p, first[p].question) for p in sample(sorted(first), pages)]
+    return out
+
+
+def _context(text: str, snap: PageSnapshot, question: str, budget: int) -> PageContext:
+    tab = TabContext(tab_id="1", url=snap.url, title=snap.title, text=text, selected=True)
+    return PageContext(tabs=[tab], budget_per_tab=budget, question=question)
+
+
+async def prompts(q: Question, snap: PageSnapshot, aria: str, budget: int, server: llama_server.LlamaServer
+                  ) -> dict[str, dict[str, Any]]:
+    """The three prompts for `q`, each fitted to the model's window: messages, tokens, and whether it was cut."""
+    built = await ContextBuilder(budget_per_tab=budget).build([], q.question, snapshots=[snap])
+    contexts = {"chatagent": built, "whole": _context(snap.visible_text, snap, q.question, budget),
+                "aria": _context(aria, snap, q.question, budget)}
+    out = {}
+    for key, ctx in contexts.items():
+        messages = build_messages(ctx, q.question)
+        tokens = whole = await asyncio.to_thread(server.tokens, "\n".join(message_text(m) for m in messages))
+        for _ in range(8):  # the page text's head, shortened until the prompt fits
+            if tokens <= PROMPT_ROOM:
+                break
+            tab = ctx.tabs[0]
+            keep = int(len(tab.text) * (1 - (tokens - PROMPT_ROOM) / max(tab.tokens or tokens, 1)) * 0.97)
+            ctx = ctx.model_copy(update={"tabs": [tab.model_copy(update={"text": tab.text[:max(keep, 0)], "tokens": 0})]})
+            messages = build_messages(ctx, q.question)
+            tokens = await asyncio.to_thread(server.tokens, "\n".join(message_text(m) for m in messages))
+        out[key] = {"messages": messages, "tokens": tokens, "tokens_whole": whole, "cut": tokens < whole}
+    return out
+
+
+async def timed(chat: Any, messages: list[Any]) -> dict[str, Any]:
+    """One streamed answer: time to its first token and to its end (ms), and the answer."""
+    t0 = time.perf_counter()
+    first: float | None = None
+    parts: list[str] = []
+    async for chunk in chat.astream(messages):
+        text = chunk.text if isinstance(chunk.text, str) else str(chunk.content)
+        if text and first is None:
+            first = time.perf_counter()
+        parts.append(text)
+    end = time.perf_counter()
+    return {"ttft_ms": ((first or end) - t0) * 1000, "total_ms": (end - t0) * 1000, "answer": "".join(parts).strip()}
+
+
+async def run_local_model(
+    data_dir: Path, pages: int, reps: int, budget: int, browser: PlaywrightBrowser, site: PageServer,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Every question's three prompts, `reps` rounds back to back; or why it cannot run here."""
+    if (why := llama_server.available()) is not None:
+        return {"skipped": why}
+    from chatagent.models import load_model
+
+    qs = questions(data_dir, pages)
+    task = progress.add_task("local model (llama.cpp, SmolLM2-135M)", total=len(qs) * (reps + 1))
+    with llama_server.LlamaServer() as server:
+        chat = load_model(server.model, bench_settings(model=server.model, openai_base_url=server.url)).chat
+        # Reading a whole page can take a busy machine minutes before the first chunk: waited for, and timed.
+        chat = chat.model_copy(update={"stream_chunk_timeout": None, "request_timeout": None})
+        chat = chat.bind(max_tokens=MAX_ANSWER_TOKENS, temperature=0)
+        await timed(chat, build_messages(_context("Warm-up.", PageSnapshot(tab_id="1", url="about:blank"), "Hi?",
+                                                  budget), "Hi?"))  # the model's first request loads its weights
+        rows = []
+        for q in qs:
+            url = site.file_url(data_dir / q.page)
+            [tab] = await browser.open_tabs([url])
+            try:
+                snap = await tab.snapshot()  # type: ignore[union-attr]
+            finally:
+                await tab.close()
+            aria = await aria_snapshot(browser, url)
+            prompt = await prompts(q, snap, aria, budget, server)
+            progress.advance(task)
+            runs: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for _ in range(reps):
+                for key, _label in CONTEXTS:
+                    runs[key].append(one := await timed(chat, prompt[key]["messages"]))
+                    progress.console.print(f"{q.set} {q.page}: {key}, {prompt[key]['tokens']:,} tokens: first token "
+                                           f"{one['ttft_ms'] / 1000:.1f} s, done {one['total_ms'] / 1000:.1f} s")
+                progress.advance(task)
+            rows.append({
+                "set": q.set, "page": q.page, "question": q.question,
+                **{key: {"tokens": prompt[key]["tokens"], "tokens_whole": prompt[key]["tokens_whole"],
+                         "cut": prompt[key]["cut"], "ttft_ms": [r["ttft_ms"] for r in runs[key]],
+                         "total_ms": [r["total_ms"] for r in runs[key]], "answer": runs[key][-1]["answer"]}
+                   for key, _label in CONTEXTS},
+            })
+    return {"model": f"SmolLM2-135M-Instruct (Q4_1) on llama.cpp's server, {server.threads} threads",
+            "context_window": llama_server.CONTEXT_TOKENS, "max_answer_tokens": MAX_ANSWER_TOKENS,
+            "budget": budget, "reps": reps, "rows": rows, "summary": summarise(rows)}
+
+
+def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for set_name in sorted({r["set"] for r in rows}):
+        mine = [r for r in rows if r["set"] == set_name]
+        s: dict[str, Any] = {"questions": len(mine)}
+        for key, _label in CONTEXTS:
+            s[key] = {
+                "ttft_ms_p50": median(t for r in mine for t in r[key]["ttft_ms"]),
+                "total_ms_p50": median(t for r in mine for t in r[key]["total_ms"]),
+                "tokens_p50": median(r[key]["tokens"] for r in mine),
+                "cut": sum(r[key]["cut"] for r in mine),
+            }
+        s["share_of_whole"] = s["chatagent"]["ttft_ms_p50"] / s["whole"]["ttft_ms_p50"]
+        out[set_name] = s
+    return out
+
+
+def goal(result: dict[str, Any]) -> dict[str, Any] | None:
+    """chatagent's TTFT p50 on the realistic set, as a share of the whole page's (None: not measured)."""
+    s = result.get("summary", {}).get("realistic")
+    if not s:
+        return None
+    share = s["share_of_whole"]
+    return {"what": "local model (SmolLM2-135M, llama.cpp): time to first token p50 with chatagent's context, "
+                    "share of the whole rendered text's, realistic pages",
+            "target": f"≤ {GOAL_SHARE:.2f}", "measured": f"{share:.2f} ({s['chatagent']['ttft_ms_p50']:,.0f} ms of "
+            f"{s['whole']['ttft_ms_p50']:,.0f} ms)", "met": share <= GOAL_SHARE, "value": share}
+
+
+def report(result: dict[str, Any]) -> str:
+    if "skipped" in result:
+        return f"Local model: skipped ({result['skipped']})."
+    lines = [f"{result['model']}; window {result['context_window']:,} tokens, answers capped at "
+             f"{result['max_answer_tokens']} tokens; chatagent's budget {result['budget']:,} tokens per tab; "
+             f"{result['reps']} rounds, back to back.", "",
+             "| set | page text | prompt tokens p50 | cut to the window | TTFT p50 | total p50 |",
+             "|---|---|---|---|---|---|"]
+    for set_name, s in result["summary"].items():
+        for key, label in CONTEXTS:
+            v = s[key]
+            lines.append(f"| {set_name} ({plural(s['questions'], 'page')}) | {label} | {v['tokens_p50']:,.0f} | "
+                         f"{v['cut']} of {s['questions']} | {v['ttft_ms_p50'] / 1000:,.1f} s | "
+                         f"{v['total_ms_p50'] / 1000:,.1f} s |")
+    lines.append("")
+    for set_name, s in result["summary"].items():
+        lines.append(f"{set_name}: chatagent's TTFT p50 is {s['share_of_whole']:.2f} of the whole text's.")
+    return "\n".join(lines)
+
+
+async def run(data_dir: Path, pages: int, reps: int, budget: int, console: Console) -> dict[str, Any]:
+    started = time.perf_counter()
+    at_start = machine()
+    with progress_bar(console) as progress, PageServer() as site:
+        async with launch_browser() as browser:
+            version = browser_version(browser)
+            result = await run_local_model(data_dir, pages, reps, budget, browser, site, progress)
+    result.update(browser=version, machine={**machine(), "loadavg_at_start": at_start["loadavg"]},
+                  wall_s=time.perf_counter() - started, config={"pages": pages, "reps": reps, "budget": budget})
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    from chatagent.limits import DEFAULT_TAB_BUDGET
+
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.local_model", description=__doc__.split("\n\n")[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="evaluation data dir (default: ../shared/data)")
+    ap.add_argument("--pages", type=int, default=DEFAULT_PAGES, help=f"pages per set (default {DEFAULT_PAGES})")
+    ap.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"rounds (default {DEFAULT_REPS})")
+    ap.add_argument("--budget", type=int, default=DEFAULT_TAB_BUDGET, help="chatagent's tokens per tab")
+    ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
+    args = ap.parse_args(argv)
+    err = Console(stderr=True)
+    result = asyncio.run(run(args.data, args.pages, args.reps, args.budget, err))
+    print(report(result))
+    if (g := goal(result)) is not None:
+        print(f"\nGoal: {g['what']}: {g['measured']} (target {g['target']}): {'met' if g['met'] else 'NOT met'}.")
+    err.print(f"total {result['wall_s']:.0f} s")
+    if args.out:
+        args.out.write_text(json.dumps(finite(result), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
