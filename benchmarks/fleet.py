@@ -53,14 +53,14 @@ class Replica:
 @asynccontextmanager
 async def replica(token: str, *, browser_ws: str | None = None, env: dict[str, str] | None = None,
                   log: Path | None = None) -> AsyncIterator[Replica]:
-    """`chatagent mcp --http 127.0.0.1:PORT` with the bearer `token`, browsing
+    """`chatagent mcp --http 127.0.0.1:PORT --stateless` with the bearer `token`, browsing
     through `browser_ws` (else launching its own Chromium); yields once it
     listens. Stopped (SIGTERM, then SIGKILL) afterwards if it still runs."""
     port = free_port()
     extra = {"CHATAGENT_BROWSER_WS": browser_ws} if browser_ws else {}
     with (log.open("ab") if log else open(os.devnull, "wb")) as errlog:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", cwd=str(ROOT),
+            sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", "--stateless", cwd=str(ROOT),
             env={**os.environ, "PYTHONPATH": str(ROOT), "CHATAGENT_MCP_TOKEN": token, **extra, **(env or {})},
             stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=errlog,
         )

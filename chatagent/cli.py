@@ -331,6 +331,9 @@ def _add_mcp(sub: Any) -> None:
                    help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio, to clients that send the "
                    "mcp_token setting as a bearer token (HOST: 127.0.0.1 unless given, where a token is made "
                    "and saved if none is set; any other host needs one set first)")
+    p.add_argument("--stateless", action="store_true",
+                   help="with --http: keep no session between requests, so that replicas behind a load balancer "
+                   "share the calls (a client's cancel cannot reach its call then: it runs to its end)")
     p.set_defaults(handler=cmd_mcp, targets=[])
 
 
@@ -349,8 +352,10 @@ async def cmd_mcp(args: argparse.Namespace) -> int:
     from . import mcp_server  # the MCP SDK: only for this command
 
     settings = settings_of(args, model=True)  # ask_pages' default: refused at start, as `--model` is
+    if args.stateless and not args.http:
+        raise UsageError("--stateless is for --http: a stdio server has one client and its session.")
     if args.http:
-        stopped_by = await mcp_server.serve_http(settings, *args.http)
+        stopped_by = await mcp_server.serve_http(settings, *args.http, stateless=args.stateless)
         if stopped_by == signal.SIGTERM:
             return EXIT_TERMINATED
         if stopped_by == signal.SIGINT:

@@ -513,25 +513,29 @@ async def serve_stdio(settings: Settings) -> None:
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
 
 
-async def serve_http(settings: Settings, host: str, port: int) -> signal.Signals | None:
+async def serve_http(settings: Settings, host: str, port: int, *, stateless: bool = False) -> signal.Signals | None:
     """Streamable HTTP at http://HOST:PORT/mcp, for bearers of the owner's
     token only, loopback too: any local user could otherwise read the
     owner's files and spend their API key through it. On 127.0.0.1 a token
     is made and saved when none is set; beyond it, one must be set first.
 
-    Stateless (the SDK's stateless streamable HTTP): no session lives in the
-    server, so any load balancer can send each request to any of several
-    replicas. SIGTERM or Ctrl-C drains it: it stops listening, finishes the
-    calls it holds (those still running after the `deadline` setting are
-    cancelled; a second Ctrl-C cancels them at once), then closes its tabs
-    and browser. Returns the signal that stopped it, if one did."""
+    A session per client, unless `stateless` (the SDK's stateless streamable
+    HTTP): then no session lives in the server, so any load balancer can send
+    each request to any of several replicas, but a client's cancel, a request
+    of its own, cannot reach the call it cancels. SIGTERM or Ctrl-C drains a
+    stateless server: it stops listening, finishes the calls it holds (those
+    still running after the `deadline` setting are cancelled; a second Ctrl-C
+    cancels them at once), then closes its tabs and browser; with sessions,
+    their event streams end at once, and their calls with them. Returns the
+    signal that stopped it, if one did."""
     import uvicorn
     from sse_starlette.sse import AppStatus
 
-    # The SDK streams each call's result as server-sent events, which
-    # sse-starlette would end on SIGTERM, the call with them: here they end
-    # as their calls are answered (stateless: no stream outlives its call).
-    AppStatus.disable_automatic_graceful_drain()
+    if stateless:
+        # The SDK streams each call's result as server-sent events, which
+        # sse-starlette would end on SIGTERM, the call with them: here they end
+        # as their calls are answered (stateless: no stream outlives its call).
+        AppStatus.disable_automatic_graceful_drain()
     if host not in LOOPBACK and not settings.secret("mcp_token"):
         raise ChatAgentError(
             f"Listening on {host} lets other machines use this browser: set a bearer token first "
@@ -542,7 +546,7 @@ async def serve_http(settings: Settings, host: str, port: int) -> signal.Signals
         settings, made = _owner_token(settings)
         _tell_clients(host, listening.getsockname()[1], settings, made)
         async with running(settings) as server:
-            app = BearerToken(server.streamable_http_app(host=host, stateless_http=True),
+            app = BearerToken(server.streamable_http_app(host=host, stateless_http=stateless),
                               settings.secret("mcp_token") or "")
             # log_config=None: uvicorn's loggers write through ours (masked, sanitised), not handlers of their own.
             config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", log_config=None,
