@@ -256,12 +256,15 @@ def test_an_asks_own_settings_are_used_and_others_it_cannot_take_send_it_elsewhe
 
 
 def test_ctrl_c_in_the_client_cancels_the_ask_in_the_daemon(site: Site, daemon: Daemon) -> None:
+    # This client's ask, not one an earlier test left winding down: the Ctrl-C must find the client waiting.
+    wait_until(lambda: status(daemon.env)["active"] == 0, "earlier asks to end")
+    asked = status(daemon.env)["asks"]
     client = subprocess.Popen(
         [sys.executable, "-m", "chatagent", "ask", site.url("/slow"), "-q", "What is this?", "--json", "--timeout", "120"],
         cwd=ROOT, env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        wait_until(lambda: status(daemon.env)["active"] == 1, "the daemon to take the ask")
+        wait_until(lambda: (st := status(daemon.env))["asks"] > asked and st["active"] == 1, "the daemon to take the ask")
         client.send_signal(signal.SIGINT)
         _out, err = client.communicate(timeout=60)
     finally:
