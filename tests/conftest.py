@@ -31,6 +31,7 @@ import pytest_asyncio
 from hypothesis import settings as hypothesis_settings
 
 from chatagent.browser.base import Tab, TabFailure
+from chatagent.browser import playwright as pw_backend
 from chatagent.browser.playwright import PlaywrightBrowser
 from chatagent.testing.gemini_server import GeminiServer
 from chatagent.testing.ports import free_port
@@ -277,6 +278,14 @@ def private_settings(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pyte
     path = tmp_path_factory.mktemp("settings") / "config.toml"
     monkeypatch.setenv("CHATAGENT_CONFIG", str(path))
     return path
+
+
+@pytest.fixture(autouse=True)
+def _patient_with_busy_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A page busy for 10 s is given up on; a suite's loaded machine can take
+    that long to read a 10 MB page, which is then wrongly "not responding".
+    The guard's own test sets it back down."""
+    monkeypatch.setattr(pw_backend, "SNAPSHOT_TIMEOUT_S", 120.0)
 
 
 @contextmanager
