@@ -9,6 +9,7 @@ import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import (
@@ -124,6 +125,10 @@ class ChatAgent:
         self.history = history or History()
         self.cache = cache
         self.retry = retry or RetryPolicy()
+        if self.model.on_this_machine and self.retry.first_chunk_s is None:
+            # A local model's first token waits for its reading of the prompt: minutes on a laptop's
+            # cores for a few tabs. Not a stall: bounded by the question's deadline.
+            self.retry = replace(self.retry, first_chunk_s=deadline_s or None)
         self.deadline_s = deadline_s
         self.input_budget_factor = input_budget_factor
         self.hooks = hooks or RunHooks()

@@ -49,6 +49,9 @@ class RetryPolicy:
     max_delay_s: float = 8.0
     budget_s: float = 30.0  # total waiting between tries, per model call
     stall_s: float = 60.0  # no chunk for this long: the stream has stalled
+    # Before the first chunk a model reads its whole prompt: a model on this machine's
+    # own cores takes minutes over a few tabs (llama.cpp on 2 cores: ~100 tokens/s).
+    first_chunk_s: float | None = None  # None: stall_s
     rng: random.Random = field(default_factory=random.Random, compare=False, repr=False)
 
     def delay(self, attempt: int, retry_after_s: float | None) -> float:
@@ -83,7 +86,9 @@ async def stream_reply(
         cause: BaseException | None = None
         stream = start()
         try:
-            while (chunk := await _next(stream, policy.stall_s)) is not None:
+            wait = policy.first_chunk_s or policy.stall_s
+            while (chunk := await _next(stream, wait)) is not None:
+                wait = policy.stall_s
                 seen.add(chunk)
                 yield chunk
             err = _unusable(seen, tools_bound)

@@ -287,6 +287,11 @@ def check_endpoint(url: str) -> str:
     return url
 
 
+def on_this_machine(url: str) -> bool:
+    """Whether `url` names a server on this machine (loopback)."""
+    return _loopback(urlsplit(url).hostname or "")
+
+
 def _loopback(host: str) -> bool:
     if host == "localhost":
         return True

@@ -5,10 +5,15 @@ the real ChatGoogleGenerativeAI client: every run ends with `done` or a clear
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import http.server
+import json
 import os
+import threading
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -176,3 +181,47 @@ async def test_cli_auth_error_exits_1_with_the_setting_to_fix_and_no_traceback(s
         )
     assert proc.returncode == 1
     assert "GOOGLE_API_KEY" in proc.stderr and "Traceback" not in proc.stderr + proc.stdout
+
+
+@contextlib.contextmanager
+def local_openai_server(reading_s: float) -> Iterator[str]:
+    """An OpenAI-compatible server on loopback that, like a local model, reads
+    its prompt for `reading_s` before its first chunk, then streams an answer."""
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.rfile.read(int(self.headers["Content-Length"]))
+            time.sleep(reading_s)
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.end_headers()
+            for piece, finish in (("The Aurora X14 Pro costs ", None), ("$1,349.00 [Tab 1].", "stop")):
+                chunk = {"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                         "choices": [{"index": 0, "delta": {"role": "assistant", "content": piece},
+                                      "finish_reason": finish}]}
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            self.wfile.write(b"data: [DONE]\n\n")
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+async def test_a_local_model_reading_its_prompt_longer_than_a_stall_still_answers(site: Site, open_tabs) -> None:
+    # Before its first token a model on this machine is reading the prompt, not stalled:
+    # only the question's deadline bounds that wait (a remote model's is a stall, above).
+    pytest.importorskip("langchain_openai")
+    with local_openai_server(reading_s=2.0) as url:
+        model = load_model("openai:m", Settings(openai_base_url=url))
+        a = ChatAgent(model, await open_tabs([site.url("product")]), retry=RetryPolicy(attempts=1, stall_s=0.3),
+                      deadline_s=60)
+        events = await ask(a)
+    done = events[-1]
+    assert isinstance(done, Done) and "$1,349.00" in done.answer, events[-1]

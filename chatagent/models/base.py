@@ -46,6 +46,9 @@ class Provider:
     # Whether its chat model reads the typed page context: the agent then binds it
     # (`context=PageContext`), and tool results carry their typed `artifact`.
     reads_context: ClassVar[bool] = False
+    # Whether its servers may be local model servers (Ollama, llama.cpp): one on
+    # loopback then reads a long prompt on this machine's cores, for minutes.
+    serves_local_models: ClassVar[bool] = False
     # Whether its server answers only to the names it lists (`catalog.check`):
     # llama.cpp's server answers any name with the one model it loaded.
     lists_every_name: ClassVar[bool] = True
@@ -123,6 +126,14 @@ class Model:
         from ..tokens import count_tokens
 
         return count_tokens(text)
+
+    @property
+    def on_this_machine(self) -> bool:
+        """Served on this machine's own cores (a local server on loopback): it
+        reads a long prompt for minutes before its first token."""
+        from ..settings import on_this_machine
+
+        return self.provider.serves_local_models and bool(self.endpoint) and on_this_machine(self.endpoint)
 
     @property
     def identity(self) -> str:

@@ -22,6 +22,7 @@ log = logging.getLogger(__name__)
 class OpenAIProvider(Provider):
     name = "openai"
     prefixes = ("openai:",)
+    serves_local_models = True
     api_key = "openai_api_key"
     key_setting = "OPENAI_API_KEY (`chatagent config set openai_api_key KEY`) and openai_base_url"
     endpoint_setting = (
