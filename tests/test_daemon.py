@@ -32,8 +32,10 @@ from chatagent.daemon.server import _private_socket
 
 from conftest import ROOT, Site
 
-# One worker for the file: its tests share one daemon (the module fixture `daemon`).
-pytestmark = [pytest.mark.e2e, pytest.mark.xdist_group("daemon")]
+pytestmark = pytest.mark.e2e
+# The tests that share a daemon (the module fixture `daemon`) run on one worker each, in two
+# groups (two daemons), so that neither is the suite's long pole; the others go anywhere.
+ONE, TWO = pytest.mark.xdist_group("daemon-1"), pytest.mark.xdist_group("daemon-2")
 
 QUESTION = "How much does the Aurora X14 Pro cost?"
 SERVED = "answered by the chatagent daemon (pid {pid})"
@@ -156,6 +158,7 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Daemon]:
 # --- asks through the daemon --------------------------------------------------------------------
 
 
+@ONE
 def test_asks_are_answered_by_one_warm_daemon_as_in_their_own_process(site: Site, daemon: Daemon) -> None:
     alone = run("ask", site.url("product"), "-q", QUESTION, "--json", env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
     assert alone.returncode == 0, alone.stderr
@@ -175,6 +178,7 @@ def test_asks_are_answered_by_one_warm_daemon_as_in_their_own_process(site: Site
     assert browsers(daemon.pid) == launched, "the daemon's one browser served both asks"
 
 
+@TWO
 def test_asks_at_once_each_get_their_own_answer(site: Site, daemon: Daemon) -> None:
     questions = {"product": (QUESTION, "$1,349.00"), "two_a": ("What does this page say?", "")}
     before = status(daemon.env)["asks"]
@@ -191,6 +195,7 @@ def test_asks_at_once_each_get_their_own_answer(site: Site, daemon: Daemon) -> N
     assert status(daemon.env)["asks"] == before + 2
 
 
+@ONE
 def test_terminal_output_is_the_same_as_in_process(site: Site, daemon: Daemon) -> None:
     alone = run("ask", site.url("product"), "-q", QUESTION, env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
     via = run("ask", site.url("product"), "-q", QUESTION, env=daemon.env)
@@ -200,6 +205,7 @@ def test_terminal_output_is_the_same_as_in_process(site: Site, daemon: Daemon) -
     assert citation and citation[0] in alone.stderr
 
 
+@TWO
 def test_a_local_file_is_named_from_the_clients_directory_and_its_neighbour_stays_unread(
     tmp_path: Path, daemon: Daemon,
 ) -> None:
@@ -217,6 +223,7 @@ def test_a_local_file_is_named_from_the_clients_directory_and_its_neighbour_stay
     assert "kestrel" not in seen and "vault" not in seen, "the file beside it was not named, so it is not served"
 
 
+@ONE
 def test_an_unreachable_page_fails_as_in_process(closed_port_url: str, daemon: Daemon) -> None:
     alone = run("ask", closed_port_url, "-q", "What is this?", "--json", env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
     via = run("ask", closed_port_url, "-q", "What is this?", "--json", "-v", env=daemon.env)
@@ -226,6 +233,7 @@ def test_an_unreachable_page_fails_as_in_process(closed_port_url: str, daemon: D
     assert [e for e in events(via) if e["type"] == "note"] == [e for e in events(alone) if e["type"] == "note"]
 
 
+@TWO
 def test_a_model_that_cannot_be_made_fails_as_in_process(site: Site, daemon: Daemon) -> None:
     args = ("ask", site.url("product"), "-q", QUESTION, "--model", "gemini-2.5-flash")  # and no key
     alone = run(*args, env=_env(Path(os.environ["CHATAGENT_DAEMON_DIR"])))
@@ -237,6 +245,7 @@ def test_a_model_that_cannot_be_made_fails_as_in_process(site: Site, daemon: Dae
     assert via.stderr == alone.stderr and "error: Model 'gemini-2.5-flash' needs a Gemini API key" in via.stderr
 
 
+@ONE
 def test_an_asks_own_settings_are_used_and_others_it_cannot_take_send_it_elsewhere(site: Site, daemon: Daemon) -> None:
     # The offline model reads at least 16,000 tokens a tab whatever --budget says, so the
     # ask raises it: the long page (57k tokens) is read further than that.
@@ -255,6 +264,7 @@ def test_an_asks_own_settings_are_used_and_others_it_cannot_take_send_it_elsewhe
     assert "not using the chatagent daemon: it was started with other settings (google_api_key)" in other_key.stderr
 
 
+@TWO
 def test_ctrl_c_in_the_client_cancels_the_ask_in_the_daemon(site: Site, daemon: Daemon) -> None:
     # This client's ask, not one an earlier test left winding down: the Ctrl-C must find the client waiting.
     wait_until(lambda: status(daemon.env)["active"] == 0, "earlier asks to end")
@@ -289,6 +299,7 @@ def _raw(daemon: Daemon, frame: bytes) -> dict[str, Any] | None:
     return json.loads(reply) if reply else None
 
 
+@ONE
 def test_the_socket_takes_only_well_formed_requests_from_an_absolute_directory(daemon: Daemon) -> None:
     ask = _ask_frame(daemon, ["https://example.com/"], "What is this?")
     relative = _raw(daemon, json.dumps({**ask, "cwd": "here"}).encode() + b"\n")
@@ -435,6 +446,7 @@ def test_the_daemons_socket_is_private_from_the_moment_it_can_be_seen(tmp_path: 
 # --- the head start ---------------------------------------------------------------------------
 
 
+@TWO
 def test_an_ask_gives_the_daemon_its_pages_before_its_settings_and_pages_no_ask_follows_are_closed(
     site: Site, daemon: Daemon,
 ) -> None:
@@ -462,6 +474,7 @@ def _ask_frame(daemon: Daemon, targets: list[str], question: str, **fields: Any)
             "targets": targets, "question": question, "flags": {}, **fields}
 
 
+@ONE
 def test_an_ask_naming_a_file_that_is_not_there_opens_nothing_and_the_client_answers_it(
     tmp_path: Path, daemon: Daemon,
 ) -> None:
@@ -480,6 +493,7 @@ def test_an_ask_naming_a_file_that_is_not_there_opens_nothing_and_the_client_ans
     assert status(daemon.env)["asks"] == asks
 
 
+@TWO
 def test_a_head_start_opened_otherwise_than_the_ask_wants_is_opened_again(site: Site, daemon: Daemon) -> None:
     """The pages open as the ask's flags say; an ask whose environment is not
     the daemon's (its page timeout, here) sends its own settings, and gets its
@@ -496,6 +510,7 @@ def test_a_head_start_opened_otherwise_than_the_ask_wants_is_opened_again(site: 
     assert "its pages were opened ahead with another timeout than its settings give; opening them again" in log
 
 
+@ONE
 def test_an_ask_in_the_daemons_environment_is_answered_from_its_command_line_alone(site: Site, daemon: Daemon) -> None:
     """The ask process never loads the CLI or the settings: the daemon loads
     the ask's settings itself, so the answer waits only for the page."""
@@ -510,6 +525,7 @@ def test_an_ask_in_the_daemons_environment_is_answered_from_its_command_line_alo
     assert daemon.paths.log.read_text().count("an ask's settings are needed") == needed
 
 
+@TWO
 def test_what_the_command_line_gets_wrong_is_said_as_without_a_daemon(site: Site, daemon: Daemon) -> None:
     asks = status(daemon.env)["asks"]
     for argv in (("ask", site.url("product"), "-q", QUESTION, "--budget", "10"),
@@ -575,6 +591,7 @@ def _closed_stdout(*args: str, env: dict[str, str]) -> tuple[int, str]:
     return proc.returncode, proc.stderr
 
 
+@ONE
 def test_a_reader_that_stops_reading_ends_the_ask_quietly_and_it_is_asked_once(site: Site, daemon: Daemon) -> None:
     """`chatagent ask … | head -1`: a closed pipe is not the daemon failing, so the ask is not
     asked again here; and it is no internal error either."""
