@@ -321,8 +321,10 @@ async def run_e2e(
     offline: bool = True,
     daemon: bool = True,
     gap_s: float = GAP_S,
+    warm_up: bool = True,
 ) -> dict[str, Any]:
-    """Run `pairs` interleaved pairs per tab count; see the module docstring."""
+    """Run `pairs` interleaved pairs per tab count; see the module docstring.
+    `warm_up`: the untimed pair first (a sample's look at the section leaves it out)."""
     started = time.perf_counter()
     at_start = machine()
     rng = random.Random(seed)
@@ -346,9 +348,8 @@ async def run_e2e(
                 return Task(t.question, tuple(fresh_url(u, next(fresh)) for u in t.urls)) if side == DAEMON else t
 
             task = progress.add_task("end to end, pairs", total=pairs * len(tab_counts)) if progress else None
-            warm_up = work[tab_counts[0]][0]
-            for side in sides:  # untimed: the first process of a run reads the libraries from disk
-                await run_one(side, for_side(side, warm_up), server, envs[side], browser)
+            for side in sides if warm_up else ():  # untimed: the first process of a run reads the libraries from disk
+                await run_one(side, for_side(side, work[tab_counts[0]][0]), server, envs[side], browser)
             # Tab counts interleaved too, so drifting load spreads over both rows.
             for i in range(pairs):
                 for n in tab_counts:
@@ -362,6 +363,7 @@ async def run_e2e(
     return {
         "config": {"pairs": pairs, "server_ttft_ms": ttft_ms, "tokens_per_s": TOKENS_PER_S, "tabs": list(tab_counts),
                    "model": MODEL_NAME, "seed": seed, "offline": offline, "daemon": daemon, "gap_s": gap_s,
+                   "warm_up": warm_up,
                    "data_dir": str(data_dir),
                    "questions": [t.question.id for t in work[tab_counts[0]]]},
         "machine": {**machine(), "loadavg_at_start": at_start["loadavg"]},

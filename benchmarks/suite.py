@@ -163,7 +163,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
                 progress.advance(overall)
             # Its own page and model servers and processes; the bench's browser stays idle meanwhile.
             result["e2e"] = await run_e2e(plan.e2e_pairs, SERVER_TTFT_MS, plan.e2e_tabs, data_dir=plan.data_dir,
-                                          progress=progress)
+                                          progress=progress, warm_up=not plan.latency_fixtures)
             progress.advance(overall)
             with process_pool() as pool:
                 result["wtq"] = await bench_wtq(plan.data_dir, questions, plan.budget, browser, site, pool, progress)
