@@ -333,6 +333,17 @@ class ShownSetting(_Wire):
     saved_for: str | None = None
 
 
+class ModelForm(_Wire):
+    """How the panel's Settings form shows the model that answers: the group
+    it is chosen in, its name as that group's field takes it, and the server
+    it is reached at where the model's name alone says so (`ollama:llama3.2`:
+    Ollama's address); saved from the form, it stays the same model there."""
+
+    provider: Literal["extractive", "gemini", "openai"]
+    model: str
+    base_url: str | None = None  # null: the Server URL setting
+
+
 class SettingsMessage(_Wire):
     """The answer to `settings_get` and `settings_set`: the panel's settings
     as they now stand, the model that answers, and where the file is."""
@@ -340,6 +351,7 @@ class SettingsMessage(_Wire):
     type: Literal["settings"] = "settings"
     id: str
     model: str  # the model that answers, as users name it
+    form: ModelForm
     settings: dict[str, ShownSetting]  # by camelCase name (googleApiKey, …)
     path: str
     # Why the model that answers cannot answer yet (a missing key), in words; None: it can.

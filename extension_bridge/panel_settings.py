@@ -23,6 +23,7 @@ from .messages import (
     PANEL_SETTINGS,
     ModelCheckedMessage,
     ModelCheckMessage,
+    ModelForm,
     PanelSettingValues,
     SettingsMessage,
     ShownSetting,
@@ -78,6 +79,7 @@ def describe(request_id: str, settings: Settings, flags: dict[str, Any]) -> Sett
     return SettingsMessage(
         id=request_id,
         model=provider_for(settings.model).label(settings.model),
+        form=_form(settings),
         settings={
             to_camel(key): ShownSetting(
                 value=None if shown[key].value == "(not set)" or shown[key].saved_for else shown[key].value,
@@ -88,6 +90,16 @@ def describe(request_id: str, settings: Settings, flags: dict[str, Any]) -> Sett
         path=str(config.config_path()),
         problem=_problem(settings),
     )
+
+
+def _form(settings: Settings) -> ModelForm:
+    from chatagent.models.openai import LocalServer, OpenAIProvider
+
+    provider = provider_for(settings.model)
+    if isinstance(provider, OpenAIProvider):  # a local server by name is an OpenAI-compatible one at its address
+        return ModelForm(provider="openai", model=provider.served_name(settings.model),
+                         base_url=provider.endpoint(settings) if isinstance(provider, LocalServer) else None)
+    return ModelForm(provider=provider.name, model=settings.model)
 
 
 def _problem(settings: Settings) -> str | None:

@@ -201,3 +201,20 @@ async def test_a_tool_call_reaches_the_panel_in_words_naming_the_tab_by_its_titl
     assert call["words"] == "Scrolling down the “Aurora X14 Pro” tab…"
     assert call["args"]["tab_id"] == "41", "the panel's own tab id"
     assert events[-1]["type"] == "done"
+
+
+async def test_a_local_server_model_named_by_its_preset_is_shown_as_an_openai_compatible_servers(
+    private_settings: Path,
+) -> None:
+    # Saved by `chatagent config set model ollama:llama3.2`: the panel's form shows Ollama's llama3.2
+    # where such a model is chosen, at the address the name stands for, not as a Gemini model.
+    private_settings.write_text('model = "ollama:llama3.2"\n', encoding="utf-8")
+    async with spawn_host({"CHATAGENT_MODEL": ""}) as proc:
+        peer = Peer(proc)
+        await peer.send({"type": "settings_get", "id": "s1"})
+        shown = await peer.recv()
+        await peer.send({"type": "settings_set", "id": "s2", "values": {"model": "openai:qwen2.5"}})
+        custom = await peer.recv()
+    assert shown["model"] == "ollama:llama3.2"
+    assert shown["form"] == {"provider": "openai", "model": "llama3.2", "baseUrl": "http://127.0.0.1:11434/v1"}
+    assert custom["form"] == {"provider": "openai", "model": "qwen2.5", "baseUrl": None}

@@ -428,4 +428,12 @@ async def test_settings_offer_the_servers_models_and_a_connection_test_says_what
         "error", f"✗ {dead} — Nothing is listening there: is the server running? Check the Server URL.")
     assert await panel.locator("#openai-served").is_hidden(), "no list from a server that is not there"
     assert settings_file.read_text() == before, "a test saves nothing"
+
+    # A model named by its local server (`chatagent config set model ollama:llama3.2`): the form
+    # shows it where an OpenAI-compatible server's model is chosen, at the address the name stands for.
+    await panel.evaluate("window.chatagentTest.saveSettings({model: 'ollama:llama3.2'})")
+    assert await panel.is_checked("input[name=provider][value=openai]")
+    assert await panel.input_value("#openai-model") == "llama3.2"
+    assert await panel.input_value("#openai-base-url") == "http://127.0.0.1:11434/v1"
+    settings_file.write_text(before)
     await panel.click("#settings-cancel")

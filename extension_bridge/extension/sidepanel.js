@@ -182,21 +182,16 @@ function modelInWords(model) {
   return model === "extractive" ? "Offline" : model;
 }
 
-function providerOf(model) {
-  if (model === "extractive") return "extractive";
-  if (model.startsWith("openai:")) return "openai";
-  return "gemini";
-}
-
 function fillSettingsForm(msg) {
   const s = msg.settings;
-  const model = s.model.value || "extractive";
-  const provider = providerOf(model);
+  // The host says which group the model is chosen in, and its name there: `ollama:llama3.2`
+  // is an OpenAI-compatible server's llama3.2, at Ollama's address.
+  const { provider, model, baseUrl } = msg.form;
   els.settingsForm.elements.provider.value = provider;
   $("gemini-model").value = provider === "gemini" ? model : "";
-  $("openai-model").value = provider === "openai" ? model.slice("openai:".length) : "";
+  $("openai-model").value = provider === "openai" ? model : "";
   $("gemini-base-url").value = s.geminiBaseUrl.value || "";
-  $("openai-base-url").value = s.openaiBaseUrl.value || "";
+  $("openai-base-url").value = baseUrl || s.openaiBaseUrl.value || "";
   for (const field of Object.keys(KEY_FIELDS)) $(field).value = "";
   showKeys(msg);
   for (const [hint, key] of [
