@@ -1,7 +1,8 @@
 """Local-model benchmark: what the page text sent costs a real local model
 before its first token.
 
-    python -m benchmarks.local_model [--data DIR] [--pages 4] [--reps 2] [--budget 2000] [--out FILE.json]
+    python -m benchmarks.local_model [--data DIR] [--pages 4] [--reps 2] [--budget 2000] [--set realistic|wtq]
+                                     [--out FILE.json]
 
 Setup: llama.cpp's OpenAI-compatible server (`chatagent.testing.llama_server`,
 the `local` extra) serving SmolLM2-135M-Instruct on 127.0.0.1, asked through
@@ -70,12 +71,15 @@ class Question:
         self.question = question
 
 
-def questions(data_dir: Path, pages: int) -> list[Question]:
+SETS = ("realistic", "wtq")
+
+
+def questions(data_dir: Path, pages: int, sets: Sequence[str] = SETS) -> list[Question]:
     """One question on each of `pages` pages per set, spread evenly over each set."""
     out: list[Question] = []
-    realistic, _ = load_realistic(data_dir)
-    wtq = load_wtq(data_dir)
-    for name, items in (("realistic", realistic), ("wtq", wtq)):
+    loaders = {"realistic": lambda: load_realistic(data_dir)[0], "wtq": lambda: load_wtq(data_dir)}
+    for name in sets:
+        items = loaders[name]()
         first: dict[str, Any] = {}
         for q in items:
             first.setdefault(q.page, q)
@@ -126,14 +130,14 @@ async def timed(chat: Any, messages: list[Any]) -> dict[str, Any]:
 
 async def run_local_model(
     data_dir: Path, pages: int, reps: int, budget: int, browser: PlaywrightBrowser, site: PageServer,
-    progress: Progress,
+    progress: Progress, sets: Sequence[str] = SETS,
 ) -> dict[str, Any]:
     """Every question's three prompts, `reps` rounds back to back; or why it cannot run here."""
     if (why := llama_server.available()) is not None:
         return {"skipped": why}
     from chatagent.models import load_model
 
-    qs = questions(data_dir, pages)
+    qs = questions(data_dir, pages, sets)
     task = progress.add_task("local model (llama.cpp, SmolLM2-135M)", total=len(qs) * (reps + 1))
     with llama_server.LlamaServer() as server:
         chat = load_model(server.model, bench_settings(model=server.model, openai_base_url=server.url)).chat
@@ -221,15 +225,17 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-async def run(data_dir: Path, pages: int, reps: int, budget: int, console: Console) -> dict[str, Any]:
+async def run(data_dir: Path, pages: int, reps: int, budget: int, console: Console,
+              sets: Sequence[str] = SETS) -> dict[str, Any]:
     started = time.perf_counter()
     at_start = machine()
     with progress_bar(console) as progress, PageServer() as site:
         async with launch_browser() as browser:
             version = browser_version(browser)
-            result = await run_local_model(data_dir, pages, reps, budget, browser, site, progress)
+            result = await run_local_model(data_dir, pages, reps, budget, browser, site, progress, sets)
     result.update(browser=version, machine={**machine(), "loadavg_at_start": at_start["loadavg"]},
-                  wall_s=time.perf_counter() - started, config={"pages": pages, "reps": reps, "budget": budget})
+                  wall_s=time.perf_counter() - started,
+                  config={"pages": pages, "reps": reps, "budget": budget, "sets": list(sets)})
     return result
 
 
@@ -241,10 +247,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pages", type=int, default=DEFAULT_PAGES, help=f"pages per set (default {DEFAULT_PAGES})")
     ap.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"rounds (default {DEFAULT_REPS})")
     ap.add_argument("--budget", type=int, default=DEFAULT_TAB_BUDGET, help="chatagent's tokens per tab")
+    ap.add_argument("--set", dest="sets", choices=SETS, action="append",
+                    help="only this set (repeatable; default: both)")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     err = Console(stderr=True)
-    result = asyncio.run(run(args.data, args.pages, args.reps, args.budget, err))
+    result = asyncio.run(run(args.data, args.pages, args.reps, args.budget, err, args.sets or SETS))
     print(report(result))
     if (g := goal(result)) is not None:
         print(f"\nGoal: {g['what']}: {g['measured']} (target {g['target']}): {'met' if g['met'] else 'NOT met'}.")
