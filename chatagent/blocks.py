@@ -225,7 +225,15 @@ def off_page(tab_id: str, text: str, title: str, page: PageText | None) -> dict[
     `page` is not known."""
     if page is None:
         return {}
-    return {b.line: page.runs(b.written) for b in split_text(tab_id, text, title=title) if not page.has(b.written)}
+    return {b.line: _runs(page, b) for b in split_text(tab_id, text, title=title) if not page.has(b.written)}
+
+
+def _runs(page: PageText, block: Block) -> list[str]:
+    """The runs of `block`'s words on `page`, longest first; of a run of short lines whose
+    lines the page does not show together, each line's: it is cited by any line the page shows."""
+    if not block.more:
+        return page.runs(block.written)
+    return sorted((r for line in block.lines for r in page.runs(line)), key=lambda r: -len(r.split()))
 
 
 def across_lines(
