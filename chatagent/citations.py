@@ -167,7 +167,8 @@ def _quotes(line: str, block: Block) -> bool:
     if block.is_row and len(block.cells) > 1 and not block.runs:
         # "Pier: North-2": every cell of a data row, not a header row's names before their values.
         return all(c in said for c in block.cells) and any(f"{c}:" not in said for c in block.cells)
-    for quote in block.quotes:
+    # A run of short lines (a card) is quoted by any of its lines, as each was a block before.
+    for quote in (*block.quotes, *(block.lines if block.more and not block.runs else ())):
         if len(quote.split()) >= MIN_QUOTED_WORDS - 1 and quote in said:
             return True
         if any(len(p.split()) >= MIN_QUOTED_WORDS and p in quote for p in _QUOTING.split(said.lstrip("-*+ "))):
