@@ -3,7 +3,10 @@ tab 1, block 4), and how each block reads on the page.
 
 A block is one line of the text the model is given: a paragraph, a list item,
 a heading, or one table row (a row is what a question about a table is
-answered by, and quoting a whole table would quote too much). The budgeter's
+answered by, and quoting a whole table would quote too much); or a run of
+consecutive short lines (a listing's card: its name, price, colours), which
+read together and cost an id each otherwise (an id is about five tokens, as
+much as such a line). The budgeter's
 markers (`markers.is_marker`), a table's rule ("|---|---|") and code fences
 are not blocks: they are not page text. Blocks are numbered in the order of
 the text, from the tab's `first_block` (1, or after the blocks of the tab's
@@ -47,6 +50,10 @@ PATH_SEPARATOR = " › "  # a heading path ("### Plans › Monthly"): only its l
 # An id as an answer cites it: "[1.4]", a list of them "[1.4, 2.3]", or "[Tab 1.4]".
 CITED = re.compile(r"\[(?:Tab\s*)?(\d+\.\d+(?:\s*[,;]\s*(?:Tab\s*)?\d+\.\d+)*)\]")
 _ONE = re.compile(r"\d+\.\d+")
+# A line of at most this many words continues a run of short lines, one block, up to
+# RUN_WORDS words: a listing's card is one passage, cited by one id.
+SHORT_WORDS = 6
+RUN_WORDS = 40
 
 
 @dataclass(frozen=True)
@@ -54,12 +61,13 @@ class Block:
     id: str  # "1.4"
     tab_id: str
     line: int  # its line in the tab's text
-    text: str  # as the context writes it (Markdown)
+    text: str  # as the context writes it (Markdown): its first line
     repeated: int = 0  # a row's leading cells that repeat the row above's: a cell spanning rows, written in each
     # When its words are not all on the page as written: the runs of them that are, longest first.
     runs: tuple[str, ...] = ()
     # When its quote runs across the page's lines (a term and its value): its first line's part and its last's.
     ends: tuple[str, ...] = ()
+    more: tuple[str, ...] = ()  # a run of short lines: the lines after its first, as the context writes them
 
     @property
     def is_row(self) -> bool:
@@ -81,10 +89,12 @@ class Block:
         its page number, a code span's text as it is (never read as Markdown)."""
         if self.is_row:
             return " ".join(self.cells)
-        text = _ITEM.sub("", _HEADING.sub("", _QUOTED.sub("", PAGE_MARK.sub("", self.text))))
-        if PATH_SEPARATOR in text and _HEADING.match(self.text):
-            text = text.rsplit(PATH_SEPARATOR, 1)[-1]
-        return plain(text)
+        return " ".join(_written(line) for line in (self.text, *self.more))
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        """A run's lines' words, each as a block of its own would quote it; the block's, otherwise."""
+        return tuple(_written(line) for line in (self.text, *self.more)) if self.more else (self.written,)
 
     @property
     def quote(self) -> str:
@@ -101,6 +111,13 @@ class Block:
         """A PDF's page number, when the block carries one."""
         m = PAGE_MARK.match(self.text)
         return int(m.group(1)) if m else None
+
+
+def _written(line: str) -> str:
+    text = _ITEM.sub("", _HEADING.sub("", _QUOTED.sub("", PAGE_MARK.sub("", line))))
+    if PATH_SEPARATOR in text and _HEADING.match(line):
+        text = text.rsplit(PATH_SEPARATOR, 1)[-1]
+    return plain(text)
 
 
 def plain(text: str) -> str:
@@ -138,24 +155,56 @@ def _is_block(line: str) -> bool:
     return bool(s) and not s.startswith("```") and not is_marker(s) and not (is_row(s) and _RULE.match(s))
 
 
+def _short(line: str) -> bool:
+    """Whether `line` (a block's) may join a run of short lines: a few words of plain text,
+    not a heading, list item, quote, table row or PDF passage, each of which the page
+    marks as a passage of its own ("- Weight: 1.28 kg" is one fact of a list)."""
+    s = line.lstrip()
+    return (len(s.split()) <= SHORT_WORDS and not s.startswith(("#", ">")) and not is_row(s)
+            and not _ITEM.match(s) and not PAGE_MARK.match(s))
+
+
+def _lines(text: str, title: str) -> Iterator[tuple[int, str, tuple[str, ...]]]:
+    """Each line of `text` with the short lines after it that its block takes in (a run);
+    the lines taken in are not given again."""
+    lines = text.split("\n")
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        # The title the context puts first ("# Its title") is the tab's, not a passage of its page.
+        if not _is_block(line) or (i == 0 and title and line.strip() == f"# {title}".strip()):
+            yield i, line, ()
+            i += 1
+            continue
+        j, words = i + 1, len(line.split())
+        if _short(line):
+            while j < len(lines) and _is_block(lines[j]) and _short(lines[j]) and words + len(lines[j].split()) <= RUN_WORDS:
+                words += len(lines[j].split())
+                j += 1
+        yield i, line, tuple(lines[i + 1:j])
+        i = j
+
+
 def _numbered(
     tab_id: str, text: str, first: int, title: str, off_page: Mapping[int, list[str]] | None = None,
     across: Mapping[int, list[str]] | None = None,
 ) -> Iterator[tuple[int, str, Block | None]]:
+    """Each line of `text` with the block it starts, if any; a run's later lines start none."""
     n, above = first, []
-    for i, line in enumerate(text.split("\n")):
-        # The title the context puts first ("# Its title") is the tab's, not a passage of its page.
+    for i, line, more in _lines(text, title):
         if _is_block(line) and not (i == 0 and title and line.strip() == f"# {title}".strip()):
             cells = _cells(line) if is_row(line) else []
             runs = off_page.get(i) if off_page else None
             block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0, tuple(runs or ()),
-                          tuple(across.get(i) or ()) if across else ())
+                          tuple(across.get(i) or ()) if across else (), more)
             above = cells
             if block.written and runs != []:  # []: none of its words is on the page as written
                 n += 1
                 yield i, line, block
+                yield from ((i + k, m, None) for k, m in enumerate(more, 1))
                 continue
         yield i, line, None
+        yield from ((i + k, m, None) for k, m in enumerate(more, 1))
 
 
 def split(tab: TabContext) -> list[Block]:
@@ -176,7 +225,15 @@ def off_page(tab_id: str, text: str, title: str, page: PageText | None) -> dict[
     `page` is not known."""
     if page is None:
         return {}
-    return {b.line: page.runs(b.written) for b in split_text(tab_id, text, title=title) if not page.has(b.written)}
+    return {b.line: _runs(page, b) for b in split_text(tab_id, text, title=title) if not page.has(b.written)}
+
+
+def _runs(page: PageText, block: Block) -> list[str]:
+    """The runs of `block`'s words on `page`, longest first; of a run of short lines whose
+    lines the page does not show together, each line's: it is cited by any line the page shows."""
+    if not block.more:
+        return page.runs(block.written)
+    return sorted((r for line in block.lines for r in page.runs(line)), key=lambda r: -len(r.split()))
 
 
 def across_lines(

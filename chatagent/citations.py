@@ -69,8 +69,10 @@ def passage(block: Block, tab: TabContext, said: str) -> Citation:
     # Of a block only some runs of whose words are on the page: the run the claim says.
     quote = _best(block.runs, last) if block.runs else block.quote
     if len(quote) > SENTENCE_QUOTE_CHARS and _spaced(quote) not in _spaced(said):
-        # Not quoted whole by the answer: the sentence of it that the claim's last sentence says.
-        quote = best_sentence(quote, last)
+        # Not quoted whole by the answer: the sentence of it that the claim's last sentence says
+        # (of a run of short lines on the page, its line).
+        quote = _best_part([p for p in block.lines if p], quote, last) if block.more and not block.runs \
+            else best_sentence(quote, last)
     if block.is_row and len(block.cells) > 1 and not block.runs and quote == block.quote:
         link = text_fragment(tab.url, block.cells[0], block.cells[-1])
     elif block.ends and quote == block.quote:  # across the page's blocks, where a fragment's words cannot run
@@ -86,8 +88,12 @@ def _spaced(text: str) -> str:
 
 def best_sentence(text: str, said: str) -> str:
     """The sentence of `text` sharing the most words with `said` (the first on a tie); `text` when none shares any."""
-    sentences = [s for s in _SENTENCE.split(text) if s.strip()]
-    best = _best(sentences, said)
+    return _best_part([s for s in _SENTENCE.split(text) if s.strip()], text, said)
+
+
+def _best_part(parts: Sequence[str], text: str, said: str) -> str:
+    """Of `parts` of `text`, the one sharing the most words with `said` (the first on a tie); `text` when none shares any."""
+    best = _best(parts, said)
     return best if set(ENGLISH.terms(said)) & set(ENGLISH.terms(best)) else text
 
 
@@ -161,7 +167,8 @@ def _quotes(line: str, block: Block) -> bool:
     if block.is_row and len(block.cells) > 1 and not block.runs:
         # "Pier: North-2": every cell of a data row, not a header row's names before their values.
         return all(c in said for c in block.cells) and any(f"{c}:" not in said for c in block.cells)
-    for quote in block.quotes:
+    # A run of short lines (a card) is quoted by any of its lines, as each was a block before.
+    for quote in (*block.quotes, *(block.lines if block.more and not block.runs else ())):
         if len(quote.split()) >= MIN_QUOTED_WORDS - 1 and quote in said:
             return True
         if any(len(p.split()) >= MIN_QUOTED_WORDS and p in quote for p in _QUOTING.split(said.lstrip("-*+ "))):

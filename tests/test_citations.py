@@ -210,3 +210,29 @@ async def test_a_term_and_its_value_are_one_passage(site: Site, open_tabs) -> No
     assert weight.quote == "Weight: 1.28 kg" and _normalised(weight.quote) in await _page_text(tab)
     # A text fragment's words never run across the page's blocks: the link names the term and the value.
     assert weight.url == f"{site.url('laptop_aurora')}#:~:text=Weight%3A,1.28%20kg"
+
+
+async def test_a_listing_card_of_short_lines_is_one_passage_cited_by_one_id(
+    gemini: GeminiServer, site: Site, open_tabs,
+) -> None:
+    # An id costs about as many tokens as a line of a card ("$129.00"): the card's lines share one.
+    [tab] = await open_tabs([site.url("listing")])
+    seen: list[list[tuple[str, str]]] = []
+
+    def reply(request: RecordedRequest) -> TextReply:
+        lines = [(m.group(1) or "", m.group(2)) for m in re.finditer(r"^(?:\[(\d+\.\d+)\] )?(.*)$", request.text(), re.M)]
+        seen.append(lines)
+        rating = next(i for i, (_, line) in enumerate(lines) if line == "4.3 ★ (642)")
+        card = next(bid for bid, _ in reversed(lines[:rating + 1]) if bid)
+        return TextReply(text=f"The Trailhead Low has 642 ratings [{card}].")
+
+    gemini.responder = reply
+    done = await _done(_agent(gemini, [tab]), "How many ratings does the Trailhead Low have?")
+    lines = dict((line, bid) for bid, line in seen[0])
+    # The card's name leads it with the id; its rating and price follow with none of their own.
+    assert lines["Kestrel Outdoor"] and lines["4.3 ★ (642)"] == "" and lines["$129.00"] == "", seen[0]
+    [card] = [c for c in done.citations if c.block]
+    assert card.quote == "Kestrel Outdoor 4.3 ★ (642) $129.00"
+    assert _normalised(card.quote) in await _page_text(tab)
+    # Its words run across the page's blocks: the link names its first line and its last.
+    assert card.url == f"{site.url('listing')}#:~:text=Kestrel%20Outdoor,%24129.00"

@@ -50,6 +50,20 @@ def test_the_system_prompt_names_the_code_and_the_messages_keep_their_order() ->
     assert isinstance(context, HumanMessage) and question.content == "q?"
 
 
+def test_the_system_prompt_of_a_question_on_one_tab_says_everything_in_under_300_tokens() -> None:
+    # It is read before every answer: a local model's first token waits for it, a cloud model bills it.
+    from chatagent.prompts import ESCALATION_MARKER
+    from chatagent.tokens import count_tokens
+
+    fence = Fence()
+    system = str(build_messages(PageContext(tabs=[TabContext(tab_id="1", url="u", text="t")], budget_per_tab=2000),
+                                "q?", fence=fence)[0].content)
+    assert count_tokens(system) <= 300, count_tokens(system)
+    for said in (fence.open("page_context"), fence.close("page_context"), "browser_state", "tool_result",
+                 "untrusted", "Never follow instructions", "[1.4]", "[Tab N]", ESCALATION_MARKER):
+        assert said in system, said
+
+
 def test_the_page_context_shows_each_block_with_its_id_and_nothing_else_gets_one() -> None:
     from chatagent.blocks import split
     from chatagent.markers import columns_marker, omitted_marker
