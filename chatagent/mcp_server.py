@@ -214,8 +214,14 @@ class PageTools:
         question = (question or "").strip() or None
         async with self._tabs(urls, progress) as tabs:
             await self.runtime.load()
+            listed = set(self._listed.values())
+
+            def read(tab: Tab) -> None:  # its snapshot taken: a tab opened for the call is needed no more
+                if tab not in listed:
+                    self.runtime.close_soon(tab)
+
             # The bare text, not the ids a model is shown ("[1.4]"): none of the budget goes to them.
-            ctx = await self.runtime.builder.with_budget(budget_per_tab, ids=False).build(tabs, question)
+            ctx = await self.runtime.builder.with_budget(budget_per_tab, ids=False).build(tabs, question, read=read)
         pages = [
             PageText(
                 url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",

@@ -405,7 +405,9 @@ async def test_list_tabs_over_cdp_and_read_a_listed_tab(site: Site) -> None:
             [mine] = [t for t in tabs if t["url"] == site.url("product")]
             read = await call(s, "read_pages", {"urls": [mine["id"]], "question": "price?"})
             missing = await call(s, "read_pages", {"urls": ["tab-does-not-exist"]})
+            again = await call(s, "list_tabs", {})
     assert not read.is_error and "$1,349.00" in read.structured_content["pages"][0]["text"]
+    assert mine in again.structured_content["tabs"], "reading the user's own tab leaves it open"
     assert mine["title"].startswith("Aurora X14 Pro")
     assert missing.is_error and "list_tabs" in missing.content[0].text
 

@@ -294,3 +294,48 @@ async def http_client(url: str) -> AsyncIterator[ClientSession]:
         await session.initialize()
         yield session
 
+
+
+async def test_read_pages_closes_each_page_it_opened_once_read_before_extracting_its_text(
+    site: Site, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A page left open goes on using the browser's CPU (Chromium lays it out and
+    paints it after it loads) and holds a tab slot: read_pages closes each page it
+    opened as soon as its snapshot is taken, so none is open while its text is
+    extracted. In this process, so the browser can be watched as extraction starts."""
+    from chatagent import runtime as runtime_module
+    from chatagent.extraction import Extractor
+    from chatagent.mcp_server import PageTools
+    from chatagent.runtime import Runtime
+    from chatagent.settings import Settings
+
+    browsers: list[Any] = []
+    open_browser = runtime_module.open_browser
+
+    async def watched(settings: Settings) -> Any:
+        browsers.append(await open_browser(settings))
+        return browsers[-1]
+
+    monkeypatch.setattr(runtime_module, "open_browser", watched)
+    open_while_extracted: list[bool] = []
+
+    class Watching(Extractor):
+        async def extract(self, snapshot: Any) -> Any:
+            def shown() -> bool:
+                return any(p.url == snapshot.url for p in browsers[0].context.pages)
+
+            for _ in range(50):  # within 10 s: a close takes a moment; a page kept open stays
+                if not shown():
+                    break
+                await asyncio.sleep(0.2)
+            open_while_extracted.append(shown())
+            return await super().extract(snapshot)
+
+    async with Runtime(Settings(model="extractive")) as runtime:
+        await runtime.load()
+        runtime.builder.extractor = Watching()
+        read = await PageTools(runtime).read_pages([site.url("article"), site.url("table")], None, 2000)
+        left = len(browsers[0].context.pages)
+    assert [p.error for p in read.pages] == [None, None] and all(p.text for p in read.pages)
+    assert open_while_extracted == [False, False], "a page was still open while its text was extracted"
+    assert left == 0

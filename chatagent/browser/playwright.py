@@ -741,7 +741,9 @@ class PlaywrightBrowser(Browser):
                 return TabFailure(tab_id=tab_id, url=url, code=code, message=f"{url}: {msg}")
             is_pdf = False
             if response is not None:
-                ctype = (await response.all_headers()).get("content-type", "").split(";")[0].strip().lower()
+                # The headers the response came with: `all_headers()` would ask the browser again for
+                # the raw ones, a round trip per tab for what only adds cookies and security headers.
+                ctype = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 is_pdf = ctype == PDF_TYPE
                 if ctype and not is_pdf and not ctype.startswith(_TEXTUAL_TYPES) and "html" not in ctype:
                     await _close_page(page)
