@@ -195,6 +195,9 @@ def local_openai_server(reading_s: float) -> Iterator[str]:
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_POST(self) -> None:
             self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path != "/v1/chat/completions":  # no tokenizer route: the agent counts the tokens itself
+                self.send_error(404)
+                return
             time.sleep(reading_s)
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
