@@ -33,10 +33,16 @@ def openai_models_server(*ids: str, path: str = "/v1/models") -> Iterator[str]:
             self.end_headers()
             self.wfile.write(body)
 
-        def log_message(self, *args: object) -> None:
-            pass
+    with serving(Handler) as url:
+        yield url
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+
+@contextlib.contextmanager
+def serving(handler: type[http.server.BaseHTTPRequestHandler]) -> Iterator[str]:
+    """A stand-in OpenAI-compatible server on loopback, its requests answered by
+    `handler` (quietly); its base URL, `http://127.0.0.1:PORT/v1`."""
+    quiet = type("Quiet", (handler,), {"log_message": lambda self, *args: None})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), quiet)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}/v1"

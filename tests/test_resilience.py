@@ -9,7 +9,6 @@ import contextlib
 import http.server
 import json
 import os
-import threading
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from chatagent.testing.gemini_server import (
 )
 
 from conftest import ROOT, Site
+from test_models_catalog import serving
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -209,16 +209,8 @@ def local_openai_server(reading_s: float) -> Iterator[str]:
                 self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
             self.wfile.write(b"data: [DONE]\n\n")
 
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(Handler) as url:
+        yield url
 
 
 async def test_a_local_model_reading_its_prompt_longer_than_a_stall_still_answers(site: Site, open_tabs) -> None:
