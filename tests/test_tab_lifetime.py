@@ -219,15 +219,9 @@ async def test_a_server_stopped_mid_call_leaves_only_the_users_tabs(site: Site, 
     assert sorted(left) == sorted(users), f"left open by a server stopped mid-call: {left}"
 
 
-async def test_launched_the_tabs_of_cancelled_calls_and_killed_clients_close_at_once(
-    site: Site, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The server's own browser: a call cancelled once its pages are open, and a
-    killed client's call (one page open, one loading), leave no page open in it
-    (not until the server stops: now). The server runs in this process so its
-    browser can be watched."""
+def watch_browsers(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The browsers the runtime opens from now on, as it opens them, to be watched."""
     from chatagent import runtime as runtime_module
-    from chatagent.mcp_server import serve_http
     from chatagent.settings import Settings
 
     browsers: list[Any] = []
@@ -238,6 +232,20 @@ async def test_launched_the_tabs_of_cancelled_calls_and_killed_clients_close_at_
         return browsers[-1]
 
     monkeypatch.setattr(runtime_module, "open_browser", watched)
+    return browsers
+
+
+async def test_launched_the_tabs_of_cancelled_calls_and_killed_clients_close_at_once(
+    site: Site, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The server's own browser: a call cancelled once its pages are open, and a
+    killed client's call (one page open, one loading), leave no page open in it
+    (not until the server stops: now). The server runs in this process so its
+    browser can be watched."""
+    from chatagent.mcp_server import serve_http
+    from chatagent.settings import Settings
+
+    browsers = watch_browsers(monkeypatch)
 
     def pages() -> int:
         return len(browsers[0].context.pages) if browsers else 0
@@ -303,20 +311,12 @@ async def test_read_pages_closes_each_page_it_opened_once_read_before_extracting
     paints it after it loads) and holds a tab slot: read_pages closes each page it
     opened as soon as its snapshot is taken, so none is open while its text is
     extracted. In this process, so the browser can be watched as extraction starts."""
-    from chatagent import runtime as runtime_module
     from chatagent.extraction import Extractor
     from chatagent.mcp_server import PageTools
     from chatagent.runtime import Runtime
     from chatagent.settings import Settings
 
-    browsers: list[Any] = []
-    open_browser = runtime_module.open_browser
-
-    async def watched(settings: Settings) -> Any:
-        browsers.append(await open_browser(settings))
-        return browsers[-1]
-
-    monkeypatch.setattr(runtime_module, "open_browser", watched)
+    browsers = watch_browsers(monkeypatch)
     open_while_extracted: list[bool] = []
 
     class Watching(Extractor):
