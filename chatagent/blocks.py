@@ -164,16 +164,16 @@ def _short(line: str) -> bool:
             and not _ITEM.match(s) and not PAGE_MARK.match(s))
 
 
-def _lines(text: str, title: str) -> Iterator[tuple[int, str, tuple[str, ...]]]:
-    """Each line of `text` with the short lines after it that its block takes in (a run);
-    the lines taken in are not given again."""
+def _lines(text: str, title: str) -> Iterator[tuple[int, str, tuple[str, ...] | None]]:
+    """Each line of `text` with the short lines after it that its block takes in (a run),
+    or None when it starts no block; the lines taken in are not given again."""
     lines = text.split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
         # The title the context puts first ("# Its title") is the tab's, not a passage of its page.
         if not _is_block(line) or (i == 0 and title and line.strip() == f"# {title}".strip()):
-            yield i, line, ()
+            yield i, line, None
             i += 1
             continue
         j, words = i + 1, len(line.split())
@@ -192,7 +192,7 @@ def _numbered(
     """Each line of `text` with the block it starts, if any; a run's later lines start none."""
     n, above = first, []
     for i, line, more in _lines(text, title):
-        if _is_block(line) and not (i == 0 and title and line.strip() == f"# {title}".strip()):
+        if more is not None:
             cells = _cells(line) if is_row(line) else []
             runs = off_page.get(i) if off_page else None
             block = Block(f"{tab_id}.{n}", tab_id, i, line, _repeated(cells, above) if above else 0, tuple(runs or ()),
@@ -204,7 +204,7 @@ def _numbered(
                 yield from ((i + k, m, None) for k, m in enumerate(more, 1))
                 continue
         yield i, line, None
-        yield from ((i + k, m, None) for k, m in enumerate(more, 1))
+        yield from ((i + k, m, None) for k, m in enumerate(more or (), 1))
 
 
 def split(tab: TabContext) -> list[Block]:
