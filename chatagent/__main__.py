@@ -4,11 +4,14 @@ An `ask` first gives a running daemon the ask (`daemon.early`), before the
 CLI and its settings are imported: the daemon opens the pages at once, and
 loads the ask's settings itself when it can."""
 
-import signal
+# `_signal`, not `signal`: the interpreter loaded it at its start, so this takes no import
+# (the `signal` module's own takes ~0.5 ms, and a Ctrl-C in an import can be lost in
+# importlib's lock clean-up: "Exception ignored", then the answer as if none had come).
+import _signal
 
 # Ctrl-C held from the first line (see _hold_ctrl_c): an import below cut short by it would
 # end in a traceback, before `_main` can say "Interrupted.".
-signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+_signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
 
 import sys  # noqa: E402
 
@@ -50,11 +53,11 @@ def _main() -> int:
 # a library's native code can crash the process (pydantic-core's panics), and
 # one cut short anywhere can fail when tried again. The imports take ~0.3 s.
 def _hold_ctrl_c() -> None:
-    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    _signal.pthread_sigmask(_signal.SIG_BLOCK, {_signal.SIGINT})
 
 
 def _deliver_ctrl_c() -> None:
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    _signal.pthread_sigmask(_signal.SIG_UNBLOCK, {_signal.SIGINT})
 
 
 if __name__ == "__main__":
