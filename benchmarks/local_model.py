@@ -2,7 +2,7 @@
 before its first token.
 
     python -m benchmarks.local_model [--data DIR] [--pages 4] [--reps 2] [--budget 2000] [--set realistic|wtq]
-                                     [--out FILE.json]
+                                     [--census] [--out FILE.json]
 
 Setup: llama.cpp's OpenAI-compatible server (`chatagent.testing.llama_server`,
 the `local` extra) serving SmolLM2-135M-Instruct on 127.0.0.1, asked through
@@ -25,6 +25,11 @@ request finds the one before it in the server's prompt cache beyond the
 shared system prompt). Reported: time to first token and total time (answers
 capped at `MAX_ANSWER_TOKENS`), p50 per context and set; the answers, for
 information only: a 135M model's are not judged.
+
+Timing a few pages says little of a whole set: `--census` also counts, with
+the model's tokenizer and no answers, the prompt tokens of chatagent's context
+and of the whole text on every page of each set. Prefill follows the prompt's
+tokens, so their ratio is what the set's TTFT share would be.
 """
 
 from __future__ import annotations
@@ -92,12 +97,14 @@ def _context(text: str, snap: PageSnapshot, question: str, budget: int) -> PageC
     return PageContext(tabs=[tab], budget_per_tab=budget, question=question)
 
 
-async def prompts(q: Question, snap: PageSnapshot, aria: str, budget: int, server: llama_server.LlamaServer
+async def prompts(q: Question, snap: PageSnapshot, aria: str | None, budget: int, server: llama_server.LlamaServer
                   ) -> dict[str, dict[str, Any]]:
-    """The three prompts for `q`, each fitted to the model's window: messages, tokens, and whether it was cut."""
+    """The prompts for `q` (the three; without `aria`, not the snapshot's), each fitted to the
+    model's window: messages, tokens, and whether it was cut."""
     built = await ContextBuilder(budget_per_tab=budget).build([], q.question, snapshots=[snap])
-    contexts = {"chatagent": built, "whole": _context(snap.visible_text, snap, q.question, budget),
-                "aria": _context(aria, snap, q.question, budget)}
+    contexts = {"chatagent": built, "whole": _context(snap.visible_text, snap, q.question, budget)}
+    if aria is not None:
+        contexts["aria"] = _context(aria, snap, q.question, budget)
     out = {}
     for key, ctx in contexts.items():
         messages = build_messages(ctx, q.question)
@@ -128,9 +135,37 @@ async def timed(chat: Any, messages: list[Any]) -> dict[str, Any]:
     return {"ttft_ms": ((first or end) - t0) * 1000, "total_ms": (end - t0) * 1000, "answer": "".join(parts).strip()}
 
 
+async def _snapshot(browser: PlaywrightBrowser, url: str) -> PageSnapshot:
+    [tab] = await browser.open_tabs([url])
+    try:
+        return await tab.snapshot()  # type: ignore[union-attr]
+    finally:
+        await tab.close()
+
+
+async def census(data_dir: Path, budget: int, browser: PlaywrightBrowser, site: PageServer, progress: Progress,
+                 server: llama_server.LlamaServer, sets: Sequence[str] = SETS) -> dict[str, Any]:
+    """Every page of each set (its first question): the prompt tokens of chatagent's
+    context and of the whole text, fitted to the window as the timed prompts are."""
+    out: dict[str, Any] = {}
+    for set_name in sets:
+        qs = questions(data_dir, 10**9, [set_name])
+        task = progress.add_task(f"census of {set_name} prompts", total=len(qs))
+        pairs = []
+        for q in qs:
+            snap = await _snapshot(browser, site.file_url(data_dir / q.page))
+            prompt = await prompts(q, snap, None, budget, server)
+            pairs.append((prompt["chatagent"]["tokens"], prompt["whole"]["tokens"]))
+            progress.advance(task)
+        mine, whole = median(c for c, _ in pairs), median(w for _, w in pairs)
+        out[set_name] = {"pages": len(pairs), "chatagent_tokens_p50": mine, "whole_tokens_p50": whole,
+                         "share_of_p50s": mine / whole, "share_p50": median(c / w for c, w in pairs)}
+    return out
+
+
 async def run_local_model(
     data_dir: Path, pages: int, reps: int, budget: int, browser: PlaywrightBrowser, site: PageServer,
-    progress: Progress, sets: Sequence[str] = SETS,
+    progress: Progress, sets: Sequence[str] = SETS, with_census: bool = False,
 ) -> dict[str, Any]:
     """Every question's three prompts, `reps` rounds back to back; or why it cannot run here."""
     if (why := llama_server.available()) is not None:
@@ -143,17 +178,15 @@ async def run_local_model(
         chat = load_model(server.model, bench_settings(model=server.model, openai_base_url=server.url)).chat
         # Reading a whole page can take a busy machine minutes before the first chunk: waited for, and timed.
         chat = chat.model_copy(update={"stream_chunk_timeout": None, "request_timeout": None})
-        chat = chat.bind(max_tokens=MAX_ANSWER_TOKENS, temperature=0)
+        # The client sends the cap as `max_completion_tokens`, which llama-cpp-python's server
+        # ignores (it generates until the model stops or the window is full): `max_tokens` too.
+        chat = chat.bind(max_tokens=MAX_ANSWER_TOKENS, temperature=0, extra_body={"max_tokens": MAX_ANSWER_TOKENS})
         await timed(chat, build_messages(_context("Warm-up.", PageSnapshot(tab_id="1", url="about:blank"), "Hi?",
                                                   budget), "Hi?"))  # the model's first request loads its weights
         rows = []
         for q in qs:
             url = site.file_url(data_dir / q.page)
-            [tab] = await browser.open_tabs([url])
-            try:
-                snap = await tab.snapshot()  # type: ignore[union-attr]
-            finally:
-                await tab.close()
+            snap = await _snapshot(browser, url)
             aria = await aria_snapshot(browser, url)
             prompt = await prompts(q, snap, aria, budget, server)
             progress.advance(task)
@@ -171,9 +204,11 @@ async def run_local_model(
                          "total_ms": [r["total_ms"] for r in runs[key]], "answer": runs[key][-1]["answer"]}
                    for key, _label in CONTEXTS},
             })
+        counted = await census(data_dir, budget, browser, site, progress, server, sets) if with_census else None
     return {"model": f"SmolLM2-135M-Instruct (Q4_1) on llama.cpp's server, {server.threads} threads",
             "context_window": llama_server.CONTEXT_TOKENS, "max_answer_tokens": MAX_ANSWER_TOKENS,
-            "budget": budget, "reps": reps, "rows": rows, "summary": summarise(rows)}
+            "budget": budget, "reps": reps, "rows": rows, "summary": summarise(rows),
+            **({"census": counted} if counted is not None else {})}
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -210,9 +245,10 @@ def report(result: dict[str, Any]) -> str:
         return f"Local model: skipped ({result['skipped']})."
     lines = [f"{result['model']}; window {result['context_window']:,} tokens, answers capped at "
              f"{result['max_answer_tokens']} tokens; chatagent's budget {result['budget']:,} tokens per tab; "
-             f"{result['reps']} rounds, back to back.", "",
-             "| set | page text | prompt tokens p50 | cut to the window | TTFT p50 | total p50 |",
-             "|---|---|---|---|---|---|"]
+             f"{result['reps']} rounds, back to back.", ""]
+    if result["summary"]:  # none with --pages 0: the census alone
+        lines += ["| set | page text | prompt tokens p50 | cut to the window | TTFT p50 | total p50 |",
+                  "|---|---|---|---|---|---|"]
     for set_name, s in result["summary"].items():
         for key, label in CONTEXTS:
             v = s[key]
@@ -222,20 +258,24 @@ def report(result: dict[str, Any]) -> str:
     lines.append("")
     for set_name, s in result["summary"].items():
         lines.append(f"{set_name}: chatagent's TTFT p50 is {s['share_of_whole']:.2f} of the whole text's.")
+    for set_name, c in result.get("census", {}).items():
+        lines.append(f"{set_name}, every page ({c['pages']}): prompt tokens p50 {c['chatagent_tokens_p50']:,.0f} with "
+                     f"chatagent's context, {c['whole_tokens_p50']:,.0f} with the whole text ({c['share_of_p50s']:.2f}; "
+                     f"a page's share p50 {c['share_p50']:.2f}).")
     return "\n".join(lines)
 
 
 async def run(data_dir: Path, pages: int, reps: int, budget: int, console: Console,
-              sets: Sequence[str] = SETS) -> dict[str, Any]:
+              sets: Sequence[str] = SETS, with_census: bool = False) -> dict[str, Any]:
     started = time.perf_counter()
     at_start = machine()
     with progress_bar(console) as progress, PageServer() as site:
         async with launch_browser() as browser:
             version = browser_version(browser)
-            result = await run_local_model(data_dir, pages, reps, budget, browser, site, progress, sets)
+            result = await run_local_model(data_dir, pages, reps, budget, browser, site, progress, sets, with_census)
     result.update(browser=version, machine={**machine(), "loadavg_at_start": at_start["loadavg"]},
                   wall_s=time.perf_counter() - started,
-                  config={"pages": pages, "reps": reps, "budget": budget, "sets": list(sets)})
+                  config={"pages": pages, "reps": reps, "budget": budget, "sets": list(sets), "census": with_census})
     return result
 
 
@@ -244,15 +284,18 @@ def main(argv: list[str] | None = None) -> int:
 
     ap = argparse.ArgumentParser(prog="python -m benchmarks.local_model", description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR, help="evaluation data dir (default: ../shared/data)")
-    ap.add_argument("--pages", type=int, default=DEFAULT_PAGES, help=f"pages per set (default {DEFAULT_PAGES})")
+    ap.add_argument("--pages", type=int, default=DEFAULT_PAGES,
+                    help=f"pages per set timed (default {DEFAULT_PAGES}; 0 with --census: the count alone)")
     ap.add_argument("--reps", type=int, default=DEFAULT_REPS, help=f"rounds (default {DEFAULT_REPS})")
     ap.add_argument("--budget", type=int, default=DEFAULT_TAB_BUDGET, help="chatagent's tokens per tab")
     ap.add_argument("--set", dest="sets", choices=SETS, action="append",
                     help="only this set (repeatable; default: both)")
+    ap.add_argument("--census", action="store_true",
+                    help="also count the prompt tokens (no answers) on every page of each set")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     err = Console(stderr=True)
-    result = asyncio.run(run(args.data, args.pages, args.reps, args.budget, err, args.sets or SETS))
+    result = asyncio.run(run(args.data, args.pages, args.reps, args.budget, err, args.sets or SETS, args.census))
     print(report(result))
     if (g := goal(result)) is not None:
         print(f"\nGoal: {g['what']}: {g['measured']} (target {g['target']}): {'met' if g['met'] else 'NOT met'}.")

@@ -127,3 +127,37 @@ async def test_mcp_ask_pages_answers_through_the_local_model(llama: LlamaServer,
     assert not result.is_error, result.content
     out = result.structured_content
     assert out["answer"].strip() and out["tokens_counted"] and out["input_tokens"] > 100
+
+
+def test_the_census_counts_every_pages_prompts_with_the_models_tokenizer(tmp_path: Path) -> None:
+    """`benchmarks.local_model --pages 0 --census`: no answers, the prompt tokens of
+    chatagent's context and of the whole text on every page of the set."""
+    if (why := llama_server.available()) is not None:
+        pytest.skip(why)
+    import gzip
+
+    from benchmarks import local_model
+
+    pages = tmp_path / "wcxb-test" / "html"
+    pages.mkdir(parents=True)
+    long_text = "".join(f"<p>Shelf {i} of the depot holds crates of brass fittings and spare valves.</p>" for i in range(900))
+    (pages / "long.html.gz").write_bytes(gzip.compress(
+        f"<html><title>Depot</title><body><h1>Depot</h1>{long_text}<p>The depot opens at 07:15.</p></body></html>".encode()))
+    (pages / "short.html.gz").write_bytes(gzip.compress(
+        b"<html><title>Kiosk</title><body><h1>Kiosk</h1><p>The kiosk sells maps for four euros.</p></body></html>"))
+    (tmp_path / "realistic").mkdir()
+    (tmp_path / "realistic" / "questions.jsonl").write_text("\n".join(json.dumps(q) for q in [
+        {"id": "a", "page": "long.html.gz", "page_type": "service", "question": "When does the depot open?",
+         "answers": ["07:15"], "kind": "fact"},
+        {"id": "b", "page": "short.html.gz", "page_type": "service", "question": "How much is a map?",
+         "answers": ["four euros"], "kind": "fact"},
+    ]) + "\n")
+    (tmp_path / "realistic" / "comparisons.jsonl").write_text("")
+    out = tmp_path / "census.json"
+    assert local_model.main(["--data", str(tmp_path), "--pages", "0", "--set", "realistic", "--census",
+                             "--budget", "500", "--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    census = result["census"]["realistic"]
+    assert result["rows"] == [] and census["pages"] == 2
+    # The long page is cut to the budget; the short one is sent whole either way.
+    assert census["chatagent_tokens_p50"] < census["whole_tokens_p50"] and census["share_p50"] < 1
