@@ -53,6 +53,7 @@ from chatagent.context import ContextBuilder, PageContext, TabContext
 from chatagent.prompts import build_messages, message_text
 from chatagent.testing import llama_server
 
+from .context_bench import load_snapshots
 from .data import DEFAULT_DATA_DIR, load_realistic, load_wtq, sample
 from .mcp_bench import aria_snapshot
 from .report import machine, plural, progress_bar
@@ -79,8 +80,8 @@ class Question:
 SETS = ("realistic", "wtq")
 
 
-def questions(data_dir: Path, pages: int, sets: Sequence[str] = SETS) -> list[Question]:
-    """One question on each of `pages` pages per set, spread evenly over each set."""
+def questions(data_dir: Path, pages: int | None, sets: Sequence[str] = SETS) -> list[Question]:
+    """One question on each of `pages` pages per set (None: every page), spread evenly over each set."""
     out: list[Question] = []
     loaders = {"realistic": lambda: load_realistic(data_dir)[0], "wtq": lambda: load_wtq(data_dir)}
     for name in sets:
@@ -135,28 +136,19 @@ async def timed(chat: Any, messages: list[Any]) -> dict[str, Any]:
     return {"ttft_ms": ((first or end) - t0) * 1000, "total_ms": (end - t0) * 1000, "answer": "".join(parts).strip()}
 
 
-async def _snapshot(browser: PlaywrightBrowser, url: str) -> PageSnapshot:
-    [tab] = await browser.open_tabs([url])
-    try:
-        return await tab.snapshot()  # type: ignore[union-attr]
-    finally:
-        await tab.close()
-
-
 async def census(data_dir: Path, budget: int, browser: PlaywrightBrowser, site: PageServer, progress: Progress,
                  server: llama_server.LlamaServer, sets: Sequence[str] = SETS) -> dict[str, Any]:
     """Every page of each set (its first question): the prompt tokens of chatagent's
     context and of the whole text, fitted to the window as the timed prompts are."""
     out: dict[str, Any] = {}
     for set_name in sets:
-        qs = questions(data_dir, 10**9, [set_name])
-        task = progress.add_task(f"census of {set_name} prompts", total=len(qs))
+        qs = questions(data_dir, None, [set_name])
+        snaps = await load_snapshots(browser, {q.page: site.file_url(data_dir / q.page) for q in qs}, progress,
+                                     f"census of {set_name} pages")
         pairs = []
         for q in qs:
-            snap = await _snapshot(browser, site.file_url(data_dir / q.page))
-            prompt = await prompts(q, snap, None, budget, server)
+            prompt = await prompts(q, snaps[q.page], None, budget, server)
             pairs.append((prompt["chatagent"]["tokens"], prompt["whole"]["tokens"]))
-            progress.advance(task)
         mine, whole = median(c for c, _ in pairs), median(w for _, w in pairs)
         out[set_name] = {"pages": len(pairs), "chatagent_tokens_p50": mine, "whole_tokens_p50": whole,
                          "share_of_p50s": mine / whole, "share_p50": median(c / w for c, w in pairs)}
@@ -186,7 +178,11 @@ async def run_local_model(
         rows = []
         for q in qs:
             url = site.file_url(data_dir / q.page)
-            snap = await _snapshot(browser, url)
+            [tab] = await browser.open_tabs([url])
+            try:
+                snap = await tab.snapshot()  # type: ignore[union-attr]
+            finally:
+                await tab.close()
             aria = await aria_snapshot(browser, url)
             prompt = await prompts(q, snap, aria, budget, server)
             progress.advance(task)
