@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
     if not command:
         print(__doc__, file=sys.stderr)
         return 2
-    before = {(int(p), "") for p in filter(str.isdigit, os.listdir("/proc"))}
+    before = {int(p) for p in filter(str.isdigit, os.listdir("/proc"))}  # not the command's
     samples: dict[tuple[int, str], tuple[str, float]] = {}
     stop = threading.Event()
     sampler = threading.Thread(target=sample, args=(samples, stop), daemon=True)
@@ -78,7 +78,7 @@ def main(argv: list[str]) -> int:
     sampler.join()
     cpu, count = Counter[str](), Counter[str]()
     for (pid, _), (what, seconds) in samples.items():
-        if (pid, "") not in before:
+        if pid not in before:
             cpu[what] += seconds
             count[what] += 1
     print(f"\n{time.monotonic() - started:,.0f} s wall, {sum(cpu.values()):,.0f} s of CPU seen:", file=sys.stderr)
