@@ -11,8 +11,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shlex
 import sys
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,11 +26,12 @@ PANEL_URL = f"chrome-extension://{EXTENSION_ID}/sidepanel.html"
 @contextlib.asynccontextmanager
 async def chromium_with_extension(
     workdir: Path, *, executable: str | None = None, env: Mapping[str, str] | None = None,
-    viewport: dict[str, int] | None = None,
+    viewport: dict[str, int] | None = None, host: Sequence[str] | None = None,
 ) -> AsyncIterator[Any]:
     """A persistent Playwright context (profile under `workdir`) with the
     extension and the host; the host's stderr goes to `workdir/host.log`.
-    `env`: the browser's environment, which the host inherits (default: ours)."""
+    `env`: the browser's environment, which the host inherits (default: ours).
+    `host`: the command that starts the host (default: `python -m extension_bridge`)."""
     from playwright.async_api import async_playwright
 
     from chatagent.browser.discovery import find_browser
@@ -39,7 +41,8 @@ async def chromium_with_extension(
     hosts.mkdir(parents=True, exist_ok=True)
     launcher = hosts / "chatagent-host.sh"
     launcher.write_text(
-        f'#!/bin/sh\nPYTHONPATH={ROOT} exec {sys.executable} -m extension_bridge "$@" 2>>{workdir}/host.log\n'
+        f'#!/bin/sh\nPYTHONPATH={ROOT} exec {shlex.join(host or (sys.executable, "-m", "extension_bridge"))} "$@"'
+        f' 2>>{workdir}/host.log\n'
     )
     launcher.chmod(0o755)
     (hosts / f"{HOST_NAME}.json").write_text(json.dumps(manifest_for("chromium", launcher)))

@@ -7,7 +7,7 @@ import asyncio
 import contextlib
 import os
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from .install import EXTENSION_ORIGIN
@@ -16,12 +16,14 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 @contextlib.asynccontextmanager
-async def spawn_host(env: dict[str, str], *, stderr: int = asyncio.subprocess.PIPE) -> AsyncIterator[asyncio.subprocess.Process]:
-    """`python -m extension_bridge` for the extension's origin, with `env` on top
-    of this process's environment. At the end its stdin is closed (EOF: a clean
-    exit); a host still running 10 s later is killed."""
+async def spawn_host(
+    env: dict[str, str], *, stderr: int = asyncio.subprocess.PIPE, host: Sequence[str] | None = None,
+) -> AsyncIterator[asyncio.subprocess.Process]:
+    """`python -m extension_bridge` (or `host`) for the extension's origin,
+    with `env` on top of this process's environment. At the end its stdin is
+    closed (EOF: a clean exit); a host still running 10 s later is killed."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "extension_bridge", EXTENSION_ORIGIN, cwd=ROOT,
+        *(host or (sys.executable, "-m", "extension_bridge")), EXTENSION_ORIGIN, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr,
     )

@@ -35,6 +35,7 @@ from chatagent.browser import playwright as pw_backend
 from chatagent.browser.playwright import PlaywrightBrowser
 from chatagent.testing.gemini_server import GeminiServer
 from chatagent.testing.ports import free_port
+from warm_start import WARM_SOCKET_ENV, WarmServer
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGES = ROOT / "fixtures" / "pages"
@@ -269,6 +270,22 @@ def _no_developer_settings(tmp_path_factory: pytest.TempPathFactory) -> Iterator
             os.environ.pop(key, None)
         else:
             os.environ[key] = value
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _warm_start() -> Iterator[None]:
+    """The CLI, MCP server and host the tests start are forked from a warm
+    interpreter (tests/warm_start.py), unless CHATAGENT_TEST_COLD_START=1."""
+    if os.environ.get("CHATAGENT_TEST_COLD_START") == "1":
+        yield
+        return
+    server = WarmServer()
+    os.environ[WARM_SOCKET_ENV] = server.path
+    try:
+        yield
+    finally:
+        os.environ.pop(WARM_SOCKET_ENV, None)
+        server.close()
 
 
 @pytest.fixture(autouse=True)

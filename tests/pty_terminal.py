@@ -9,7 +9,6 @@ hang; nothing is timed."""
 from __future__ import annotations
 
 import os
-import sys
 import termios
 import time
 from collections.abc import Callable
@@ -18,6 +17,7 @@ import pexpect
 import pyte
 
 from conftest import ROOT
+from warm_start import command
 
 KEYS = {"up": "\x1b[A", "enter": "\r", "ctrl-c": "\x03", "ctrl-d": "\x04"}
 
@@ -36,7 +36,8 @@ class Terminal:
         full_env = {**os.environ, "PYTHONPATH": str(ROOT), "TERM": "xterm-256color", **(env or {})}
         for key in ("COLUMNS", "LINES", "FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE"):
             full_env.pop(key, None)  # the pty's size and nature decide
-        self.child = pexpect.spawn(sys.executable, ["-m", "chatagent", *args], cwd=str(ROOT), env=full_env,
+        argv = command(*args)
+        self.child = pexpect.spawn(argv[0], argv[1:], cwd=str(ROOT), env=full_env,
                                    dimensions=(lines, columns))
         self.screen = _Screen(columns, lines, reply=lambda data: self.child.send(data.encode()))
         self._stream = pyte.ByteStream(self.screen)

@@ -21,6 +21,7 @@ from extension_bridge.install import EXTENSION_ORIGIN
 from extension_bridge.spawn import ROOT, spawn_host
 
 from conftest import PAGES
+from warm_start import command
 from test_bridge_host import Peer
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
@@ -30,7 +31,7 @@ PRODUCT = (PAGES / "product.html").read_text()
 
 @contextlib.asynccontextmanager
 async def real_host(gemini: GeminiServer) -> AsyncIterator[Peer]:
-    async with spawn_host({"GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url, "CHATAGENT_MODEL": "gemini-2.5-flash"}) as proc:
+    async with spawn_host({"GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url, "CHATAGENT_MODEL": "gemini-2.5-flash"}, host=command(module="extension_bridge")) as proc:
         yield Peer(proc)
 
 
@@ -107,7 +108,7 @@ async def test_panel_settings_are_saved_in_the_settings_file_and_bad_ones_change
     refused with the panel's name for the field, a save the next ask uses, and
     threads (`conversation`) that keep their own history."""
     gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."), TextReply(text="Other thread [Tab 1]."))
-    async with spawn_host({"GOOGLE_API_KEY": "", "GEMINI_API_KEY": "", "CHATAGENT_MODEL": ""}) as proc:
+    async with spawn_host({"GOOGLE_API_KEY": "", "GEMINI_API_KEY": "", "CHATAGENT_MODEL": ""}, host=command(module="extension_bridge")) as proc:
         peer = Peer(proc)
         await peer.send({"type": "settings_get", "id": "s1"})
         shown = await peer.recv()
@@ -209,7 +210,7 @@ async def test_a_local_server_model_named_by_its_preset_is_shown_as_an_openai_co
     # Saved by `chatagent config set model ollama:llama3.2`: the panel's form shows Ollama's llama3.2
     # where such a model is chosen, at the address the name stands for, not as a Gemini model.
     private_settings.write_text('model = "ollama:llama3.2"\n', encoding="utf-8")
-    async with spawn_host({"CHATAGENT_MODEL": ""}) as proc:
+    async with spawn_host({"CHATAGENT_MODEL": ""}, host=command(module="extension_bridge")) as proc:
         peer = Peer(proc)
         await peer.send({"type": "settings_get", "id": "s1"})
         shown = await peer.recv()

@@ -21,6 +21,7 @@ from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply
 from extension_bridge.harness import PANEL_URL, choose_gemini, chromium_with_extension, open_panel
 
 from conftest import Site
+from warm_start import command
 
 pytestmark = pytest.mark.e2e
 
@@ -48,7 +49,7 @@ async def browser_with_host(tmp_path: Path, request: pytest.FixtureRequest) -> A
     wrapper = request.param == "wrapper"
     async with chromium_with_extension(
         tmp_path, executable=str(DEBIAN_WRAPPER) if wrapper else None,
-        env=dict(os.environ) if wrapper else _env_without_keys(),
+        env=dict(os.environ) if wrapper else _env_without_keys(), host=command(module="extension_bridge"),
     ) as ctx:
         yield ctx
     _show_host_log(tmp_path)
@@ -56,7 +57,7 @@ async def browser_with_host(tmp_path: Path, request: pytest.FixtureRequest) -> A
 
 @pytest.fixture
 async def panel_browser(tmp_path: Path) -> AsyncIterator[Any]:
-    async with chromium_with_extension(tmp_path, env=_env_without_keys()) as ctx:
+    async with chromium_with_extension(tmp_path, env=_env_without_keys(), host=command(module="extension_bridge")) as ctx:
         yield ctx
     _show_host_log(tmp_path)
 

@@ -21,6 +21,7 @@ import pytest_asyncio
 from chatagent.settings import set_values
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply
 from extension_bridge.harness import chromium_with_extension, open_panel
+from warm_start import command
 
 # One worker for the file: its tests share one Chromium with the extension and its panel.
 pytestmark = [pytest.mark.e2e, pytest.mark.asyncio(loop_scope="module"), pytest.mark.xdist_group("panel")]
@@ -105,7 +106,7 @@ async def browser(
     workdir = tmp_path_factory.mktemp("panel")
     with pytest.MonkeyPatch.context() as monkeypatch:
         _settings(workdir / "config.toml", model[0], monkeypatch)
-    async with chromium_with_extension(workdir, env=_env(workdir / "config.toml")) as ctx:
+    async with chromium_with_extension(workdir, env=_env(workdir / "config.toml"), host=command(module="extension_bridge")) as ctx:
         yield ctx
     log = workdir / "host.log"
     if log.exists():
@@ -336,11 +337,11 @@ async def test_a_thread_outlasts_a_browser_restart_goes_on_with_its_history_and_
     with pytest.MonkeyPatch.context() as monkeypatch:
         _settings(tmp_path / "config.toml", gemini, monkeypatch)
     urls = [f"{pages}/harbour.html", f"{pages}/museum.html"]
-    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml"), host=command(module="extension_bridge")) as browser:
         _, panel = await _open(browser, urls)
         assert (await panel.evaluate("(q) => window.chatagentTest.ask(q)", "When is the first ferry?"))["ok"]
     # The same profile and pages (under new tab ids): the thread goes on, its history with it.
-    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml"), host=command(module="extension_bridge")) as browser:
         _, panel = await _open(browser, urls)
         await panel.click("#history-button")
         await panel.locator("#history-list button").click()
@@ -349,7 +350,7 @@ async def test_a_thread_outlasts_a_browser_restart_goes_on_with_its_history_and_
         history = gemini.last_request.text()
         assert "When is the first ferry?" in history and "Weekdays at 06:40" in history
     # Again, with the harbour page open and the museum's not.
-    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml")) as browser:
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml"), host=command(module="extension_bridge")) as browser:
         _, panel = await _open(browser, urls[:1])
         await panel.click("#history-button")
         entry = panel.locator("#history-list button")

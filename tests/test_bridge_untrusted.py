@@ -28,6 +28,7 @@ from extension_bridge.tab import BridgeTab
 
 from test_bridge_host import Peer
 from test_bridge_tab import rig
+from warm_start import command
 
 # Small, so a conversation of many asks stays within a question's input budget.
 PAGE = (
@@ -44,7 +45,7 @@ TAB = 41
 @contextlib.asynccontextmanager
 async def real_host() -> AsyncIterator[Peer]:
     # No API key: the host's default model is the offline extractive one.
-    async with spawn_host({"GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}) as proc:
+    async with spawn_host({"GOOGLE_API_KEY": "", "GEMINI_API_KEY": ""}, host=command(module="extension_bridge")) as proc:
         yield Peer(proc)
 
 

@@ -27,6 +27,7 @@ from chatagent.testing.gemini_server import (
 from chatagent.tokens import count_tokens
 
 from conftest import ROOT, Site
+from warm_start import command
 from test_context_cli import running_chrome  # noqa: F401 - a fixture
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
@@ -62,7 +63,7 @@ async def chat(gemini: GeminiServer, *args: str, own_group: bool = False, status
     `status`: the exit status expected."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "GOOGLE_API_KEY": "test", "GOOGLE_GEMINI_BASE_URL": gemini.url}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chatagent", "chat", "--json", "--model", "gemini-2.5-flash", *args,
+        *command("chat", "--json", "--model", "gemini-2.5-flash", *args),
         cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, start_new_session=own_group,
     )
@@ -235,7 +236,7 @@ async def test_a_page_that_cannot_be_opened_is_said_once_before_the_first_questi
     missing = tmp_path / "gone.html"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     plain = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chatagent", "chat", "--model", "extractive", str(missing), site.url("product"),
+        *command("chat", "--model", "extractive", str(missing), site.url("product")),
         cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
@@ -314,7 +315,7 @@ async def test_the_garbage_collector_runs_again_once_the_prompt_shows(site: Site
     log = tmp_path / "stderr.txt"
     with log.open("w") as errlog:
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "chatagent", "-vv", "chat", "--json", "--model", "extractive", site.url("product"),
+            *command("-vv", "chat", "--json", "--model", "extractive", site.url("product")),
             cwd=ROOT, env=env, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL, stderr=errlog,
         )
         for _ in range(300):  # at the prompt, no question asked: not at the exit

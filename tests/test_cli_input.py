@@ -19,11 +19,12 @@ import pytest
 
 from chatagent.cli import main
 from conftest import ROOT, Site
+from warm_start import command
 
 def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
     env.pop("GOOGLE_API_KEY", None)  # the offline extractive model
-    return subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=ROOT, env=env,
+    return subprocess.run(command(*args), cwd=ROOT, env=env,
                           input=stdin, capture_output=True, timeout=120)
 
 

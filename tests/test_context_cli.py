@@ -6,7 +6,6 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from chatagent.browser.discovery import find_browser
 from chatagent.cli import build_parser, main
 
 from conftest import ROOT, Site
+from warm_start import command
 
 pytestmark = pytest.mark.e2e
 
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.e2e
 def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
     full_env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "100", **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "chatagent", *args],
+        command(*args),
         cwd=ROOT, env=full_env, capture_output=True, text=True, timeout=timeout,
     )
 

@@ -31,6 +31,7 @@ from chatagent.daemon.protocol import MAX_REQUEST_BYTES
 from chatagent.daemon.server import _private_socket
 
 from conftest import ROOT, Site
+from warm_start import command
 
 pytestmark = pytest.mark.e2e
 # The tests that share a daemon (the module fixture `daemon`) run on one worker each, in two
@@ -50,7 +51,7 @@ def _env(directory: Path, **extra: str) -> dict[str, str]:
 
 
 def run(*args: str, env: dict[str, str], cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=cwd, env=env, capture_output=True,
+    proc = subprocess.run(command(*args), cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=110)
     assert "Traceback" not in proc.stderr + proc.stdout
     return proc
@@ -183,7 +184,7 @@ def test_asks_at_once_each_get_their_own_answer(site: Site, daemon: Daemon) -> N
     questions = {"product": (QUESTION, "$1,349.00"), "two_a": ("What does this page say?", "")}
     before = status(daemon.env)["asks"]
     clients = {
-        name: subprocess.Popen([sys.executable, "-m", "chatagent", "ask", site.url(name), "-q", q, "--json"],
+        name: subprocess.Popen(command("ask", site.url(name), "-q", q, "--json"),
                                cwd=ROOT, env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         for name, (q, _) in questions.items()
     }
@@ -270,7 +271,7 @@ def test_ctrl_c_in_the_client_cancels_the_ask_in_the_daemon(site: Site, daemon: 
     wait_until(lambda: status(daemon.env)["active"] == 0, "earlier asks to end")
     asked = status(daemon.env)["asks"]
     client = subprocess.Popen(
-        [sys.executable, "-m", "chatagent", "ask", site.url("/slow"), "-q", "What is this?", "--json", "--timeout", "120"],
+        command("ask", site.url("/slow"), "-q", "What is this?", "--json", "--timeout", "120"),
         cwd=ROOT, env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
@@ -584,7 +585,7 @@ def _closed_stdout(*args: str, env: dict[str, str]) -> tuple[int, str]:
     read, write = os.pipe()
     os.close(read)
     try:
-        proc = subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=ROOT, env=env, stdout=write,
+        proc = subprocess.run(command(*args), cwd=ROOT, env=env, stdout=write,
                               stderr=subprocess.PIPE, text=True, timeout=110)
     finally:
         os.close(write)

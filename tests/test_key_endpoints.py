@@ -24,6 +24,7 @@ from extension_bridge.spawn import spawn_host
 from conftest import PAGES
 from test_bridge_host import Peer
 from test_settings import run_cli
+from warm_start import command
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +44,7 @@ def attacker() -> Iterator[GeminiServer]:
 
 @contextlib.asynccontextmanager
 async def host(**env: str) -> AsyncIterator[Peer]:
-    async with spawn_host({**NO_ENV, **env}) as proc:
+    async with spawn_host({**NO_ENV, **env}, host=command(module="extension_bridge")) as proc:
         yield Peer(proc)
 
 

@@ -24,6 +24,7 @@ from chatagent.tokens import count_tokens
 
 from conftest import PAGES, ROOT, Site
 from origin import listening
+from warm_start import command
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
@@ -31,7 +32,7 @@ pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 @contextlib.asynccontextmanager
 async def server(**env: str) -> AsyncIterator[ClientSession]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "chatagent", "mcp"], cwd=str(ROOT),
+        command=sys.executable, args=command("mcp")[1:], cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -302,7 +303,7 @@ async def http_server(token: str) -> AsyncIterator[str]:
 
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", cwd=str(ROOT),
+        *command("mcp", "--http", f"127.0.0.1:{port}"), cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT), "CHATAGENT_MCP_TOKEN": token},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
@@ -373,7 +374,7 @@ async def test_a_port_in_use_is_told_in_one_line_before_the_browser_starts() -> 
         taken.listen()
         port = taken.getsockname()[1]
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", cwd=str(ROOT),
+            *command("mcp", "--http", f"127.0.0.1:{port}"), cwd=str(ROOT),
             env={**os.environ, "PYTHONPATH": str(ROOT)},
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
         )
@@ -386,7 +387,7 @@ async def test_listening_beyond_loopback_needs_a_token() -> None:
     import asyncio
 
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chatagent", "mcp", "--http", f"0.0.0.0:{free_port()}", cwd=str(ROOT),
+        *command("mcp", "--http", f"0.0.0.0:{free_port()}"), cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT), "CHATAGENT_MCP_TOKEN": ""},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )
@@ -564,7 +565,7 @@ async def test_over_http_two_clients_share_a_listed_tab_and_its_tools_take_turns
 async def test_the_server_runs_no_garbage_collection_until_it_is_warm(site: Site, tmp_path: Path) -> None:
     """Its start-up's long-lived objects are not scanned again and again
     (chatagent/startup.py): an agent's first call comes back sooner."""
-    params = StdioServerParameters(
+    params = StdioServerParameters(  # the start itself: a fresh interpreter, not a warm one's fork
         command=sys.executable, args=["-m", "chatagent", "-vv", "mcp"], cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
@@ -622,7 +623,7 @@ async def test_over_http_on_loopback_another_user_is_refused_and_the_owner_is_gi
     diary.chmod(0o600)
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", cwd=str(ROOT),
+        *command("mcp", "--http", f"127.0.0.1:{port}"), cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
     )

@@ -28,6 +28,7 @@ from chatagent.testing.gemini_server import (
 )
 
 from conftest import ROOT, Site
+from warm_start import command
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
 
@@ -172,8 +173,7 @@ async def test_cli_ask_exits_1_with_the_block_reason_instead_of_an_empty_answer(
         env = {**os.environ, "PYTHONPATH": str(ROOT), **gemini.env()}
         proc = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "chatagent", "ask", site.url("product"), "-q", "How much?",
-             "--model", "gemini-2.5-flash", "--json"],
+            command("ask", site.url("product"), "-q", "How much?", "--model", "gemini-2.5-flash", "--json"),
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=90,
         )
     events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]

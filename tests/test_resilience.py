@@ -27,6 +27,7 @@ from chatagent.testing.gemini_server import (
 )
 
 from conftest import ROOT, Site
+from warm_start import command
 from test_models_catalog import serving
 
 pytestmark = pytest.mark.asyncio(loop_scope="session")
@@ -179,8 +180,7 @@ async def test_cli_auth_error_exits_1_with_the_setting_to_fix_and_no_traceback(s
                "GOOGLE_GEMINI_BASE_URL": gemini.url}
         proc = await asyncio.to_thread(
             subprocess.run,
-            [sys.executable, "-m", "chatagent", "ask", site.url("product"), "-q", "How much?",
-             "--model", "gemini-2.5-flash"],
+            command("ask", site.url("product"), "-q", "How much?", "--model", "gemini-2.5-flash"),
             cwd=ROOT, env=env, capture_output=True, text=True, timeout=90,
         )
     assert proc.returncode == 1

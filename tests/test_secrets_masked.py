@@ -30,6 +30,7 @@ from extension_bridge.spawn import spawn_host
 
 from conftest import PAGES, ROOT, Site
 from pty_terminal import Terminal
+from warm_start import command
 from test_bridge_conversation import ask as panel_ask
 from test_bridge_host import Peer
 from test_daemon import SERVED, run as run_cli, start, status
@@ -81,7 +82,7 @@ def test_ask_shows_only_the_keys_mask(
 ) -> None:
     gemini.enqueue(*replies)
     proc = subprocess.run(
-        [sys.executable, "-m", "chatagent", "ask", site.url("product"), "-q", QUESTION, *(["--json"] if json_mode else [])],
+        command("ask", site.url("product"), "-q", QUESTION, *(["--json"] if json_mode else [])),
         cwd=ROOT, env=_env(gemini), capture_output=True, text=True, timeout=110,
     )
     assert gemini.generate_requests[0].headers["x-goog-api-key"] == KEY, "the provider was sent the key"
@@ -131,7 +132,7 @@ def test_an_ask_the_daemon_answers_shows_only_the_keys_mask(
 
 @contextlib.asynccontextmanager
 async def mcp_server(env: dict[str, str], errlog: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "chatagent", "-v", "mcp"], cwd=str(ROOT), env=env)
+    params = StdioServerParameters(command=sys.executable, args=command("-v", "mcp")[1:], cwd=str(ROOT), env=env)
     with errlog.open("w") as err:
         async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
@@ -175,7 +176,7 @@ async def test_the_side_panels_host_sends_only_the_keys_mask(gemini: GeminiServe
     env = {"GOOGLE_API_KEY": KEY, "GOOGLE_GEMINI_BASE_URL": gemini.url, "CHATAGENT_MODEL": "gemini-2.5-flash"}
     frames: list[dict[str, Any]] = []
     with log.open("w") as err:
-        async with spawn_host(env, stderr=err.fileno()) as proc:
+        async with spawn_host(env, stderr=err.fileno(), host=command(module="extension_bridge")) as proc:
             peer = Peer(proc)
             for rid in ("a", "b"):
                 await peer.send(panel_ask(rid, QUESTION))

@@ -25,6 +25,7 @@ from chatagent.testing.gemini_server import GeminiServer, TextReply
 from extension_bridge.spawn import spawn_host
 
 from conftest import PAGES
+from warm_start import command
 from test_bridge_host import Peer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +91,7 @@ def test_removing_a_setting_the_file_does_not_have_writes_nothing(config: Path) 
 def run_cli(*args: str, env: dict[str, str], input: str | None = None) -> subprocess.CompletedProcess[str]:
     """`chatagent ARGS` in a process of its own, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "chatagent", *args], capture_output=True, text=True, timeout=120, cwd=ROOT,
+        command(*args), capture_output=True, text=True, timeout=120, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **env}, input=input,
     )
 
@@ -321,7 +322,7 @@ def debian_chromium_env() -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def host(env: dict[str, str]) -> AsyncIterator[Peer]:
-    async with spawn_host(env) as proc:
+    async with spawn_host(env, host=command(module="extension_bridge")) as proc:
         yield Peer(proc)
 
 

@@ -26,6 +26,7 @@ from chatagent.testing.gemini_server import GeminiServer
 
 from conftest import ROOT, Site
 from origin import listening, page_targets, serving, tabs_settle_to
+from warm_start import command
 from test_mcp import server as stdio_server
 
 pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
@@ -100,7 +101,7 @@ async def http_server(**env: str) -> AsyncIterator[str]:
     """`chatagent mcp --http` on loopback, with a bearer token; yields its URL."""
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chatagent", "mcp", "--http", f"127.0.0.1:{port}", cwd=str(ROOT),
+        *command("mcp", "--http", f"127.0.0.1:{port}"), cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT), "CHATAGENT_MCP_TOKEN": TOKEN, **env},
         stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL,
     )
@@ -172,7 +173,7 @@ async def test_a_killed_client_or_a_closed_pipe_leaves_only_the_users_tabs(site:
 async def raw_stdio_server(env: dict[str, str]) -> asyncio.subprocess.Process:
     """`chatagent mcp` on stdio, initialized, spoken to in JSON-RPC lines (its pid is needed to signal it)."""
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "chatagent", "mcp", cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+        *command("mcp"), cwd=str(ROOT), env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
     )
     await send(proc, 1, "initialize", {"protocolVersion": "2025-06-18", "capabilities": {},

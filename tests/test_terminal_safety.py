@@ -30,6 +30,7 @@ from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, Gem
 
 from conftest import ROOT, Site
 from pty_terminal import Terminal
+from warm_start import command
 
 pytestmark = pytest.mark.e2e
 
@@ -82,7 +83,7 @@ def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None,
     if gemini is not None:
         full_env.update(gemini.env())
         args = (*args, "--model", "gemini-2.5-flash")
-    return subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=ROOT, env=full_env, input=stdin,
+    return subprocess.run(command(*args), cwd=ROOT, env=full_env, input=stdin,
                           capture_output=True, text=True, encoding="utf-8", timeout=110)
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
@@ -19,6 +18,7 @@ from chatagent.testing.gemini_server import FunctionCall, FunctionCallReply, Gem
 
 from conftest import ROOT, Site
 from pty_terminal import Terminal
+from warm_start import command
 
 pytestmark = pytest.mark.e2e
 
@@ -68,7 +68,7 @@ def test_an_answer_is_rendered_markdown_on_a_terminal_and_the_plain_reply_when_p
     assert "[Tab 1] Aurora X14 Pro" in screen and "first token" in screen, "the citation and timings still follow"
 
     env = {**os.environ, "PYTHONPATH": str(ROOT), **gemini.env()}
-    piped = subprocess.run([sys.executable, "-m", "chatagent", *args], cwd=ROOT, env=env, capture_output=True,
+    piped = subprocess.run(command(*args), cwd=ROOT, env=env, capture_output=True,
                            timeout=120)
     assert piped.returncode == 0, piped.stderr
     assert piped.stdout == (MARKDOWN + "\n").encode(), "piped, the reply exactly as the model wrote it"
