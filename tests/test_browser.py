@@ -8,6 +8,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from playwright.async_api import Error as PlaywrightError
 
 from chatagent.browser import discovery
 from chatagent.browser.base import Tab, TabFailure
@@ -166,6 +167,38 @@ class TestOpenTabs:
         assert any("did not finish loading" in n for n in slow_ctx.notes)
         assert "The first part of this report arrived" in slow_ctx.text
         assert "founded in 1648" in good_ctx.text and not good_ctx.notes
+
+    async def test_a_page_that_navigates_while_it_is_read_is_read_at_its_new_address(self, site: Site, open_tabs) -> None:
+        """The user follows a link just as the tab is read: the read's document is
+        replaced under it (Playwright's error for that), and the tab is read again
+        once its new page is parsed, not reported unreadable."""
+        (tab,) = await open_tabs([site.url("two_a")])
+        page = _tab(tab).page
+        evaluate = page.evaluate
+        reads = 0
+
+        async def navigated_midway(*args, **kwargs):
+            nonlocal reads
+            reads += 1
+            if reads == 1:
+                await page.goto(site.url("two_b"))
+                raise PlaywrightError("Execution context was destroyed, most likely because of a navigation")
+            return await evaluate(*args, **kwargs)
+
+        page.evaluate = navigated_midway
+        snap = await tab.snapshot()
+        assert snap.url == site.url("two_b") and "founded in 1791" in snap.visible_text and reads == 2
+
+    async def test_a_read_that_keeps_failing_says_the_tab_could_not_be_read(self, site: Site, open_tabs) -> None:
+        (tab,) = await open_tabs([site.url("two_a")])
+        page = _tab(tab).page
+
+        async def always_replaced(*args, **kwargs):
+            raise PlaywrightError("Execution context was destroyed, most likely because of a navigation")
+
+        page.evaluate = always_replaced
+        with pytest.raises(TabError, match="could not be read: Execution context was destroyed"):
+            await tab.snapshot()
 
 
 class TestScrollAndScreenshot:

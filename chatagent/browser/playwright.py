@@ -214,6 +214,7 @@ _SETTLE_QUIET_JS = """
 # A page whose script hogs its main thread answers no evaluate(): give up on
 # it after this long instead of holding every other tab's answer hostage.
 SNAPSHOT_TIMEOUT_S = 10.0
+NAVIGATION_REREADS = 3  # a page that navigated while it was read is read again, this many times at most
 SCROLL_TIMEOUT_S = 15.0
 
 _SCROLL_TO_TEXT_JS = """
@@ -344,11 +345,7 @@ class PlaywrightTab(Tab):
         try:
             # One CDP round trip (and one per frame shown), and no HTML moved when nothing changed.
             async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
-                data = await self._reader.read(self.page, self._last[1] if self._last else None)
-                url = self._display_url(self.page.url)
-                if data.get("same") and not (self._last and self._last[0] == url):
-                    # Same DOM, new URL (history.pushState): a snapshot must carry the URL it is of.
-                    data = await self._reader.read(self.page, None)
+                data, url = await self._read()
         except TimeoutError:
             raise TabError(
                 f"{self.name_and_url} is not responding: its page has been busy "
@@ -374,6 +371,26 @@ class PlaywrightTab(Tab):
         )
         self._last = (url, data.get("stamp") or "", snap)
         return snap
+
+    async def _read(self) -> tuple[dict[str, Any], str]:
+        """The page's read and its URL. A page that navigates while it is read
+        (a link followed, a redirect by script) is read again once its new
+        document is parsed: the snapshot is of the page the tab now shows."""
+        rereads = 0
+        while True:
+            try:
+                data = await self._reader.read(self.page, self._last[1] if self._last else None)
+                url = self._display_url(self.page.url)
+                if data.get("same") and not (self._last and self._last[0] == url):
+                    # Same DOM, new URL (history.pushState): a snapshot must carry the URL it is of.
+                    data = await self._reader.read(self.page, None)
+                return data, url
+            except PlaywrightError as exc:
+                rereads += 1
+                if rereads > NAVIGATION_REREADS or not _navigated_away(exc) or self.page.is_closed():
+                    raise
+                with suppress(PlaywrightError):
+                    await self.page.wait_for_load_state("domcontentloaded")
 
     def _pdf_view(self) -> PdfView | None:
         """The PDF this tab shows, once read; None when it shows something else now."""
@@ -1044,6 +1061,12 @@ def _server_without_browser(exc: PlaywrightError) -> bool:
     system's Chromium is installed)."""
     text = str(exc)
     return "Executable doesn't exist" in text or "Failed to launch" in text
+
+
+def _navigated_away(exc: PlaywrightError) -> bool:
+    """Whether a read failed because its document was replaced (Playwright's words for it)."""
+    text = str(exc)
+    return "Execution context was destroyed" in text or "Cannot find context with specified id" in text
 
 
 def _short(exc: BaseException) -> str:
