@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 import pytest_asyncio
+from playwright.async_api import expect
 
 from chatagent.settings import set_values
 from chatagent.testing.gemini_server import GeminiServer, RecordedRequest, Reply, TextReply
-from extension_bridge.harness import chromium_with_extension, open_panel
+from extension_bridge.harness import PANEL_URL, chromium_with_extension, open_panel
 from warm_start import command
 
 # One worker for the file: its tests share one Chromium with the extension and its panel.
@@ -438,3 +439,22 @@ async def test_settings_offer_the_servers_models_and_a_connection_test_says_what
     assert await panel.input_value("#openai-base-url") == "http://127.0.0.1:11434/v1"
     settings_file.write_text(before)
     await panel.click("#settings-cancel")
+
+
+async def test_what_is_chosen_in_settings_before_they_come_from_the_host_stays_when_they_do(tmp_path: Path) -> None:
+    """Settings opened while the host is still starting: the provider chosen and
+    the model typed meanwhile are still there once the host's settings arrive,
+    and "Loading the settings…" goes."""
+    slow_host = ["sh", "-c", 'sleep 8; exec "$@"', "sh", *command(module="extension_bridge")]
+    async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml"), host=slow_host) as browser:
+        panel = await browser.new_page()
+        await panel.goto(PANEL_URL)
+        await panel.click("#settings-button")
+        assert await panel.inner_text("#settings-message") == "Loading the settings…"
+        await panel.check("input[name=provider][value=gemini]")
+        await panel.fill("#gemini-model", "gemini-2.5-pro")
+        assert await panel.get_attribute("#host-status", "data-state") != "ready", "chosen before the host answered"
+        await panel.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
+        await expect(panel.locator("#settings-message")).to_have_text("", timeout=60_000)
+        assert await panel.is_checked("input[name=provider][value=gemini]")
+        assert await panel.is_visible("#gemini-model") and await panel.input_value("#gemini-model") == "gemini-2.5-pro"

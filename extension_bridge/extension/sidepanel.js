@@ -354,7 +354,13 @@ async function saveSettings(values, { said = "Saved", fill = fillSettingsForm } 
   }
 }
 
+// What the user chose or typed since the settings opened: settings the host sends
+// later (the first ones, when opened before they came) do not undo it.
+let settingsTouched = false;
+const LOADING_SETTINGS = "Loading the settings…";
+
 function openSettings() {
+  settingsTouched = false;
   els.settingsMessage.textContent = "";
   els.settingsMessage.dataset.kind = "";
   if (hostSettings) {
@@ -366,7 +372,7 @@ function openSettings() {
   } else if (hostState.state === "error") {
     els.settingsMessage.dataset.kind = "error";
     els.settingsMessage.textContent = `Settings are kept by the chatagent host, which is not available. ${hostState.message}`;
-  } else els.settingsMessage.textContent = "Loading the settings…";
+  } else els.settingsMessage.textContent = LOADING_SETTINGS;
   $("settings-save").disabled = hostState.state === "error";
   $("model-test").disabled = hostState.state === "error";
   showProviderGroup();
@@ -374,7 +380,12 @@ function openSettings() {
   if (!els.settings.open) els.settings.showModal();
   if (!hostSettings && hostState.state !== "error") {
     request({ type: "settings_get" }).then((msg) => {
-      fillSettingsForm(msg);
+      if (settingsTouched) showKeys(msg);
+      else fillSettingsForm(msg);
+      if (els.settingsMessage.textContent === LOADING_SETTINGS) {
+        els.settingsMessage.dataset.kind = msg.problem ? "error" : "";
+        els.settingsMessage.textContent = msg.problem || "";
+      }
       checkServer(false);
     }, () => {});
   } else if (hostState.state !== "error") checkServer(false);
@@ -389,6 +400,7 @@ els.settingsForm.addEventListener("change", (e) => {
     checkServer(false);
   }
 });
+for (const kind of ["input", "change"]) els.settingsForm.addEventListener(kind, () => { settingsTouched = true; });
 els.settingsForm.addEventListener("input", (e) => {
   if (e.target.id === "gemini-model" || e.target.id === "openai-model" || SERVER_FIELDS.has(e.target.id)) clearTest();
 });
