@@ -34,7 +34,10 @@ from .prompts import (
 )
 from .retry import RetryPolicy, stream_reply
 from .selection import Selection
-from .limits import DEFAULT_DEADLINE_S, INPUT_BUDGET_FACTOR, MAX_QUESTION_CHARS, MIN_INPUT_BUDGET
+from .limits import (
+    DEFAULT_DEADLINE_S, DEFAULT_MAX_ANSWER_TOKENS, INPUT_BUDGET_FACTOR, MAX_QUESTION_CHARS, MIN_INPUT_BUDGET,
+)
+from .tokens import count_tokens
 from .tools import ToolRunner, tool_specs
 
 MAX_TURNS = 20  # model calls in pass 2
@@ -62,6 +65,8 @@ class _Run:
         self.input_budget = 0  # set from the pass-1 request when pass 2 starts
         self.pass1_request: list[BaseMessage] = []
         self.counted: dict[str, int] = {}  # a message's text → its tokens, where the server reported none
+        self.answer_tokens = 0  # of the text shown, as the budgets count tokens (tiktoken)
+        self.cut = False  # the answer reached max_answer_tokens
 
     def spent(self) -> int:
         """Input tokens so far: the provider's count, or our estimate where that is higher."""
@@ -114,6 +119,7 @@ class ChatAgent:
         retry: RetryPolicy | None = None,
         deadline_s: float | None = DEFAULT_DEADLINE_S,
         input_budget_factor: float = INPUT_BUDGET_FACTOR,
+        max_answer_tokens: int = DEFAULT_MAX_ANSWER_TOKENS,
         hooks: RunHooks | None = None,
     ) -> None:
         self.model = Model.of(model)  # a bare chat model gets generic error handling
@@ -131,6 +137,7 @@ class ChatAgent:
             self.retry = replace(self.retry, first_chunk_s=deadline_s or None)
         self.deadline_s = deadline_s
         self.input_budget_factor = input_budget_factor
+        self.max_answer_tokens = max_answer_tokens
         self.hooks = hooks or RunHooks()
         # The model and the user know tabs by the conversation's labels, whatever
         # ids the backend uses (the extension's tab ids, say).
@@ -230,7 +237,7 @@ class ChatAgent:
     ) -> Done:
         emit(PassStart(pass_=1))
         answer, gate = await self._pass1(ctx, question, emit, run, history_tokens)
-        if not gate.escalated and not looks_unanswerable(answer):
+        if run.cut or (not gate.escalated and not looks_unanswerable(answer)):
             return self._finish([HumanMessage(question), AIMessage(answer)], 1, ctx, emit, run)
         reason = gate.reason.strip() or "the page text did not contain the answer"
         emit(PassStart(pass_=2, reason=reason))
@@ -292,11 +299,12 @@ class ChatAgent:
                 reported = reported or bool(chunk.usage_metadata)
                 heard.append(chunk.text)
                 self._emit_text(gate.feed(chunk.text), parts, emit, run)
-                if gate.escalated:
+                if gate.escalated or self._cut(run, emit):
                     break  # no need to hear the rest
         finally:
             await stream.aclose()
-        self._emit_text(gate.finish(), parts, emit, run)
+        if not run.cut:
+            self._emit_text(gate.finish(), parts, emit, run)
         if self.model.provider.metered and not reported:  # every model but the offline reader: its tokens are what it cost
             await run.count_usage(self.model, run.pass1_request, "".join(heard))
         return "".join(parts), gate
@@ -323,13 +331,21 @@ class ChatAgent:
             run.sent_tokens += need
             parts: list[str] = []
             reply: AIMessageChunk | None = None
-            async for chunk in self._stream(model, messages, emit, pass_=2, turn=turn):
-                run.add_usage(chunk)
-                reply = chunk if reply is None else reply + chunk
-                self._emit_text(chunk.text, parts, emit, run)
+            stream = self._stream(model, messages, emit, pass_=2, turn=turn)
+            try:
+                async for chunk in stream:
+                    run.add_usage(chunk)
+                    reply = chunk if reply is None else reply + chunk
+                    self._emit_text(chunk.text, parts, emit, run)
+                    if self._cut(run, emit):
+                        break
+            finally:
+                await stream.aclose()
             if self.model.provider.metered and reply is not None and not reply.usage_metadata:
                 calls = "".join(c["name"] + json.dumps(c["args"]) for c in reply.tool_calls)
                 await run.count_usage(self.model, messages, str(reply.text) + calls)
+            if run.cut:  # what was said so far is the answer; calls it was making are not run
+                return self._finish([*messages[turn_start:], AIMessage("".join(parts))], 2, ctx, emit, run)
             _forget_images(messages)  # the model has seen them once; keep the history light
             # The whole message, not just text and calls: providers put what they
             # need to see again (Gemini's thought signatures) in its extra fields.
@@ -381,7 +397,17 @@ class ChatAgent:
         if run.first_token_ms is None:
             run.first_token_ms = run.ms()
         parts.append(text)
+        run.answer_tokens += count_tokens(text)
         emit(Token(text=text))
+
+    def _cut(self, run: _Run, emit: Emit) -> bool:
+        """Whether the answer has reached `max_answer_tokens`: then its stream is
+        closed (a provider stops generating when its stream is) and a note says so."""
+        if run.cut or run.answer_tokens < self.max_answer_tokens:
+            return run.cut
+        run.cut = True
+        emit(Note(text=f"The answer reached its length limit ({self.max_answer_tokens:,} tokens) and was cut there."))
+        return True
 
     def _finish(
         self, turn: list[BaseMessage], pass_: int, ctx: PageContext, emit: Emit, run: _Run,
@@ -405,6 +431,7 @@ class ChatAgent:
             ),
             tool_calls=run.tool_calls,
             stop_reason=stop_reason,
+            truncated=run.cut,
             model=self.model.name,
         )
         emit(done)

@@ -127,6 +127,7 @@ class Done(_Event):
     tool_calls: int = 0
     cached: bool = False
     stop_reason: StopReason = "answered"
+    truncated: bool = False  # the answer reached its length limit (max_answer_tokens) and was cut there
     model: str = ""  # the model that answered, as users name it
 
 

@@ -16,6 +16,10 @@ MIN_INPUT_BUDGET = 10_000  # a question's input-token budget never goes below th
 DEFAULT_MODEL = "extractive"  # the offline model: answers with no key and no server
 DEFAULT_TAB_BUDGET = 2000  # tokens of page text per tab (`context.ContextBuilder`)
 DEFAULT_DEADLINE_S = 180.0  # a question is given up after this (`agent.ChatAgent`)
+# An answer is cut at this many tokens of text (`agent.ChatAgent`): a model that runs on
+# (a small local one repeating itself) costs no more than this, and no longer than it takes.
+DEFAULT_MAX_ANSWER_TOKENS = 2000
+MIN_ANSWER_TOKENS = 16
 # A question's input tokens, all model calls together, stay within this many
 # times its pass-1 request (`agent.ChatAgent`), but never below MIN_INPUT_BUDGET.
 INPUT_BUDGET_FACTOR = 8.0

@@ -93,6 +93,7 @@ class AskResult(BaseModel):
     dropped_citations: int = Field(0, description="ids the answer cited that name no passage: not among the citations")
     pass_: int = Field(alias="pass")
     stop_reason: str
+    truncated: bool = Field(False, description="the answer reached its length limit (max_answer_tokens) and was cut there")
     input_tokens: int
     output_tokens: int
     tokens_counted: bool = Field(
@@ -256,7 +257,7 @@ class PageTools:
                 raise _tool_error(" ".join([*notes, f"{_in_mcp_words(event)} ({event.code})"]))
             elif isinstance(event, Done):
                 return AskResult(
-                    answer=event.answer, pass_=event.pass_, stop_reason=event.stop_reason,
+                    answer=event.answer, pass_=event.pass_, stop_reason=event.stop_reason, truncated=event.truncated,
                     citations=[Citation(tab=c.tab_id, url=c.url, title=c.title, block=c.block, quote=c.quote)
                                for c in event.citations],
                     dropped_citations=event.dropped_citations,

@@ -151,6 +151,8 @@ class EventPrinter:
             self._end_line()
         if done.cached:
             self._err(("(cached: the same question about the same pages; --no-cache asks again)", "dim"))
+        if done.truncated:  # the note said where it was cut
+            self._err(("(`chatagent config set max_answer_tokens N` allows longer answers)", "dim"))
         if done.stop_reason == "answered":
             for c in done.citations:  # a non-answer cites nothing
                 if not c.block:

@@ -108,7 +108,7 @@ class Conversation:
             agent = ChatAgent(
                 chosen, tabs, builder=self.runtime.builder, history=self.history,
                 cache=answers, deadline_s=settings.deadline, input_budget_factor=settings.input_budget,
-                hooks=self.hooks,
+                max_answer_tokens=settings.max_answer_tokens, hooks=self.hooks,
             )
             self._agent = agent
         agent.cache = answers

@@ -56,11 +56,13 @@ from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import (
     DEFAULT_DEADLINE_S,
     DEFAULT_LOAD_TIMEOUT_S,
+    DEFAULT_MAX_ANSWER_TOKENS,
     DEFAULT_MAX_RESPONSE_MB,
     DEFAULT_MODEL,
     DEFAULT_TAB_BUDGET,
     DEFAULT_TOOL_TIMEOUT_S,
     INPUT_BUDGET_FACTOR,
+    MIN_ANSWER_TOKENS,
     MIN_INPUT_BUDGET,
     MIN_TAB_BUDGET,
 )
@@ -130,6 +132,8 @@ class Settings(BaseSettings):
                                    "MB is not loaded (the tab says so)")
     max_tabs: int = Field(20, ge=1, description="`chatagent mcp` and the daemon: tabs open at once across "
                           "calls; a call beyond waits its turn")
+    max_answer_tokens: int = Field(DEFAULT_MAX_ANSWER_TOKENS, ge=MIN_ANSWER_TOKENS, description="an answer is cut "
+                                   "at this many tokens (it says so)")
     input_budget: float = Field(INPUT_BUDGET_FACTOR, ge=1, description="a question's input tokens, all model calls "
                                 f"together, stay within this many times its first request (never below {MIN_INPUT_BUDGET:,})")
     cache: bool = Field(True, description="answer a repeated question about unchanged pages from memory "

@@ -13,7 +13,7 @@ from langchain_core.messages import ToolMessage
 
 from chatagent.agent import MAX_TURNS, ChatAgent
 from chatagent.browser.base import PageSnapshot, ScrollDirection, ScrollResult, Tab
-from chatagent.events import Done, ErrorEvent, Event, ToolCall, ToolResult, Token
+from chatagent.events import Done, ErrorEvent, Event, Note, ToolCall, ToolResult, Token
 from chatagent.prompts import ESCALATION_MARKER, message_text
 from chatagent.testing.scripted_model import Call, Calls, Hang, Request, ScriptedChatModel, Text
 from chatagent.tokens import count_tokens
@@ -211,3 +211,25 @@ async def test_counting_a_pass_2_run_sends_each_message_to_the_servers_tokenizer
     system = message_text(silent.requests[-1].messages[0])
     assert sum(system in text for text in heard) == 1, "the page context went to the tokenizer once"
     assert done.usage.input_tokens == sum(count_tokens(message_text(m)) for r in silent.requests for m in r.messages)
+
+
+@pytest.mark.parametrize("pass_", [1, 2])
+async def test_an_answer_that_runs_on_is_cut_at_its_length_limit_and_says_so(site: Site, open_tabs, pass_: int) -> None:
+    """A model that never stops (a small local one repeating itself): the answer
+    ends at max_answer_tokens, its stream is closed, and a note says where."""
+    runaway = Hang(ENDLESS)  # streams its words, then never ends
+    model = ScriptedChatModel(replies=[runaway] if pass_ == 1 else [Text(NEED), runaway])
+    agent = ChatAgent(model, await open_tabs([site.url("article")]), max_answer_tokens=20, deadline_s=60)
+    events = await ask(agent, "Tell me everything.")
+    done = events[-1]
+    assert isinstance(done, Done), done
+    assert done.truncated and done.stop_reason == "answered" and done.pass_ == pass_
+    # Counted chunk by chunk as it streams; the chunk that reaches the limit is the last shown.
+    assert done.answer and ENDLESS.startswith(done.answer) and count_tokens(done.answer) <= 20 + 4 < count_tokens(ENDLESS)
+    assert [e.text for e in events if isinstance(e, Note)][-1] == (
+        "The answer reached its length limit (20 tokens) and was cut there.")
+    for _ in range(100):  # a bound model's stream (pass 2's tools) is closed by the event loop, a moment later
+        if all(r.closed for r in model.requests):
+            break
+        await asyncio.sleep(0.05)
+    assert [r.closed for r in model.requests] == [True] * len(model.requests), "a model stream was left open"

@@ -181,3 +181,19 @@ async def test_cli_ask_exits_1_with_the_block_reason_instead_of_an_empty_answer(
     assert events[-1]["type"] == "error" and events[-1]["code"] == "model_blocked"
     assert not any(e["type"] == "done" for e in events)
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.e2e
+async def test_cli_ask_cuts_an_answer_that_runs_on_and_says_how_to_allow_longer_ones(site: Site) -> None:
+    runaway = " ".join(["and the price is still the price"] * 200)
+    with GeminiServer(ttft_s=0.0) as gemini:
+        gemini.enqueue(TextReply(text=runaway))
+        env = {**os.environ, "PYTHONPATH": str(ROOT), **gemini.env(), "CHATAGENT_MAX_ANSWER_TOKENS": "40"}
+        proc = await asyncio.to_thread(
+            subprocess.run, command("ask", site.url("product"), "-q", "How much?", "--model", "gemini-2.5-flash"),
+            cwd=ROOT, env=env, capture_output=True, text=True, timeout=90,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("and the price is still the price") and len(proc.stdout) < len(runaway) // 10
+    assert "The answer reached its length limit (40 tokens) and was cut there." in proc.stderr
+    assert "chatagent config set max_answer_tokens N` allows longer answers" in proc.stderr

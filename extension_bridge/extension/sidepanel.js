@@ -1137,6 +1137,7 @@ function renderMeta(turn, ev, run) {
   if (ev.cached) parts.push("from memory");
   if (ev.stop_reason === "max_turns") parts.push("gave up after the most steps allowed");
   if (ev.stop_reason === "input_budget") parts.push("stopped at its token budget");
+  if (ev.truncated) parts.push("cut at its length limit");
   const text = document.createElement("span");
   text.className = "meta-text";
   text.textContent = parts.join(" · ");
