@@ -241,3 +241,12 @@ def test_pass_two_answers_from_a_re_read_tab_given_as_a_typed_result() -> None:
 def test_without_the_typed_context_the_model_says_what_it_needs() -> None:
     with pytest.raises(TypeError, match="context=PageContext"):
         ExtractiveChatModel().invoke("How much is it?")
+
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_the_price_asked_for_is_not_followed_by_another_items_price(site: Site, open_tabs) -> None:
+    """A list item is its words, not its bullet and dashes: an accessory's short
+    "- Sleeve — $39.00" is not a second passage worth quoting beside the laptop's price."""
+    done = await agent_answer(site, open_tabs, ["product"], "How much is it?")
+    assert "$1,349.00" in done.answer and "$39.00" not in done.answer, done.answer

@@ -348,10 +348,15 @@ def format_best(hits: list[tuple[float, float, Passage]], passages: Sequence[Pas
     """One tab's best passage with what it heads, and a second nearly as good that says something of its own."""
     top = hits[0][1]
     shown = {id(q) for q in section(hits[0][2], passages)}
-    more = [h for h in hits[1:] if h[0] >= hits[0][0] and h[1] >= 0.8 * top and len(h[2].text.split()) >= 6
+    more = [h for h in hits[1:] if h[0] >= hits[0][0] and h[1] >= 0.8 * top and _words(h[2].text) >= 6
             and not h[2].text.startswith("#") and id(h[2]) not in shown]
     quotes = [cited(quote_section(h[2], passages), h[2]) for h in [hits[0], *more[: MAX_PASSAGES - 1]]]
     return "\n\n".join(quotes)
+
+
+def _words(text: str) -> int:
+    """Words, not the bullets and dashes between them: "- Sleeve — $39" is two words and a price."""
+    return sum(1 for w in text.split() if any(c.isalnum() for c in w))
 
 
 def is_prose(p: Passage) -> bool:
