@@ -38,12 +38,12 @@ def done(events: list[Event]) -> Done:
 
 async def test_text_question_is_answered_in_pass_1_with_streamed_tokens(site: Site, open_tabs) -> None:
     agent = ChatAgent(load_model("extractive"), await open_tabs([site.url("product")]))
-    events = await ask(agent, "How much does the Aurora X14 Pro cost?")
+    events = await ask(agent, "How much does the Aurora X14 Pro cost, and what is the warranty?")
     result = done(events)
     tokens = [e.text for e in events if isinstance(e, Token)]
     assert len(tokens) > 1, "the answer should arrive as a stream, not one block"
     assert "".join(tokens).strip() == result.answer
-    assert "$1,349.00" in result.answer
+    assert "$1,349.00" in result.answer and "2 years" in result.answer
     assert result.pass_ == 1
     assert [c.tab_id for c in result.citations] == ["1"] or result.citations[0].url.endswith("product.html")
     assert not any(isinstance(e, ToolCall) for e in events), "pass 1 must not use tools"
