@@ -31,8 +31,9 @@ pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
 
 @contextlib.asynccontextmanager
 async def server(**env: str) -> AsyncIterator[ClientSession]:
+    argv = command("mcp")
     params = StdioServerParameters(
-        command=sys.executable, args=command("mcp")[1:], cwd=str(ROOT),
+        command=argv[0], args=argv[1:], cwd=str(ROOT),
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -132,7 +132,8 @@ def test_an_ask_the_daemon_answers_shows_only_the_keys_mask(
 
 @contextlib.asynccontextmanager
 async def mcp_server(env: dict[str, str], errlog: Path) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(command=sys.executable, args=command("-v", "mcp")[1:], cwd=str(ROOT), env=env)
+    argv = command("-v", "mcp")
+    params = StdioServerParameters(command=argv[0], args=argv[1:], cwd=str(ROOT), env=env)
     with errlog.open("w") as err:
         async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as session:
             await session.initialize()

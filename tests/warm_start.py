@@ -19,16 +19,21 @@ CHATAGENT_TEST_COLD_START=1 is set (the same suite, the slow way)."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
+import io
 import json
 import os
+import runpy
 import signal
 import socket
 import struct
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+import traceback
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -157,11 +162,6 @@ def _receive(conn: socket.socket) -> tuple[dict, list[int]]:
 
 def _run(conn: socket.socket, request: dict, fds: list[int]) -> None:
     """In the forked child: become the command its launcher was started as, and exit as it would."""
-    import atexit
-    import io
-    import runpy
-    import threading
-
     signal.set_wakeup_fd(-1)
     for signum in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(signum, signal.SIG_DFL)
@@ -209,22 +209,19 @@ def _run(conn: socket.socket, request: dict, fds: list[int]) -> None:
             print(exc.code, file=sys.stderr)
             code = 1
     except KeyboardInterrupt:
-        import traceback
-
         traceback.print_exc()
         signal.signal(signal.SIGINT, signal.SIG_DFL)
-        _finish(threading, atexit)
+        _finish()
         os.kill(os.getpid(), signal.SIGINT)  # as Python does for an uncaught KeyboardInterrupt
     except BaseException:
-        import traceback
-
         traceback.print_exc()
         code = 1
-    _finish(threading, atexit)
+    _finish()
     os._exit(code & 0xFF)
 
 
-def _finish(threading, atexit) -> None:  # noqa: ANN001 - modules, as the interpreter's own exit runs them
+def _finish() -> None:
+    """What the interpreter does at its exit."""
     threading._shutdown()  # noqa: SLF001 - what the interpreter does at exit: wait for non-daemon threads
     atexit._run_exitfuncs()  # noqa: SLF001
     for stream in (sys.stdout, sys.stderr):
