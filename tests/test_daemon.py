@@ -111,20 +111,24 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def _name(pid: int) -> str:
+def _argv(pid: int) -> list[str]:
     try:
-        return (Path("/proc") / str(pid) / "comm").read_text().strip()
+        return [a.decode(errors="replace") for a in (Path("/proc") / str(pid) / "cmdline").read_bytes().split(b"\0") if a]
     except OSError:
-        return ""
+        return []
 
 
 def browsers(pid: int) -> set[int]:
-    """The browsers the daemon launched: Chromium processes whose parent is
-    not one (renderers come and go with the pages; the browser stays)."""
-    tree = _children()
-    parent = {child: ppid for ppid, kids in tree.items() for child in kids}
-    return {p for p in descendants(pid) if _name(p).startswith(("chrom", "headless"))
-            and not _name(parent.get(p, 0)).startswith(("chrom", "headless"))}
+    """The browsers the daemon launched: its Chromium processes of no `--type=`
+    (renderers, zygotes, GPU and utility processes come and go with the pages;
+    the browser stays). By its own command line, not its parent's name: a
+    renderer's zygote-forked parent exits as it starts."""
+    def is_browser(argv: list[str]) -> bool:
+        exe = os.path.basename(argv[0]) if argv else ""
+        return (exe.startswith(("chrom", "headless")) and not exe.startswith("chrome_crashpad")
+                and not any(a.startswith("--type=") for a in argv))
+
+    return {p for p in descendants(pid) if is_browser(_argv(p))}
 
 
 def alive(pid: int) -> bool:
