@@ -26,6 +26,7 @@ import signal
 import socket
 import sys
 from collections.abc import Sequence
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from . import __version__, startup
@@ -628,7 +629,7 @@ def _main(argv: list[str], early: socket.socket | None) -> int:
     # pages are open) and `mcp` (once its runtime is warm: mcp_server.running).
     if args.handler not in (cmd_ask, cmd_chat, cmd_mcp):
         startup.over()
-    status = run(lambda: args.handler(args), verbose=args.verbose)
+    status = run(partial(args.handler, args), verbose=args.verbose)
     return EXIT_OK if status is None else status
 
 

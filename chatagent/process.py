@@ -16,6 +16,7 @@ import traceback
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
+from . import ctrl_c
 from .errors import ChatAgentError, UsageError
 from .exit_status import EXIT_BROKEN_PIPE, EXIT_FAIL, EXIT_INTERRUPTED, EXIT_NO_ANSWER, EXIT_OK, EXIT_USAGE, INTERRUPTED
 from .scrub import LogScrubber, Secrets, configured
@@ -77,20 +78,30 @@ def answer_status(printer: "EventPrinter") -> int:
     return EXIT_FAIL if printer.failed else EXIT_NO_ANSWER if printer.unanswered else EXIT_OK
 
 
+async def _delivering_ctrl_c(command: Callable[[], Awaitable[int | None]]) -> int | None:
+    # asyncio.run's handler is in place: a first Ctrl-C, held or new, cancels this task.
+    ctrl_c.deliver()
+    return await command()
+
+
 def interrupted() -> None:
     stderr_console().print(safe_text(INTERRUPTED))
 
 
 def run(
-    command: Callable[[], int | None | Awaitable[int | None]], *, verbose: int, secrets: Secrets = configured,
+    command: Callable[[], int | None] | Callable[[], Awaitable[int | None]], *, verbose: int,
+    secrets: Secrets = configured,
 ) -> int | None:
-    """Run a command (sync, or async in a new event loop); its exit status,
-    with its errors told on stderr, `secrets` masked. None if the command
-    returned None."""
+    """Run a command (a function, or a coroutine function run in a new event
+    loop); its exit status, with its errors told on stderr, `secrets` masked.
+    None if the command returned None. Ctrl-C, held through the start
+    (chatagent/ctrl_c.py), is delivered here."""
     try:
-        result = command()
-        if inspect.iscoroutine(result):
-            result = asyncio.run(result)
+        if inspect.iscoroutinefunction(command):
+            result = asyncio.run(_delivering_ctrl_c(command))
+        else:
+            ctrl_c.deliver()
+            result = command()
         return None if result is None else int(result)  # type: ignore[arg-type]
     except KeyboardInterrupt:
         interrupted()

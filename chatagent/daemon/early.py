@@ -24,7 +24,7 @@ import argparse
 import json
 import os
 import socket
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from ..ask_args import ASK_FLAGS, add_agent_args, add_question
@@ -110,18 +110,17 @@ def head_start(argv: Sequence[str]) -> HeadStart | None:
         return None
 
 
-def answer(head: HeadStart, *, loaded: Callable[[], None] = lambda: None) -> int | None:
+def answer(head: HeadStart) -> int | None:
     """The exit status of the ask, when the daemon loaded its settings itself
     (`protocol.Answering`), shown here as `chatagent ask` shows an answer.
     None if the ask must send its settings (the CLI goes on with the socket
     if it is still open: the daemon waits for them there) or answer in its
-    own process. `loaded` is called once what showing an answer needs is imported."""
+    own process."""
     from ..process import answer_status, run, setup_logging
     from ..scrub import NO_SECRETS
     from .client import answer_opened
     from .protocol import Answering, ProtocolError, SettingsNeeded, parse_reply
 
-    loaded()
     sock = head.sock
     try:
         reply = parse_reply(_first_frame(sock))
