@@ -35,6 +35,7 @@ async def chromium_with_extension(
     from playwright.async_api import async_playwright
 
     from chatagent.browser.discovery import find_browser
+    from chatagent.browser.playwright import DISABLE_FEATURES
 
     profile = workdir / "profile"
     hosts = profile / "NativeMessagingHosts"
@@ -59,6 +60,7 @@ async def chromium_with_extension(
                 "--no-sandbox",
                 "--disable-background-networking",
                 "--disable-component-update",
+                DISABLE_FEATURES,  # no address-bar pop-up made ready in each window: no one types there
             ],
             env=dict(env if env is not None else os.environ),
         )

@@ -91,7 +91,8 @@ async def test_the_model_connection_is_open_before_the_first_question(gemini: Ge
         assert (await peer.recv())["type"] == "pong"
         # Nothing asked yet: the host has made the model's client and opened its connection.
         deadline = time.monotonic() + 30
-        while not any(r.method == "GET" for r in gemini.requests):
+        # Recorded as it comes, its status once the reply is sent: wait for both.
+        while not any(r.method == "GET" and r.status is not None for r in gemini.requests):
             assert time.monotonic() < deadline, "the host never warmed its model client"
             await asyncio.sleep(0.05)
         (warm,) = gemini.requests

@@ -42,6 +42,21 @@ from .targets import normalize_target
 
 log = logging.getLogger(__name__)
 
+# Chromium takes the last --disable-features only, and Playwright passes its own
+# first: this one carries Playwright's list, and ours after it.
+DISABLE_FEATURES = "--disable-features=" + ",".join((
+    # Playwright's (its chromiumSwitches.ts; tests/test_browser.py checks that none is dropped).
+    "AvoidUnnecessaryBeforeUnloadCheckSync", "DestroyProfileOnBrowserClose", "HttpsUpgrades",
+    "HttpsFirstBalancedModeAutoEnable", "LensOverlay", "MediaRouter", "PaintHolding",
+    "ThirdPartyStoragePartitioning", "AvoidCorsURLLoaderRestartOnRedirect", "TcpPortRandomizationWin",
+    "OptimizationHints", "NetworkTimeServiceQuerying", "AimEnabled", "PreconnectToSearch",
+    "msForceBrowserSignIn", "msEdgeUpdateLaunchServicesPreferredVersion",
+    # Ours: each window's address-bar pop-up, made ready in a WebUI renderer of its
+    # own before anyone types (Chromium 15x): ~0.6 s of CPU at each launch, more with
+    # each window, for a bar no headless browser shows.
+    "WebUIOmniboxPopup", "WebUIOmniboxAimPopup",
+))
+
 # Flags for a closed network and unattended use: no update checks, no sync,
 # no first-run UI; nothing that phones home and stalls on a refused connection.
 LAUNCH_ARGS = (
@@ -59,6 +74,7 @@ LAUNCH_ARGS = (
     "--mute-audio",
     "--metrics-recording-only",
     "--password-store=basic",
+    DISABLE_FEATURES,
 )
 
 # Playwright switches Chromium's pop-up blocker off; a page looping
