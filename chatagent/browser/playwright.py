@@ -45,7 +45,7 @@ log = logging.getLogger(__name__)
 # Chromium takes the last --disable-features only, and Playwright passes its own
 # first: this one carries Playwright's list, and ours after it.
 DISABLE_FEATURES = "--disable-features=" + ",".join((
-    # Playwright's (its chromiumSwitches.ts; tests/test_browser.py checks that none is dropped).
+    # Playwright's, as of 1.65 (its chromiumSwitches.ts; tests/test_browser.py checks that none is dropped).
     "AvoidUnnecessaryBeforeUnloadCheckSync", "DestroyProfileOnBrowserClose", "HttpsUpgrades",
     "HttpsFirstBalancedModeAutoEnable", "LensOverlay", "MediaRouter", "PaintHolding",
     "ThirdPartyStoragePartitioning", "AvoidCorsURLLoaderRestartOnRedirect", "TcpPortRandomizationWin",
