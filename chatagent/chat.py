@@ -147,7 +147,7 @@ class ChatSession:
         tabs = list(self.tabs)
         if self.live_tabs:
             browser = await self.runtime.browser()
-            tabs[:0] = [t for t in browser.existing_tabs() if t.tab_id not in self.hidden]
+            tabs[:0] = [t for t in await browser.existing_tabs() if t.tab_id not in self.hidden]
         self.conversation.history.labels.assign(tabs)  # /tabs shows the numbers the model will see
         return tabs
 

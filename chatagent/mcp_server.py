@@ -166,7 +166,7 @@ class PageTools:
         self._listed = {}
         out: list[ListedTab] = []
         unavailable: list[UnavailableTab] = []
-        for tab in browser.existing_tabs():
+        for tab in await browser.existing_tabs():
             snap = await self.runtime.builder.snapshot(tab)
             if isinstance(snap, TabFailure):  # said, not left out: the caller would not know the tab is there
                 unavailable.append(

@@ -227,7 +227,7 @@ class Runtime:
         `TabFailure` in its slot."""
         browser = await self.browser()
         if not targets:
-            tabs = browser.existing_tabs()
+            tabs = await browser.existing_tabs()
             if not tabs:
                 where = f"The browser at {self.settings.cdp}" if self.settings.cdp else "The browser"
                 raise ChatAgentError(f"{where} has no open tabs to read.")

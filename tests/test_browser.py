@@ -18,6 +18,7 @@ from chatagent.errors import BrowserNotFoundError, TabError, ToolError
 from chatagent.extraction import extract_snapshot
 
 from conftest import ROOT, Site, record_evaluate
+from test_context_cli import running_chrome  # noqa: F401 - a fixture
 
 LAZY_FACT = "The warehouse code is ZX-4471"
 
@@ -436,3 +437,20 @@ def test_the_browser_hanging_up_on_a_local_file_prints_no_traceback(
     finally:
         files.close()
     assert "Traceback" not in capfd.readouterr().err
+
+
+async def test_a_tab_another_client_just_opened_is_among_the_users_tabs(running_chrome: str) -> None:
+    """Attached to the user's browser, the tabs listed for a question include one
+    the user, or another agent's browser tool, opened a moment before: Playwright
+    tells of such a page only once it has set it up (`PlaywrightBrowser._caught_up`)."""
+    ours = await PlaywrightBrowser.connect_cdp(running_chrome)
+    theirs = await PlaywrightBrowser.connect_cdp(running_chrome)
+    try:
+        assert len(await ours.existing_tabs()) == 1
+        cdp = await theirs._browser.new_browser_cdp_session()  # noqa: SLF001 - a tool speaking CDP itself
+        for opened in range(1, 9):
+            await cdp.send("Target.createTarget", {"url": "about:blank"})  # returns once the page exists
+            assert len(await ours.existing_tabs()) == 1 + opened
+    finally:
+        await theirs.close()
+        await ours.close()

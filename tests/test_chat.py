@@ -153,7 +153,7 @@ async def test_ctrl_c_stops_one_answer_and_leaves_the_browser_and_extraction_wor
 async def test_navigation_between_questions_is_noticed(gemini: GeminiServer, site: Site, running_chrome: str) -> None:
     users_chrome = await PlaywrightBrowser.connect_cdp(running_chrome)
     try:
-        (tab,) = users_chrome.existing_tabs()
+        (tab,) = await users_chrome.existing_tabs()
         assert isinstance(tab, PlaywrightTab)
         await tab.page.wait_for_load_state()
         gemini.enqueue(*[TextReply(text="It was founded long ago [Tab 1].")] * 3)
@@ -286,7 +286,7 @@ async def test_chat_over_cdp_without_urls_reads_the_tabs_opened_after_it_started
 ) -> None:
     users_chrome = await PlaywrightBrowser.connect_cdp(running_chrome)
     try:
-        (tab,) = users_chrome.existing_tabs()
+        (tab,) = await users_chrome.existing_tabs()
         assert isinstance(tab, PlaywrightTab)
         await tab.page.wait_for_load_state()
         gemini.enqueue(*[TextReply(text="Long ago [Tab 1].")] * 3)

@@ -143,7 +143,7 @@ async def test_a_pdf_open_in_the_users_own_browser_is_read(where: str, site: Sit
     try:
         page = users_chrome.context.pages[0]
         await page.goto(site.url("report.pdf") if where == "http" else site.path("report.pdf").as_uri())
-        (tab,) = users_chrome.existing_tabs()
+        (tab,) = await users_chrome.existing_tabs()
         ex = await Extractor().extract(await tab.snapshot())
     finally:
         await users_chrome.close()

@@ -119,7 +119,7 @@ async def test_a_users_own_local_tab_that_moves_to_an_unnamed_file_is_refused(
     raw = await chromium.context.new_page()
     try:
         await raw.goto(page.as_uri())
-        (tab,) = [t for t in chromium.existing_tabs() if isinstance(t, PlaywrightTab) and t.page is raw]
+        (tab,) = [t for t in await chromium.existing_tabs() if isinstance(t, PlaywrightTab) and t.page is raw]
         assert "My own page" in (await tab.snapshot()).visible_text
         await raw.goto(secret.as_uri())
         with pytest.raises(TabError, match="did not name"):

@@ -154,7 +154,7 @@ class Browser(abc.ABC):
         """`slots`: a bound on tabs open at once that these count against
         (`chatagent.browser.slots`); `waiting` is told while the call waits its turn."""
 
-    def existing_tabs(self) -> list[Tab]:
+    async def existing_tabs(self) -> list[Tab]:
         """The tabs already open in the browser (attached to the user's own
         browser: their tabs); none for a browser started empty."""
         return []

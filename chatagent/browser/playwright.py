@@ -81,6 +81,9 @@ LAUNCH_ARGS = (
 # window.open() then fills memory with windows. Keep the blocker.
 IGNORE_DEFAULT_ARGS = ("--disable-popup-blocking",)
 
+# How long listing a user's tabs waits for one Playwright has not told of yet (`existing_tabs`).
+CAUGHT_UP_S = 2.0
+
 VIEWPORT = {"width": 1280, "height": 900}
 _TEXTUAL_TYPES = ("text/", "application/xhtml", "application/xml", "application/json", "image/svg")
 PDF_TYPE = "application/pdf"
@@ -624,10 +627,12 @@ class PlaywrightBrowser(Browser):
         self._next_id += 1
         return tab_id
 
-    def existing_tabs(self) -> list[Tab]:
+    async def existing_tabs(self) -> list[Tab]:
         """The pages open that we did not open (over CDP: the user's own tabs),
         the same Tab for a page every time. A local file one of them showed when
         first listed counts as named; nothing it goes to later does."""
+        if not self._owned:
+            await self._caught_up()
         self._adopted = {p: t for p, t in self._adopted.items() if not p.is_closed()}
         tabs: list[Tab] = []
         for p in self.context.pages:
@@ -640,6 +645,27 @@ class PlaywrightBrowser(Browser):
                 )
             tabs.append(self._adopted[p])
         return tabs
+
+    async def _caught_up(self) -> None:
+        """Playwright tells of a page someone else opened (the user, another
+        agent's browser tool) once it has set the page up, a moment after the
+        page exists: a tab opened just before a question would be left out of
+        it. So the pages the browser has in the user's context are counted, and
+        waited for until Playwright has them too, `CAUGHT_UP_S` at most."""
+        session = await self._browser.new_browser_cdp_session()
+        try:
+            others = set((await session.send("Target.getBrowserContexts"))["browserContextIds"])
+            targets = (await session.send("Target.getTargets"))["targetInfos"]
+        except PlaywrightError:
+            return  # a browser that will not say: the tabs Playwright has are the tabs
+        finally:
+            with suppress(PlaywrightError):
+                await session.detach()
+        pages = sum(1 for t in targets if t["type"] == "page" and not t.get("subtype")  # not a prerender
+                    and t.get("browserContextId") not in others and not t["url"].startswith("devtools:"))
+        deadline = asyncio.get_running_loop().time() + CAUGHT_UP_S
+        while len(self.context.pages) < pages and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.02)
 
     async def open_tabs(
         self, targets: list[str], *, timeout_s: float | None = None, slots: TabSlots | None = None,
