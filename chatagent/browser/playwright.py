@@ -652,19 +652,24 @@ class PlaywrightBrowser(Browser):
         page exists: a tab opened just before a question would be left out of
         it. So the pages the browser has in the user's context are counted, and
         waited for until Playwright has them too, `CAUGHT_UP_S` at most."""
-        session = await self._browser.new_browser_cdp_session()
         try:
-            others = set((await session.send("Target.getBrowserContexts"))["browserContextIds"])
-            targets = (await session.send("Target.getTargets"))["targetInfos"]
+            session = await self._browser.new_browser_cdp_session()
+            try:
+                others = set((await session.send("Target.getBrowserContexts"))["browserContextIds"])
+                targets = (await session.send("Target.getTargets"))["targetInfos"]
+            finally:
+                with suppress(PlaywrightError):
+                    await session.detach()
         except PlaywrightError:
-            return  # a browser that will not say: the tabs Playwright has are the tabs
-        finally:
-            with suppress(PlaywrightError):
-                await session.detach()
+            return  # a browser that will not say (or is gone): the tabs Playwright has are the tabs
         pages = sum(1 for t in targets if t["type"] == "page" and not t.get("subtype")  # not a prerender
                     and t.get("browserContextId") not in others and not t["url"].startswith("devtools:"))
-        deadline = asyncio.get_running_loop().time() + CAUGHT_UP_S
-        while len(self.context.pages) < pages and asyncio.get_running_loop().time() < deadline:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + CAUGHT_UP_S
+        while len(self.context.pages) < pages:
+            if loop.time() >= deadline:
+                log.debug("the browser has %d pages, Playwright told of %d", pages, len(self.context.pages))
+                return
             await asyncio.sleep(0.02)
 
     async def open_tabs(
