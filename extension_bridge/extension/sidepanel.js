@@ -359,16 +359,19 @@ async function saveSettings(values, { said = "Saved", fill = fillSettingsForm } 
 let settingsTouched = false;
 const LOADING_SETTINGS = "Loading the settings…";
 
+// What the host says is wrong with the settings (a missing key), or nothing.
+function showSettingsProblem(msg) {
+  els.settingsMessage.dataset.kind = msg.problem ? "error" : "";
+  els.settingsMessage.textContent = msg.problem || "";
+}
+
 function openSettings() {
   settingsTouched = false;
   els.settingsMessage.textContent = "";
   els.settingsMessage.dataset.kind = "";
   if (hostSettings) {
     fillSettingsForm(hostSettings);
-    if (hostSettings.problem) {
-      els.settingsMessage.dataset.kind = "error";
-      els.settingsMessage.textContent = hostSettings.problem;
-    }
+    showSettingsProblem(hostSettings);
   } else if (hostState.state === "error") {
     els.settingsMessage.dataset.kind = "error";
     els.settingsMessage.textContent = `Settings are kept by the chatagent host, which is not available. ${hostState.message}`;
@@ -382,10 +385,7 @@ function openSettings() {
     request({ type: "settings_get" }).then((msg) => {
       if (settingsTouched) showKeys(msg);
       else fillSettingsForm(msg);
-      if (els.settingsMessage.textContent === LOADING_SETTINGS) {
-        els.settingsMessage.dataset.kind = msg.problem ? "error" : "";
-        els.settingsMessage.textContent = msg.problem || "";
-      }
+      if (els.settingsMessage.textContent === LOADING_SETTINGS) showSettingsProblem(msg);
       checkServer(false);
     }, () => {});
   } else if (hostState.state !== "error") checkServer(false);
