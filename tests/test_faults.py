@@ -95,6 +95,18 @@ async def test_a_tab_whose_page_hangs_is_given_up_on_and_the_others_answer(
     assert isinstance(events[-1], Done) and "$1,349.00" in events[-1].answer
 
 
+async def test_a_tab_whose_page_loaded_slowly_is_given_longer_to_answer_before_it_is_given_up_on(
+    site: Site, open_tabs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a busy machine a slow load means a slow read: a tab whose page took 2 s to
+    load is read though it stays busy longer than a quickly loaded tab would be waited for."""
+    monkeypatch.setattr(pw_backend, "SNAPSHOT_TIMEOUT_S", 1.0)
+    [tab] = await open_tabs([site.url("/delayed") + "?s=2"])
+    assert isinstance(tab, PlaywrightTab)
+    await tab.page.evaluate("setTimeout(() => { const end = Date.now() + 3000; while (Date.now() < end) {} }, 0)")
+    assert "$1,349.00" in (await tab.snapshot()).visible_text
+
+
 async def test_pages_that_are_not_pages_get_notes_and_the_good_tab_answers(
     site: Site, open_tabs, closed_port_url: str
 ) -> None:

@@ -231,8 +231,14 @@ _SETTLE_QUIET_JS = """
 """.replace("__WATCHER__", _TEXT_WATCHER_FN)
 
 # A page whose script hogs its main thread answers no evaluate(): give up on
-# it after this long instead of holding every other tab's answer hostage.
+# it after this long instead of holding every other tab's answer hostage. A tab
+# we loaded gets SNAPSHOT_PATIENCE times as long as its load took, if that is
+# longer: on a busy machine (a browser server under load, a test suite) a slow
+# load means a slow read, up to 3 times as long for a big page (the read lays the
+# page out, which DOMContentLoaded does not wait for), while a page whose script
+# hangs was loaded as fast as any other.
 SNAPSHOT_TIMEOUT_S = 10.0
+SNAPSHOT_PATIENCE = 5.0
 NAVIGATION_REREADS = 3  # a page that navigated while it was read is read again, this many times at most
 SCROLL_TIMEOUT_S = 15.0
 
@@ -264,10 +270,11 @@ class PlaywrightTab(Tab):
         self, tab_id: str, page: Page, notes: list[str] | None = None, *,
         local_files: frozenset[str] = frozenset(), display_url: Callable[[str], str] = str,
         status: tuple[int, str] | None = None, close_popups: bool = True, pdf: bool = False,
-        sizes: _ResponseSizes | None = None,
+        sizes: _ResponseSizes | None = None, load_s: float = 0.0,
     ) -> None:
         self.tab_id = tab_id
         self.page = page
+        self._load_s = load_s  # how long its page took to load here (0: loaded elsewhere, a user's tab)
         self._sizes = sizes  # counts its responses' bytes; one too large closes the page
         self._load_notes = list(notes or [])
         self._once_notes: list[str] = []  # said with the next snapshot only
@@ -361,14 +368,15 @@ class PlaywrightTab(Tab):
             raise TabError(gone)
         if self._pdf_loaded or self._pdf_view() is not None:
             return await self._pdf_snapshot()
+        patience = max(SNAPSHOT_TIMEOUT_S, SNAPSHOT_PATIENCE * self._load_s)
         try:
             # One CDP round trip (and one per frame shown), and no HTML moved when nothing changed.
-            async with asyncio.timeout(SNAPSHOT_TIMEOUT_S):
+            async with asyncio.timeout(patience):
                 data, url = await self._read()
         except TimeoutError:
             raise TabError(
                 f"{self.name_and_url} is not responding: its page has been busy "
-                f"for over {SNAPSHOT_TIMEOUT_S:g} s."
+                f"for over {patience:.0f} s."
             ) from None
         except PlaywrightError as exc:
             raise TabError(self._gone() or f"{self.name_and_url} could not be read: {_short(exc)}") from exc
@@ -777,6 +785,7 @@ class PlaywrightBrowser(Browser):
                 return None
             return TabFailure(tab_id=tab_id, url=url, code="too_large", message=sizes.over.not_loaded(url))
 
+        started = asyncio.get_running_loop().time()
         with _TextRequests(page) as requests:  # from before the first request
             try:
                 # The HTML parsed is enough to start from: "load" would wait for every image and frame.
@@ -821,7 +830,7 @@ class PlaywrightBrowser(Browser):
             return failure
         status = (response.status, response.status_text) if response is not None else None
         return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf,
-                             sizes=sizes)
+                             sizes=sizes, load_s=asyncio.get_running_loop().time() - started)
 
     async def _new_page(self) -> Page:
         """A page for a tab about to open: the one made ahead, if it is still there."""
