@@ -26,6 +26,13 @@ counts as a failed call.
 The limit: the same pages read by plain Playwright from the same browser
 server, `clients` pages at once (load, then the body's text), as fast as it
 allows. Skipped, saying why, where HAProxy is not installed.
+
+Layout: by default every process shares the machine's CPUs, so the replicas'
+own work (extraction above all) takes CPU the browser then lacks. With
+`--browser-cpus 0`, the browser server and its browser run on CPU 0 only and
+everything else (the replicas, HAProxy, the clients, plain Playwright's
+client) on the others, as a deployment runs its browser servers on machines
+of their own: the limit is then what that browser server allows.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -241,10 +248,41 @@ async def _scenario(ws: str, browser_pid: int, n_replicas: int, urls: list[list[
 SCENARIOS = {"1 replica": (1, False), "2 replicas": (2, False), "2 replicas, one stopped": (2, True)}
 
 
+class LayoutError(ValueError):
+    """CPUs for the browser server that this process cannot give it, or that leave none for the rest."""
+
+
+@contextlib.contextmanager
+def _layout(browser_cpus: frozenset[int] | None) -> Iterator[frozenset[int] | None]:
+    """This process (and so the replicas, HAProxy and the clients it starts) on the
+    CPUs `browser_cpus` leaves, for the `with` block; yields those (None: no layout)."""
+    if not browser_cpus:
+        yield None
+        return
+    mine = frozenset(os.sched_getaffinity(0))
+    rest = mine - browser_cpus
+    if not browser_cpus <= mine:
+        raise LayoutError(f"--browser-cpus {_cpu_list(browser_cpus)}: CPU {_cpu_list(browser_cpus - mine)} is not "
+                          f"one this benchmark may use ({_cpu_list(mine)}).")
+    if not rest:
+        raise LayoutError(f"--browser-cpus {_cpu_list(browser_cpus)} leaves no CPU for the replicas and the clients "
+                          f"(this benchmark may use {_cpu_list(mine)}).")
+    os.sched_setaffinity(0, rest)
+    try:
+        yield rest
+    finally:
+        os.sched_setaffinity(0, mine)
+
+
+def _cpu_list(cpus: frozenset[int]) -> str:
+    return ",".join(map(str, sorted(cpus)))
+
+
 async def run_scale(data_dir: Path = DEFAULT_DATA_DIR, clients: int = 32, calls: int = 3,
                     pages: int = 24, max_tabs: int = MAX_TABS, scenarios: tuple[str, ...] = tuple(SCENARIOS),
-                    ) -> dict[str, Any]:
-    """The load benchmark's figures; {"skipped": why} without HAProxy."""
+                    browser_cpus: frozenset[int] | None = None) -> dict[str, Any]:
+    """The load benchmark's figures; {"skipped": why} without HAProxy. `browser_cpus`:
+    the browser server on those CPUs alone, everything else on the others (see the layout above)."""
     if haproxy_path() is None:
         return {"skipped": NO_HAPROXY}
     chosen = sample(sorted({q.page for q in load_wtq(data_dir)}), pages)
@@ -252,7 +290,9 @@ async def run_scale(data_dir: Path = DEFAULT_DATA_DIR, clients: int = 32, calls:
     out: dict[str, Any] = {"config": {"clients": clients, "calls_per_client": calls, "pages": len(chosen),
                                       "max_tabs": max_tabs},
                            "machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
-    with PageServer() as site, tempfile.TemporaryDirectory() as tmp:
+    with _layout(browser_cpus) as rest, PageServer() as site, tempfile.TemporaryDirectory() as tmp:
+        if rest is not None:
+            out["config"]["layout"] = {"browser_cpus": sorted(browser_cpus or ()), "other_cpus": sorted(rest)}
         base = [site.file_url(data_dir / p) for p in chosen]
         fresh = iter(range(1, 10**9))
 
@@ -262,7 +302,7 @@ async def run_scale(data_dir: Path = DEFAULT_DATA_DIR, clients: int = 32, calls:
 
         # The defaults, whatever the user's settings file says.
         env = {"CHATAGENT_CONFIG": str(Path(tmp) / "config.toml"), "CHATAGENT_MAX_TABS": str(max_tabs)}
-        async with playwright_browser_server(OFFLINE_ARGS) as server:
+        async with playwright_browser_server(OFFLINE_ARGS, cpus=browser_cpus) as server:
             out["plain_playwright"] = await _plain_playwright(server.ws, plan())
             out["scenarios"] = {}
             for name in scenarios:
@@ -307,8 +347,12 @@ def report(result: dict[str, Any]) -> str:
 
     rows = [row("plain Playwright (the limit)", result["plain_playwright"])]
     rows += [row(name, s) for name, s in result["scenarios"].items()]
+    layout = c.get("layout")
     lines = [f"{c['clients']} concurrent MCP clients × {c['calls_per_client']} `read_pages` calls, one page each, "
-             f"over {c['pages']} WTQ pages; max_tabs {c['max_tabs']} per replica.", "",
+             f"over {c['pages']} WTQ pages; max_tabs {c['max_tabs']} per replica.",
+             f"Layout: the browser server on CPU {_cpu_list(frozenset(layout['browser_cpus']))}, everything else "
+             f"on CPU {_cpu_list(frozenset(layout['other_cpus']))}." if layout else
+             "Layout: every process shares the machine's CPUs.", "",
              md_table(head, rows), ""]
     for name, s in result["scenarios"].items():
         if s["stopped"]:
@@ -321,6 +365,16 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _cpus(text: str) -> frozenset[int]:
+    try:
+        cpus = frozenset(int(c) for c in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of CPU numbers (e.g. 0 or 0,1)") from None
+    if not cpus or min(cpus) < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a list of CPU numbers (e.g. 0 or 0,1)")
+    return cpus
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m benchmarks.scale", description=__doc__.split("\n\n")[0])
     p.add_argument("--clients", type=int, default=32)
@@ -328,9 +382,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pages", type=int, default=24, help="WTQ pages read (each read a fresh copy)")
     p.add_argument("--max-tabs", type=int, default=MAX_TABS, help="each replica's max_tabs setting")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
+    p.add_argument("--browser-cpus", type=_cpus, metavar="LIST",
+                   help="run the browser server on these CPUs only (e.g. 0 or 0,1) and everything else on the others")
     p.add_argument("--out", type=Path, help="also write the raw figures as JSON here")
     args = p.parse_args(argv)
-    result = asyncio.run(run_scale(args.data, args.clients, args.calls, args.pages, args.max_tabs))
+    try:
+        result = asyncio.run(run_scale(args.data, args.clients, args.calls, args.pages, args.max_tabs,
+                                       browser_cpus=args.browser_cpus))
+    except LayoutError as exc:
+        p.error(str(exc))
     print(report(result))
     if args.out:
         args.out.write_text(json.dumps(result, indent=1, default=str) + "\n")

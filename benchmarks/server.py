@@ -210,12 +210,15 @@ class BrowserServer(NamedTuple):
 
 
 @asynccontextmanager
-async def playwright_browser_server(extra_args: Sequence[str] = ()) -> AsyncIterator[BrowserServer]:
+async def playwright_browser_server(
+    extra_args: Sequence[str] = (), cpus: frozenset[int] | None = None,
+) -> AsyncIterator[BrowserServer]:
     """A Playwright browser server started as the README says, on a machine
     whose only browser is the system Chromium: `python -m playwright
     launch-server --browser chromium --config FILE`, FILE naming the
     executable. Yields the endpoint it prints (ws://127.0.0.1:PORT/RANDOM,
-    for `browser_ws`) and its process; stops it, and its browser, afterwards."""
+    for `browser_ws`) and its process; stops it, and its browser, afterwards.
+    `cpus`: the only CPUs it and its browser run on (every process it starts inherits them)."""
     import asyncio
     import json
     import os
@@ -232,6 +235,7 @@ async def playwright_browser_server(extra_args: Sequence[str] = ()) -> AsyncIter
             sys.executable, "-m", "playwright", "launch-server", "--browser", "chromium", "--config", str(config),
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,  # its own process group: the Python launcher, the Node server, the browser
+            preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None,
         )
         try:
             assert proc.stdout

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import os
 import socket
 import statistics
 import struct
@@ -305,3 +306,20 @@ def test_offline_deciding_evidence_and_verdicts() -> None:
     assert not states_answer("No.", "yes", "Are both X and Y dogs?", ("X", "Y"), "")
     assert states_answer("Tikkun is a magazine. [Tab 1]", "magazine", "Tikkun and Moment are both what?",
                          ("Tikkun", "Moment (magazine)"), "")
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs: one for the browser server, one for the rest")
+def test_the_load_benchmarks_layout_runs_the_rest_on_the_cpus_the_browser_server_leaves() -> None:
+    from benchmarks.scale import LayoutError, _layout
+
+    cpus = frozenset(os.sched_getaffinity(0))
+    browser = frozenset({min(cpus)})
+    with _layout(browser) as rest:
+        assert rest == cpus - browser and os.sched_getaffinity(0) == rest
+    assert os.sched_getaffinity(0) == cpus, "as it was, afterwards"
+    with pytest.raises(LayoutError, match="leaves no CPU for the replicas"), _layout(cpus):
+        pass
+    with pytest.raises(LayoutError, match="is not one this benchmark may use"), _layout(frozenset({max(cpus) + 1})):
+        pass
+    with _layout(None) as none:
+        assert none is None and os.sched_getaffinity(0) == cpus

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
 import threading
 from collections.abc import AsyncIterator, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -115,3 +117,33 @@ async def test_a_replica_stopped_mid_call_answers_it_and_takes_no_new_call() -> 
     assert not result.is_error, result.content
     assert "arrived whole" in result.structured_content["pages"][0]["text"]
     assert status == 143
+
+
+def _threads(pid: int) -> list[int]:
+    try:
+        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:  # gone meanwhile
+        return []
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs: one for the browser server, one for the rest")
+async def test_a_browser_server_given_a_cpu_runs_every_process_of_its_browser_there(site: Site) -> None:
+    """The load benchmark's deployment layout (`--browser-cpus`): the browser server, its
+    browser and the renderer of a page opened through it all run on the CPU it was given."""
+    from playwright.async_api import async_playwright
+
+    from benchmarks.scale import Sampler
+    from benchmarks.server import playwright_browser_server
+
+    cpu = min(os.sched_getaffinity(0))
+    async with playwright_browser_server(cpus=frozenset({cpu})) as server, async_playwright() as pw:
+        browser = await pw.chromium.connect(server.ws)
+        page = await browser.new_page()
+        await page.goto(site.url("product"))
+        tree = Sampler._tree([server.pid])  # noqa: SLF001 - the benchmark's own walk of a process tree
+        cmdlines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in tree if Path(f"/proc/{pid}/cmdline").exists()]
+        placed = {tid: os.sched_getaffinity(tid) for pid in tree for tid in _threads(pid)}
+        await browser.close()
+    assert any(b"--type=renderer" in c for c in cmdlines), "the page's renderer is in the server's tree"
+    assert placed and all(cpus == {cpu} for cpus in placed.values()), placed
+    assert os.sched_getaffinity(0) != {cpu}, "the test's own process stays where it was"
