@@ -83,12 +83,19 @@ OWNER_CHECK_S = 1.0  # how often an extraction worker checks that its owner is a
 MAX_EXTRACTION_WORKERS = 4
 # At the start of a class or id word: "plainrowheaders" (a data table's class) is no header.
 _NAV_TABLE = re.compile(r"(?<![a-z])(?:nav|menu|footer|header|sidebar|metadata|persondata|breadcrumb|toc|mbox|ambox)", re.I)
-_NAV_ANCESTORS = "ancestor::nav or ancestor::footer or ancestor::header or ancestor::aside or ancestor::*[@role='navigation']"
-_DROP_IN_CELLS = "|".join(
+# Compiled once: a WTQ page has ~600 table cells, each looked into.
+_IN_NAV = etree.XPath(
+    "boolean(ancestor::nav or ancestor::footer or ancestor::header or ancestor::aside or ancestor::*[@role='navigation'])"
+)
+_DROP_IN_CELLS = etree.XPath("|".join(
     [".//script", ".//style", ".//noscript", ".//template",
      ".//sup[contains(concat(' ', normalize-space(@class), ' '), ' reference ')]",
      ".//*[contains(concat(' ', normalize-space(@style), ' '), 'display:none')]"]
-)
+))
+_ROWS = etree.XPath(ROWS)
+_ROW_CELLS = etree.XPath("./th|./td")
+_CAPTION = etree.XPath("./caption")
+_LEAF_TABLES = etree.XPath("//table[not(.//table)]")
 # A table cell's sort key ("Theil, Anders" before "Anders Theil"): the site's stylesheet
 # hides it (MediaWiki's `sortkey`), which trafilatura cannot know, so it would read
 # "Theil, AndersAnders Theil". Not rendered where the stylesheet loads: dropped.
@@ -299,7 +306,7 @@ def _tidy(text: str) -> str:
 
 
 def _cell_text(cell: etree._Element) -> str:
-    for bad in cell.xpath(_DROP_IN_CELLS):
+    for bad in _DROP_IN_CELLS(cell):
         bad.drop_tree()
     text = _WS.sub(" ", cell.text_content()).strip()
     return text.replace("|", "/")  # a pipe would break the markdown row
@@ -308,8 +315,8 @@ def _cell_text(cell: etree._Element) -> str:
 def _table_markdown(table: etree._Element) -> tuple[str, list[list[str]]] | None:
     """A data table as markdown rows (first row = header) plus its rows' cells; None for layout/nav tables."""
     rows: list[list[str]] = []
-    for tr in table.xpath(ROWS):
-        cells = [_cell_text(c) for c in tr.xpath("./th|./td")]
+    for tr in _ROWS(table):
+        cells = [_cell_text(c) for c in _ROW_CELLS(tr)]
         if any(len(c) > MAX_CELL_CHARS for c in cells):
             return None
         if any(cells):
@@ -317,7 +324,7 @@ def _table_markdown(table: etree._Element) -> tuple[str, list[list[str]]] | None
     if len(rows) < 2 or max(len(r) for r in rows) < 2:
         return None
     lines = [join_row(r) for r in rows]
-    caption = table.xpath("./caption")
+    caption = _CAPTION(table)
     if caption:
         lines.insert(0, _WS.sub(" ", caption[0].text_content()).strip())
     return "\n".join(lines), rows
@@ -336,10 +343,10 @@ def _missed_tables(doc: lxml.html.HtmlElement, main: str) -> list[str]:
     """Data tables in `doc` that the main text lacks, as markdown blocks in page order."""
     haystack = _norm(main)
     out: list[str] = []
-    for table in doc.xpath("//table[not(.//table)]"):
+    for table in _LEAF_TABLES(doc):
         if _NAV_TABLE.search(f"{table.get('class', '')} {table.get('id', '')} {table.get('role', '')}"):
             continue
-        if table.xpath(_NAV_ANCESTORS):
+        if _IN_NAV(table):
             continue
         heading = _heading_before(table)
         rendered = _table_markdown(table)
