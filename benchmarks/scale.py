@@ -1,7 +1,7 @@
 """Load benchmark: `chatagent mcp --http` replicas behind HAProxy, sharing one
 Playwright browser server, under N concurrent MCP clients.
 
-    python -m benchmarks.scale [--clients 32] [--calls 3] [--pages 24] [--out FILE.json]
+    python -m benchmarks.scale [--clients 32] [--calls 3] [--pages 24] [--browser-cpus LIST | --shared] [--out FILE.json]
 
 Setup, all on loopback: WikiTableQuestions pages (`../shared/data`) served by
 `benchmarks.server.PageServer`; one browser server started as the README says
@@ -27,12 +27,13 @@ The limit: the same pages read by plain Playwright from the same browser
 server, `clients` pages at once (load, then the body's text), as fast as it
 allows. Skipped, saying why, where HAProxy is not installed.
 
-Layout: by default every process shares the machine's CPUs, so the replicas'
-own work (extraction above all) takes CPU the browser then lacks. With
-`--browser-cpus 0`, the browser server and its browser run on CPU 0 only and
-everything else (the replicas, HAProxy, the clients, plain Playwright's
-client) on the others, as a deployment runs its browser servers on machines
-of their own: the limit is then what that browser server allows.
+Layout: as a deployment runs its browser servers on machines of their own,
+the browser server and its browser run on one CPU (the first this process may
+use; `--browser-cpus LIST` for others) and everything else (the replicas,
+HAProxy, the clients, plain Playwright's client) on the rest: the limit is
+then what that browser server allows. With `--shared` (or on one CPU) every
+process shares every CPU, so the replicas' own work, extraction above all,
+takes CPU the browser then lacks.
 """
 
 from __future__ import annotations
@@ -274,6 +275,12 @@ def _layout(browser_cpus: frozenset[int] | None) -> Iterator[frozenset[int] | No
         os.sched_setaffinity(0, mine)
 
 
+def deployment_layout() -> frozenset[int] | None:
+    """The browser server's CPUs by default: the first this process may use, if it may use another; else None (shared)."""
+    cpus = sorted(os.sched_getaffinity(0))
+    return frozenset(cpus[:1]) if len(cpus) > 1 else None
+
+
 def _cpu_list(cpus: frozenset[int]) -> str:
     return ",".join(map(str, sorted(cpus)))
 
@@ -382,13 +389,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pages", type=int, default=24, help="WTQ pages read (each read a fresh copy)")
     p.add_argument("--max-tabs", type=int, default=MAX_TABS, help="each replica's max_tabs setting")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
-    p.add_argument("--browser-cpus", type=_cpus, metavar="LIST",
-                   help="run the browser server on these CPUs only (e.g. 0 or 0,1) and everything else on the others")
+    layout = p.add_mutually_exclusive_group()
+    layout.add_argument("--browser-cpus", type=_cpus, metavar="LIST",
+                        help="run the browser server on these CPUs only (e.g. 0 or 0,1) and everything else on the "
+                             "others (default: the first CPU, where there are two or more)")
+    layout.add_argument("--shared", action="store_true", help="run every process on every CPU")
     p.add_argument("--out", type=Path, help="also write the raw figures as JSON here")
     args = p.parse_args(argv)
     try:
         result = asyncio.run(run_scale(args.data, args.clients, args.calls, args.pages, args.max_tabs,
-                                       browser_cpus=args.browser_cpus))
+                                       browser_cpus=None if args.shared else args.browser_cpus or deployment_layout()))
     except LayoutError as exc:
         p.error(str(exc))
     print(report(result))

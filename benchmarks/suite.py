@@ -61,7 +61,7 @@ from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
 from .realistic import bench_realistic, goals as realistic_goals
 from .report import SCENARIOS, machine, markdown_report, plural, print_summary, progress_bar
-from .scale import run_scale
+from .scale import deployment_layout, run_scale
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import finite
 
@@ -198,7 +198,8 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
         if plan.latency_fixtures:
             result["scale"] = {"skipped": "a sample (--limit) leaves it out: `python -m benchmarks.scale` runs it"}
         else:
-            result["scale"] = await run_scale(plan.data_dir, *((16, 2, 12) if plan.quick else (32, 3, 24)))
+            result["scale"] = await run_scale(plan.data_dir, *((16, 2, 12) if plan.quick else (32, 3, 24)),
+                                              browser_cpus=deployment_layout())
         progress.advance(overall)
     result["machine"]["loadavg"] = machine()["loadavg"]
     result["wall_s"] = time.perf_counter() - started

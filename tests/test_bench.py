@@ -323,3 +323,19 @@ def test_the_load_benchmarks_layout_runs_the_rest_on_the_cpus_the_browser_server
         pass
     with _layout(None) as none:
         assert none is None and os.sched_getaffinity(0) == cpus
+
+
+def test_cpu_per_page_tells_the_processes_of_a_page_read_apart() -> None:
+    from benchmarks.cpu_per_page import _kind
+
+    assert _kind("/usr/lib/chromium/chromium --headless --remote-debugging-pipe about:blank ") == "Chromium browser"
+    assert _kind("/usr/lib/chromium/chromium --type=renderer --lang=en-US ") == "Chromium renderers"
+    assert _kind("/usr/lib/chromium/chromium --type=zygote --no-zygote-sandbox ") == "Chromium renderers"
+    assert _kind("/usr/lib/chromium/chromium --type=gpu-process --headless ") == "Chromium, other"
+    assert _kind(".venv/lib/python3.11/site-packages/playwright/driver/node .../cli.js launch-server "
+                 "--browser chromium --config /tmp/x.json ") == "Node"
+    assert _kind("python -m playwright launch-server --browser chromium --config /tmp/x.json ") is None
+    assert _kind("python -m chatagent mcp --http 127.0.0.1:4000 --stateless ") == "replica (Python)"
+    assert _kind("python -B -c from multiprocessing.forkserver import main; main(9, 10, ['chatagent.extraction']) "
+                 ) == "extraction workers"
+    assert _kind("python -m pytest -q ") is None
