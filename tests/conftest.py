@@ -171,6 +171,9 @@ class _Handler(SimpleHTTPRequestHandler):
             self._send(200, "text/plain; charset=utf-8", LATE_TEXT.get(part, "").encode())
         elif route == "/api/gate":
             self._gate(parse_qs(urlsplit(self.path).query))
+        elif route == "/hangs.html":  # its script never ends: the page is never parsed to its end
+            self._send(200, "text/html; charset=utf-8", b"<html><body><p>Started.</p><script>for (;;) {}</script>"
+                       b"<p>Never shown.</p></body></html>")
         elif route == "/delayed":  # the product page, sent after ?s= seconds: a slow load
             self.server.stopping.wait(timeout=float(parse_qs(urlsplit(self.path).query).get("s", ["1"])[0]))
             self._send(200, "text/html; charset=utf-8", (PAGES / "product.html").read_bytes())

@@ -14,6 +14,7 @@ import pytest
 import chatagent.browser.playwright as pw_backend
 from chatagent.agent import MAX_TOOL_CALLS, MAX_TURNS, ChatAgent
 from chatagent.browser.playwright import PlaywrightTab
+from chatagent.errors import TabError
 from chatagent.events import Done, ErrorEvent, Event, Note, ToolCall, ToolResult
 from chatagent.models import load_model
 from chatagent.settings import Settings
@@ -105,6 +106,17 @@ async def test_a_tab_whose_page_loaded_slowly_is_given_longer_to_answer_before_i
     assert isinstance(tab, PlaywrightTab)
     await tab.page.evaluate("setTimeout(() => { const end = Date.now() + 3000; while (Date.now() < end) {} }, 0)")
     assert "$1,349.00" in (await tab.snapshot()).visible_text
+
+
+async def test_a_tab_whose_page_hung_while_it_loaded_is_given_up_on_as_soon_as_one_that_hangs_later(
+    site: Site, open_tabs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load cut short by the timeout says the page is slow, not the machine: no extra patience."""
+    monkeypatch.setattr(pw_backend, "SNAPSHOT_TIMEOUT_S", 1.0)
+    [tab] = await open_tabs([site.url("/hangs.html")], timeout_s=2)
+    assert isinstance(tab, PlaywrightTab)
+    with pytest.raises(TabError, match=r"not responding: its page has been busy for over 1 s\."):
+        await tab.snapshot()
 
 
 async def test_pages_that_are_not_pages_get_notes_and_the_good_tab_answers(

@@ -829,8 +829,11 @@ class PlaywrightBrowser(Browser):
         if failure := too_large():  # a file it loaded as it settled
             return failure
         status = (response.status, response.status_text) if response is not None else None
+        # A load cut short by the timeout says how slow the page is, not the machine: a page whose
+        # script hung while it was parsed must not be waited for five times the timeout.
+        load_s = asyncio.get_running_loop().time() - started if loaded else 0.0
         return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf,
-                             sizes=sizes, load_s=asyncio.get_running_loop().time() - started)
+                             sizes=sizes, load_s=load_s)
 
     async def _new_page(self) -> Page:
         """A page for a tab about to open: the one made ahead, if it is still there."""
