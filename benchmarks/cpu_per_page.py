@@ -12,8 +12,8 @@ Chromium's browser process, its renderers (counted in the zygote that reaps
 them), its other processes, Playwright's Node (the server's and the replica's
 driver), the replica's Python and its extraction workers, and this process
 (the clients, and plain Playwright's driver, which it starts and reaps). Medians over the
-rounds. Layout as `benchmarks.scale`: every process shares every CPU unless
-`--browser-cpus` gives the browser server CPUs of its own.
+rounds. Every process shares every CPU unless `--browser-cpus` gives the
+browser server CPUs of its own (`benchmarks.scale`'s default layout).
 """
 
 from __future__ import annotations
