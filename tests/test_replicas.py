@@ -119,11 +119,18 @@ async def test_a_replica_stopped_mid_call_answers_it_and_takes_no_new_call() -> 
     assert status == 143
 
 
-def _threads(pid: int) -> list[int]:
+def _placed(pid: int) -> tuple[bytes, dict[int, set[int]]]:
+    """A process's command line and the CPUs each of its threads may run on; what is gone meanwhile is left out."""
     try:
-        return [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except OSError:  # gone meanwhile
-        return []
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        return b"", {}
+    cpus: dict[int, set[int]] = {}
+    for tid in tids:
+        with contextlib.suppress(OSError):
+            cpus[tid] = os.sched_getaffinity(tid)
+    return cmdline, cpus
 
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs: one for the browser server, one for the rest")
@@ -141,9 +148,10 @@ async def test_a_browser_server_given_a_cpu_runs_every_process_of_its_browser_th
         page = await browser.new_page()
         await page.goto(site.url("product"))
         tree = Sampler._tree([server.pid])  # noqa: SLF001 - the benchmark's own walk of a process tree
-        cmdlines = [Path(f"/proc/{pid}/cmdline").read_bytes() for pid in tree if Path(f"/proc/{pid}/cmdline").exists()]
-        placed = {tid: os.sched_getaffinity(tid) for pid in tree for tid in _threads(pid)}
+        seen = [_placed(pid) for pid in tree]
         await browser.close()
+    cmdlines = [cmdline for cmdline, _ in seen]
+    placed = {tid: cpus for _, threads in seen for tid, cpus in threads.items()}
     assert any(b"--type=renderer" in c for c in cmdlines), "the page's renderer is in the server's tree"
     assert placed and all(cpus == {cpu} for cpus in placed.values()), placed
     assert os.sched_getaffinity(0) != {cpu}, "the test's own process stays where it was"
