@@ -324,7 +324,8 @@ async def test_a_thread_outlasts_the_panel_and_says_when_its_page_changed(
     # Clear history: gone from the panel and from the browser's storage.
     await panel.click("#history-button")
     await panel.click("#history-clear")
-    assert await panel.locator(".thread .turn").count() == 0
+    # Clearing awaits the browser's storage before the panel empties: wait for it, as a user's eyes would.
+    await panel.locator(".thread .turn").first.wait_for(state="detached")
     assert await panel.evaluate("chrome.storage.local.get(null)") == {}
     panel = await _reopen(ctx, panel)
     assert await panel.locator(".thread .turn").count() == 0
