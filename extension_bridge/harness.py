@@ -12,14 +12,12 @@ import contextlib
 import json
 import os
 import shlex
-import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from .install import EXTENSION_DIR, EXTENSION_ID, HOST_NAME, manifest_for
-
-ROOT = Path(__file__).resolve().parent.parent
+from .spawn import HOST_COMMAND, ROOT
 PANEL_URL = f"chrome-extension://{EXTENSION_ID}/sidepanel.html"
 
 
@@ -42,7 +40,7 @@ async def chromium_with_extension(
     hosts.mkdir(parents=True, exist_ok=True)
     launcher = hosts / "chatagent-host.sh"
     launcher.write_text(
-        f'#!/bin/sh\nPYTHONPATH={ROOT} exec {shlex.join(host or (sys.executable, "-m", "extension_bridge"))} "$@"'
+        f'#!/bin/sh\nPYTHONPATH={ROOT} exec {shlex.join(host or HOST_COMMAND)} "$@"'
         f' 2>>{workdir}/host.log\n'
     )
     launcher.chmod(0o755)

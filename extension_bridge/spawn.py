@@ -13,6 +13,8 @@ from pathlib import Path
 from .install import EXTENSION_ORIGIN
 
 ROOT = Path(__file__).resolve().parent.parent
+# How Chrome would start the host from this checkout (with ROOT on PYTHONPATH).
+HOST_COMMAND = (sys.executable, "-m", "extension_bridge")
 
 
 @contextlib.asynccontextmanager
@@ -23,7 +25,7 @@ async def spawn_host(
     with `env` on top of this process's environment. At the end its stdin is
     closed (EOF: a clean exit); a host still running 10 s later is killed."""
     proc = await asyncio.create_subprocess_exec(
-        *(host or (sys.executable, "-m", "extension_bridge")), EXTENSION_ORIGIN, cwd=ROOT,
+        *(host or HOST_COMMAND), EXTENSION_ORIGIN, cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT), **env},
         stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=stderr,
     )
