@@ -32,7 +32,7 @@ from typing import Any
 from .data import DEFAULT_DATA_DIR, load_wtq, sample
 from .fleet import replica
 from .report import md_table
-from .scale import TOKEN, LayoutError, Tally, _clients, _cpus, _layout, _plain_playwright
+from .scale import TOKEN, LayoutError, Tally, cpu_layout, mcp_clients, parse_cpus, plain_playwright
 from .server import OFFLINE_ARGS, PageServer, fresh_url, playwright_browser_server
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -85,7 +85,7 @@ async def run(data_dir: Path = DEFAULT_DATA_DIR, rounds: int = 3, pages: int = 6
     chosen = sample(sorted({q.page for q in load_wtq(data_dir)}), 24)
     fresh = iter(range(1, 10**9))
     runs: dict[str, list[dict[str, float]]] = {"plain Playwright": [], "chatagent read_pages": []}
-    with _layout(browser_cpus), PageServer() as site, tempfile.TemporaryDirectory() as tmp:
+    with cpu_layout(browser_cpus), PageServer() as site, tempfile.TemporaryDirectory() as tmp:
         base = [site.file_url(data_dir / p) for p in chosen]
 
         def plan() -> list[list[str]]:
@@ -96,16 +96,16 @@ async def run(data_dir: Path = DEFAULT_DATA_DIR, rounds: int = 3, pages: int = 6
         env = {"CHATAGENT_CONFIG": str(Path(tmp) / "config.toml")}  # the defaults, whatever the user's settings
         async with playwright_browser_server(OFFLINE_ARGS, cpus=browser_cpus) as server, \
                 replica(TOKEN, browser_ws=server.ws, env=env) as r:
-            await _clients(r.url, [[fresh_url(base[0], 0)]], Tally())  # its runtime warm, its workers started
+            await mcp_clients(r.url, [[fresh_url(base[0], 0)]], Tally())  # its runtime warm, its workers started
             for _ in range(rounds):
                 for name in runs:
                     await asyncio.sleep(SETTLE_S)
                     kinds, busy, t0 = _by_kind(), _busy_s(), time.perf_counter()
                     if name == "plain Playwright":
-                        read = (await _plain_playwright(server.ws, plan()))["answered"]
+                        read = (await plain_playwright(server.ws, plan()))["answered"]
                     else:
                         tally = Tally()
-                        await _clients(r.url, plan(), tally)
+                        await mcp_clients(r.url, plan(), tally)
                         read = tally.answered
                     wall = time.perf_counter() - t0
                     await asyncio.sleep(SETTLE_S)
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--pages", type=int, default=64, help="pages read in each run (each a fresh copy)")
     p.add_argument("--clients", type=int, default=32, help="pages read at once")
-    p.add_argument("--browser-cpus", type=_cpus, metavar="LIST", help="the browser server's own CPUs (e.g. 0)")
+    p.add_argument("--browser-cpus", type=parse_cpus, metavar="LIST", help="the browser server's own CPUs (e.g. 0)")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     args = p.parse_args(argv)
     try:

@@ -145,7 +145,7 @@ async def mcp_client(url: str) -> AsyncIterator[Any]:
         yield session
 
 
-async def _clients(url: str, urls: list[list[str]], tally: Tally, on_answer: Any = None) -> None:
+async def mcp_clients(url: str, urls: list[list[str]], tally: Tally, on_answer: Any = None) -> None:
     async def one(mine: list[str]) -> None:
         made = 0
         try:
@@ -185,7 +185,7 @@ def _figures(tally: Tally, wall_s: float, calls: int) -> dict[str, Any]:
     }
 
 
-async def _plain_playwright(ws: str, urls: list[list[str]]) -> dict[str, Any]:
+async def plain_playwright(ws: str, urls: list[list[str]]) -> dict[str, Any]:
     """The limit: each worker's pages loaded and their body text read, by Playwright alone."""
     from playwright.async_api import async_playwright
 
@@ -235,7 +235,7 @@ async def _scenario(ws: str, browser_pid: int, n_replicas: int, urls: list[list[
 
         with Sampler([browser_pid, *(r.proc.pid for r in replicas)]) as sampler:
             t0 = time.perf_counter()
-            await _clients(lb.url, urls, tally, on_answer)
+            await mcp_clients(lb.url, urls, tally, on_answer)
             wall = time.perf_counter() - t0
             sampler.sample()
         served = await lb.served()
@@ -254,7 +254,7 @@ class LayoutError(ValueError):
 
 
 @contextlib.contextmanager
-def _layout(browser_cpus: frozenset[int] | None) -> Iterator[frozenset[int] | None]:
+def cpu_layout(browser_cpus: frozenset[int] | None) -> Iterator[frozenset[int] | None]:
     """This process (and so the replicas, HAProxy and the clients it starts) on the
     CPUs `browser_cpus` leaves, for the `with` block; yields those (None: no layout)."""
     if not browser_cpus:
@@ -297,7 +297,7 @@ async def run_scale(data_dir: Path = DEFAULT_DATA_DIR, clients: int = 32, calls:
     out: dict[str, Any] = {"config": {"clients": clients, "calls_per_client": calls, "pages": len(chosen),
                                       "max_tabs": max_tabs},
                            "machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
-    with _layout(browser_cpus) as rest, PageServer() as site, tempfile.TemporaryDirectory() as tmp:
+    with cpu_layout(browser_cpus) as rest, PageServer() as site, tempfile.TemporaryDirectory() as tmp:
         if rest is not None:
             out["config"]["layout"] = {"browser_cpus": sorted(browser_cpus or ()), "other_cpus": sorted(rest)}
         base = [site.file_url(data_dir / p) for p in chosen]
@@ -310,7 +310,7 @@ async def run_scale(data_dir: Path = DEFAULT_DATA_DIR, clients: int = 32, calls:
         # The defaults, whatever the user's settings file says.
         env = {"CHATAGENT_CONFIG": str(Path(tmp) / "config.toml"), "CHATAGENT_MAX_TABS": str(max_tabs)}
         async with playwright_browser_server(OFFLINE_ARGS, cpus=browser_cpus) as server:
-            out["plain_playwright"] = await _plain_playwright(server.ws, plan())
+            out["plain_playwright"] = await plain_playwright(server.ws, plan())
             out["scenarios"] = {}
             for name in scenarios:
                 n, stop = SCENARIOS[name]
@@ -372,7 +372,7 @@ def report(result: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _cpus(text: str) -> frozenset[int]:
+def parse_cpus(text: str) -> frozenset[int]:
     try:
         cpus = frozenset(int(c) for c in text.split(","))
     except ValueError:
@@ -390,7 +390,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--max-tabs", type=int, default=MAX_TABS, help="each replica's max_tabs setting")
     p.add_argument("--data", type=Path, default=DEFAULT_DATA_DIR)
     layout = p.add_mutually_exclusive_group()
-    layout.add_argument("--browser-cpus", type=_cpus, metavar="LIST",
+    layout.add_argument("--browser-cpus", type=parse_cpus, metavar="LIST",
                         help="run the browser server on these CPUs only (e.g. 0 or 0,1) and everything else on the "
                              "others (default: the first CPU, where there are two or more)")
     layout.add_argument("--shared", action="store_true", help="run every process on every CPU")

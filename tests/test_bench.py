@@ -310,18 +310,18 @@ def test_offline_deciding_evidence_and_verdicts() -> None:
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs: one for the browser server, one for the rest")
 def test_the_load_benchmarks_layout_runs_the_rest_on_the_cpus_the_browser_server_leaves() -> None:
-    from benchmarks.scale import LayoutError, _layout
+    from benchmarks.scale import LayoutError, cpu_layout
 
     cpus = frozenset(os.sched_getaffinity(0))
     browser = frozenset({min(cpus)})
-    with _layout(browser) as rest:
+    with cpu_layout(browser) as rest:
         assert rest == cpus - browser and os.sched_getaffinity(0) == rest
     assert os.sched_getaffinity(0) == cpus, "as it was, afterwards"
-    with pytest.raises(LayoutError, match="leaves no CPU for the replicas"), _layout(cpus):
+    with pytest.raises(LayoutError, match="leaves no CPU for the replicas"), cpu_layout(cpus):
         pass
-    with pytest.raises(LayoutError, match="is not one this benchmark may use"), _layout(frozenset({max(cpus) + 1})):
+    with pytest.raises(LayoutError, match="is not one this benchmark may use"), cpu_layout(frozenset({max(cpus) + 1})):
         pass
-    with _layout(None) as none:
+    with cpu_layout(None) as none:
         assert none is None and os.sched_getaffinity(0) == cpus
 
 
