@@ -18,6 +18,7 @@ from typing import Any
 
 from .install import EXTENSION_DIR, EXTENSION_ID, HOST_NAME, manifest_for
 from .spawn import HOST_COMMAND, ROOT
+
 PANEL_URL = f"chrome-extension://{EXTENSION_ID}/sidepanel.html"
 
 
