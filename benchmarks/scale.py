@@ -77,6 +77,25 @@ class Tally:
         return len(self.latencies_s)
 
 
+def process_tree(roots: list[int]) -> list[int]:
+    """The processes `roots` and their descendants, now (from /proc)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                stat = Path(f"/proc/{d}/stat").read_text()
+            except OSError:
+                continue
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], list(roots)
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, []))
+    return out
+
+
 class Sampler:
     """Peak memory of some process trees (PSS: each shared page counted once across them, where RSS
     would count Chromium's shared memory once per process), and their Chromium renderers at most,
@@ -88,27 +107,9 @@ class Sampler:
         self.peak_renderers = 0
         self._task: asyncio.Task[None] | None = None
 
-    @staticmethod
-    def _tree(roots: list[int]) -> list[int]:
-        children: dict[int, list[int]] = {}
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    stat = Path(f"/proc/{d}/stat").read_text()
-                except OSError:
-                    continue
-                ppid = int(stat.rsplit(")", 1)[1].split()[1])
-                children.setdefault(ppid, []).append(int(d))
-        out, todo = [], list(roots)
-        while todo:
-            pid = todo.pop()
-            out.append(pid)
-            todo.extend(children.get(pid, []))
-        return out
-
     def sample(self) -> None:
         pss_kb, renderers = 0, 0
-        for pid in self._tree(self.roots):
+        for pid in process_tree(self.roots):
             try:
                 rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
                 pss_kb += int(rollup.split("\nPss:", 1)[1].split()[0])
@@ -374,11 +375,11 @@ def report(result: dict[str, Any]) -> str:
 
 def parse_cpus(text: str) -> frozenset[int]:
     try:
-        cpus = frozenset(int(c) for c in text.split(","))
+        cpus = frozenset(int(c) for c in text.split(","))  # never empty: int("") raises
+        if min(cpus) < 0:
+            raise ValueError
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a list of CPU numbers (e.g. 0 or 0,1)") from None
-    if not cpus or min(cpus) < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a list of CPU numbers (e.g. 0 or 0,1)")
     return cpus
 
 

@@ -139,7 +139,7 @@ async def test_a_browser_server_given_a_cpu_runs_every_process_of_its_browser_th
     browser and the renderer of a page opened through it all run on the CPU it was given."""
     from playwright.async_api import async_playwright
 
-    from benchmarks.scale import Sampler
+    from benchmarks.scale import process_tree
     from benchmarks.server import playwright_browser_server
 
     cpu = min(os.sched_getaffinity(0))
@@ -147,8 +147,7 @@ async def test_a_browser_server_given_a_cpu_runs_every_process_of_its_browser_th
         browser = await pw.chromium.connect(server.ws)
         page = await browser.new_page()
         await page.goto(site.url("product"))
-        tree = Sampler._tree([server.pid])  # noqa: SLF001 - the benchmark's own walk of a process tree
-        seen = [_placed(pid) for pid in tree]
+        seen = [_placed(pid) for pid in process_tree([server.pid])]
         await browser.close()
     cmdlines = [cmdline for cmdline, _ in seen]
     placed = {tid: cpus for _, threads in seen for tid, cpus in threads.items()}
