@@ -92,7 +92,6 @@ _DROP_IN_CELLS = etree.XPath("|".join(
      ".//sup[contains(concat(' ', normalize-space(@class), ' '), ' reference ')]",
      ".//*[contains(concat(' ', normalize-space(@style), ' '), 'display:none')]"]
 ))
-_ROWS = etree.XPath(ROWS)
 _ROW_CELLS = etree.XPath("./th|./td")
 _CAPTION = etree.XPath("./caption")
 _LEAF_TABLES = etree.XPath("//table[not(.//table)]")
@@ -315,7 +314,7 @@ def _cell_text(cell: etree._Element) -> str:
 def _table_markdown(table: etree._Element) -> tuple[str, list[list[str]]] | None:
     """A data table as markdown rows (first row = header) plus its rows' cells; None for layout/nav tables."""
     rows: list[list[str]] = []
-    for tr in _ROWS(table):
+    for tr in ROWS(table):
         cells = [_cell_text(c) for c in _ROW_CELLS(tr)]
         if any(len(c) > MAX_CELL_CHARS for c in cells):
             return None

@@ -20,7 +20,7 @@ MAX_SPAN = 64  # a span beyond this is a page's mistake (or "colspan=1000"): cap
 # Cells added per page at most: spans can ask for rows × 64 copies; past this the rows left keep their spans.
 MAX_ADDED = 100_000
 _CELLS = ("td", "th")
-ROWS = "./tr|./thead/tr|./tbody/tr|./tfoot/tr"  # a table's own rows, not those of a table inside it
+ROWS = etree.XPath("./tr|./thead/tr|./tbody/tr|./tfoot/tr")  # a table's own rows, not those of a table inside it
 
 
 def _span(cell: etree._Element, attr: str) -> int:
@@ -56,7 +56,7 @@ def fill_spans(doc: etree._Element) -> int:
     cells; the number of cells added."""
     added = 0
     for table in doc.iter("table"):
-        rows = table.xpath(ROWS)
+        rows = ROWS(table)
         if not any(c.get("rowspan") or c.get("colspan") for tr in rows for c in tr if c.tag in _CELLS):
             continue
         below: dict[int, tuple[etree._Element, int]] = {}  # column → (cell to repeat there, rows left)
