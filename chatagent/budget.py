@@ -56,7 +56,9 @@ from functools import cached_property
 
 from pydantic import BaseModel
 
+from .overview import Piece, main_pieces, overview
 from .ranking import ENGLISH, BM25Ranker, Query, Ranker, RankerFactory
+from .ranking.scope import RequestScope, scope
 from .rows import has_rows, is_row, join_row, row_cells
 from .limits import MIN_TAB_BUDGET
 from .markers import columns_marker, omitted_marker
@@ -105,6 +107,10 @@ class Fitted(BaseModel):
     selected: bool = False  # question-relevant parts kept
     omitted_tokens: int = 0
     note: str = ""  # for a very long text: how it was fitted
+    scope: str = "search"  # what the question asks of the page (`ranking.scope`): "search", "whole", "part"
+    overview: bool = False  # the text is an overview of the page (`overview.py`), not a selection
+    parts: int = 0  # of an overview: the parts the page was cut into, and those shown
+    parts_shown: int = 0
 
 
 def allocate(needs: list[int], total: int) -> list[int]:
@@ -397,6 +403,15 @@ class _Page:
     def header_index(self) -> Ranker:
         return self._index([self._table_head(b) for b in self.tables])
 
+    @cached_property
+    def headings(self) -> list[tuple[str, frozenset[str]]]:
+        """Each heading below the title, with its terms."""
+        names = [u.text.lstrip("#").strip() for u in self.units if _HEADING.match(u.text) and not u.text.startswith("# ")]
+        return list(zip(names, map(frozenset, ENGLISH.analyse(names))))
+
+    def scope(self, question: str) -> RequestScope:
+        return scope(question, self.chunk_index.vocabulary, self.headings)
+
     def _index(self, passages: list[str]) -> Ranker:
         return self.ranker(passages, ANALYSER)
 
@@ -456,6 +471,10 @@ class TextFitter:
     def fit(self, text: str, budget: int, question: str | None = None) -> Fitted:
         return _fit(self._analysed(text), budget, question)
 
+    def scope(self, text: str, question: str) -> str:
+        """What `question` asks of `text` (`ranking.scope`): "search", "whole" or "part"."""
+        return self._analysed(text).scope(question).kind if question.strip() else "search"
+
     def tokens(self, text: str) -> int:
         """`count_tokens(text)`, except that a text over LONG_TEXT_CHARS is
         analysed for it (and kept): the estimate its fitting uses, counted once."""
@@ -480,13 +499,16 @@ def fit_text(text: str, budget: int, question: str | None = None, *, ranker: Ran
 def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
     text, total = page.text, page.total
     question = (question or "").strip()
+    asked = page.scope(question) if question else RequestScope()
     if total <= budget:
-        if question and may_select(text, total, budget):
+        if question and not asked.overview and may_select(text, total, budget):
             fitted = _select(page, budget, ANALYSER.query(question), whole_fits=True)
             if fitted is not None:
                 return fitted
-        return Fitted(text=text, tokens=total, original_tokens=total)
+        return Fitted(text=text, tokens=total, original_tokens=total, scope=asked.kind)
     budget = max(budget, MIN_TAB_BUDGET)
+    if asked.overview:
+        return _noted(page, _overview(page, budget, asked), "an overview of all of it is shown")
     if question:
         fitted = _select(page, budget, ANALYSER.query(question))
         if fitted is not None:
@@ -494,6 +516,20 @@ def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
     head = _head(page.units, budget, total)
     why = "nothing in it matches the question" if question else "no question was asked to select parts by"
     return _noted(page, head, f"{why}, so only its start is shown")
+
+
+def _overview(page: _Page, budget: int, asked: RequestScope) -> Fitted:
+    """The page (or, for a request about some of its parts, those parts) as an overview."""
+    units = page.units
+    if asked.kind == "part":
+        named = set(asked.headings)
+        units = units[:1] + [u for u in units[1:] if named & set(u.path.split(PATH_SEPARATOR)) or
+                             (_HEADING.match(u.text) and u.text.lstrip("#").strip() in named)]
+    pieces = main_pieces([Piece(u.text, u.tokens, u.joiner) for u in units], budget)
+    made = overview(pieces, budget, page.total)
+    return Fitted(text=made.text, tokens=made.tokens, original_tokens=page.total, truncated=True,
+                  omitted_tokens=max(page.total - made.tokens, 0), scope=asked.kind, overview=True,
+                  parts=made.parts, parts_shown=made.shown)
 
 
 def _noted(page: _Page, fitted: Fitted, how: str) -> Fitted:

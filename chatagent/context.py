@@ -39,6 +39,13 @@ class TabContext(BaseModel):
     original_tokens: int = 0
     truncated: bool = False
     selected: bool = False
+    # What the question asks of this tab (`ranking.scope`): "search" (the parts that match it),
+    # "whole" or "part" (the page, or some of its parts, as a whole); and whether its text is
+    # an overview of the page for that (`overview.py`), with the parts it was cut into and those shown.
+    scope: str = "search"
+    overview: bool = False
+    parts: int = 0
+    parts_shown: int = 0
     method: str = ""
     content_hash: str = ""
     reused: bool = False  # its extraction came from the cache (the page had not changed)
@@ -68,7 +75,8 @@ class TabContext(BaseModel):
 def _described(t: TabContext) -> str:
     if t.error is not None:
         return f"not read: {t.error}"
-    how = "the parts the question needs" if t.selected else "its start" if t.truncated else "whole"
+    how = ("an overview of the whole page" if t.overview else "the parts the question needs" if t.selected
+           else "its start" if t.truncated else "whole")
     reused = ", extracted before" if t.reused else ""
     return f"{t.tokens:,} of {t.original_tokens:,} tokens ({how}; {t.method}{reused})"
 
@@ -249,9 +257,15 @@ class ContextBuilder:
             out[e.tab_id] = _tab(
                 e, self.ids, text=f.text if f else body, tokens=text_tokens, id_tokens=max(with_ids - text_tokens, 0),
                 original_tokens=need, truncated=bool(f and f.truncated), selected=bool(f and f.selected),
-                notes=[*e.notes, f.note] if f and f.note else e.notes,
+                notes=[*e.notes, f.note] if f and f.note else e.notes, **self._scope(f, body, question),
             )
         return out
+
+    def _scope(self, f: Fitted | None, body: str, question: str | None) -> dict[str, Any]:
+        """What the question asks of a tab, as its fit found it (or, for a text sent whole, as it would)."""
+        if f is not None:
+            return {"scope": f.scope, "overview": f.overview, "parts": f.parts, "parts_shown": f.parts_shown}
+        return {"scope": self._fitter.scope(body, question or "")}
 
     def _led_by(
         self, e: Extracted, body: str, need: int, room: int, lead: Fitted, question: str | None, selection: str,

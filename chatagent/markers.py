@@ -6,6 +6,9 @@ reads it cannot drift apart.
   (or "… further down the page …"), a line of its own where text was cut.
 - `selection_marker`: the line after the text the person selected, which
   leads its tab's text, before the page around it.
+- `overview_marker`: "[Overview of the whole page, 9 of 14 parts: 6,210 tokens
+  left out]", the line that leads a page given
+  as an overview (`overview.py`), whose gaps are each a line "[…]" (`GAP`).
 - `columns_marker`: "[table shown with 2 of 9 columns: Name, Height; 5,120
   tokens of other columns left out]", the line above a table cut to the
   columns a question matches.
@@ -32,12 +35,23 @@ def selection_marker() -> str:
     return "[… above: the text the person selected on this page; below: the page around it …]"
 
 
+# A gap in an overview: its leading marker says how much was left out in all.
+GAP = "[…]"
+
+
+def overview_marker(shown: int, parts: int, tokens: int) -> str:
+    """The line that leads a page given as an overview of `shown` of its `parts` parts."""
+    which = f"all {parts:,} parts" if shown == parts else f"{shown:,} of {parts:,} parts"
+    return f"[Overview of the whole page, {which}: {tokens:,} tokens left out]"
+
+
 def columns_marker(shown: list[str], width: int, tokens: int) -> str:
     names = ", ".join(shown)
     return f"[table shown with {len(shown)} of {width} columns: {names}; {tokens:,} tokens of other columns left out]"
 
 
 _OMITTED = re.compile(r"\[… [\d,]+ tokens (?:less related to the question|further down the page) left out …\]")
+_OVERVIEW = re.compile(r"\[Overview of the whole page, (?:all [\d,]+|[\d,]+ of [\d,]+) parts: [\d,]+ tokens left out\]")
 _COLUMNS = re.compile(r"\[table shown with \d+ of \d+ columns: .*; [\d,]+ tokens of other columns left out\]")
 
 
@@ -49,6 +63,11 @@ def is_columns_marker(line: str) -> bool:
     return _COLUMNS.fullmatch(line.strip()) is not None
 
 
+def is_overview_marker(line: str) -> bool:
+    return _OVERVIEW.fullmatch(line.strip()) is not None
+
+
 def is_marker(line: str) -> bool:
     """Whether `line` is a marker the budgeter wrote (any kind), not page text."""
-    return is_omitted_marker(line) or is_columns_marker(line) or line.strip() == selection_marker()
+    return (is_omitted_marker(line) or is_columns_marker(line) or is_overview_marker(line)
+            or line.strip() in (selection_marker(), GAP))

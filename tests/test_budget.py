@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from chatagent.blocks import render, split
 from chatagent.browser.static import StaticTab
+from chatagent.markers import is_overview_marker
 from chatagent.budget import CONFIDENT_SHARE, LONG_TEXT_CHARS, TextFitter, allocate, fit_text
 from chatagent.context import ContextBuilder
 from chatagent.extraction import Extractor
@@ -115,10 +116,13 @@ def test_fit_text_with_question_keeps_the_relevant_paragraph() -> None:
     assert without_q.truncated and needle not in without_q.text
 
 
-def test_fit_text_question_with_no_match_falls_back_to_the_head() -> None:
-    text = "\n\n".join(" ".join(_sentences(3, i * 3)) for i in range(100))
-    f = fit_text(text, 300, "zeppelin xylophone quokka")
-    assert f.truncated and not f.selected and text.startswith(f.text.rpartition("\n\n")[0])
+def test_fit_text_question_with_no_match_gets_an_overview_of_the_whole_page() -> None:
+    # Nothing in the question says where on the page to look: every stretch of it is shown, not its start only.
+    paras = [" ".join(_sentences(3, i * 3)) for i in range(100)]
+    f = fit_text("\n\n".join(paras), 300, "zeppelin xylophone quokka")
+    assert f.overview and f.scope == "whole" and not f.selected and f.tokens <= 300
+    assert is_overview_marker(f.text.split("\n\n")[0])
+    assert paras[0].split(". ")[0] in f.text and paras[-17].split(". ")[0] in f.text
 
 
 def test_fit_text_long_fixture_needle_within_2000_tokens() -> None:
