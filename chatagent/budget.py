@@ -507,8 +507,8 @@ def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
                 return fitted
         return Fitted(text=text, tokens=total, original_tokens=total, scope=asked.kind)
     budget = max(budget, MIN_TAB_BUDGET)
-    if asked.overview:
-        return _noted(page, _overview(page, budget, asked), "an overview of all of it is shown")
+    if asked.overview and (made := _overview(page, budget, asked)) is not None:
+        return _noted(page, made, "an overview of all of it is shown")
     if question:
         fitted = _select(page, budget, ANALYSER.query(question))
         if fitted is not None:
@@ -518,8 +518,9 @@ def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
     return _noted(page, head, f"{why}, so only its start is shown")
 
 
-def _overview(page: _Page, budget: int, asked: RequestScope) -> Fitted:
-    """The page (or, for a request about some of its parts, those parts) as an overview."""
+def _overview(page: _Page, budget: int, asked: RequestScope) -> Fitted | None:
+    """The page (or, for a request about some of its parts, those parts) as an overview;
+    None when the budget is too small for one (the page's start is shown)."""
     units = page.units
     if asked.kind == "part":
         named = set(asked.headings)

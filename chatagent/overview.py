@@ -1,13 +1,17 @@
-"""An overview of a page too long for its budget: every part of it, in page order, in proportion to its length.
+"""An overview of a page too long for its budget: all of it, in page order, each stretch by its opening.
 
 For a request about the page as a whole ("summarize this", `ranking.scope`), the parts that match
 the request's words are no guide: the model must see all of the page. So the page's main content
-is cut into parts, at its headings and, where a part is long, into stretches of about the same
-length, and each part gets a share of the budget in proportion to its length: its heading and
-its opening (a part's opening sentences say what it is about, as a paragraph's first sentence
-does), as many of its sentences as its share holds. A part that fits its share is kept whole.
-When there are more parts than the budget holds even one sentence of each, the shortest are left
-out, never for their words.
+is cut into stretches of about the same length (`stretches`): as many as the budget gives
+SEGMENT_TOKENS each, more where the page has more sections of its own (one a section, while
+each still gets MIN_STRETCH_TOKENS), each cut moved to a heading near it. Each stretch gets a
+share of the budget in proportion to its length, and shows its opening (a part's first sentences
+say what it is about, as a paragraph's first sentence does): whole paragraphs, then whole
+sentences, its first sentence at least. A stretch that fits its share is shown whole.
+
+Why openings and not the best sentences from all over a stretch: every jump in the text is a
+seam the model reads across, so a few runs of the page's own prose stand for it better than
+many scattered sentences (and cost a "[…]" each).
 
 Only the main content is digested (the text before extraction's "other text" and missed
 tables): the menus, related links and share buttons after it are not the page. A page whose
@@ -28,12 +32,12 @@ from .markers import GAP, overview_marker
 from .tokens import count_tokens
 
 SEGMENT_TOKENS = 250  # of the budget a stretch of the page gets, about: 8 stretches at 2,000 tokens
+SECTION_TOKENS = 150  # a section this long counts as a part of its own...
+MIN_STRETCH_TOKENS = 150  # ...and is a stretch of its own while each gets this much of the budget
 MIN_SEGMENTS = 6  # a page is never cut into fewer stretches than this (where it has the paragraphs)
-MIN_SENTENCE_WORDS = 8  # a part's opening sentence is one of at least this many words
-SHORT_LINE_WORDS = 6
-LABEL_WORDS = 4  # a shorter line that is no heading (a label, a date, a button) is no part of an overview  # a shorter line at a part's start (a caption, a date) is passed over
-MAX_OPENING_WORDS = 45
-SNAP = 0.35  # of a stretch's length: how far a cut moves to start at a heading  # an opening sentence longer than this is cut at a word, with "…"
+SHORT_LINE_WORDS = 6  # a shorter line at a stretch's start (a caption, a date) is passed over
+MAX_OPENING_WORDS = 45  # an opening sentence longer than this is cut at a word, with "…", where it does not fit
+SNAP = 0.35  # of a stretch's length: how far a cut moves to start at a heading
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
 # The headings extraction puts above what is not the page's main text (`extraction`, `page_lines`).
@@ -47,6 +51,7 @@ class Piece:
     text: str
     tokens: int
     joiner: str = "\n\n"  # what stands before it when it follows the piece before it
+    of: "Piece | None" = None  # the piece it is the first sentences of
 
     @property
     def heading(self) -> bool:
@@ -58,7 +63,7 @@ class Piece:
 
 
 @dataclass
-class _Stretch:
+class Stretch:
     pieces: list[Piece] = field(default_factory=list)
 
     @property
@@ -82,11 +87,22 @@ def main_pieces(pieces: Sequence[Piece], budget: int) -> list[Piece]:
     return main if sum(p.tokens for p in main) >= budget else [p for p in pieces if p.text.strip() not in AFTER_MAIN]
 
 
-def _stretches(pieces: Sequence[Piece], budget: int) -> list[_Stretch]:
-    """The page cut into stretches of about the same length, as many as the budget gives
-    SEGMENT_TOKENS each (MIN_SEGMENTS at least), each cut moved to a heading near it so
-    that a stretch starts where a part does."""
-    count = max(MIN_SEGMENTS, budget // SEGMENT_TOKENS)
+def _sections(pieces: Sequence[Piece]) -> int:
+    """How many sections of the page have SECTION_TOKENS or more under their heading."""
+    sizes = [0]
+    for p in pieces:
+        if p.heading:
+            sizes.append(0)
+        else:
+            sizes[-1] += p.tokens
+    return sum(n >= SECTION_TOKENS for n in sizes)
+
+
+def stretches(pieces: Sequence[Piece], budget: int, count: int | None = None) -> list[Stretch]:
+    """The page cut into `count` stretches of about the same length (by default as many as
+    the budget gives SEGMENT_TOKENS each, MIN_SEGMENTS at least), each cut moved to a
+    heading near it so that a stretch starts where a part does."""
+    count = count or max(MIN_SEGMENTS, min(_sections(pieces), budget // MIN_STRETCH_TOKENS), budget // SEGMENT_TOKENS)
     size = sum(p.tokens for p in pieces) / count
     starts = [0] * len(pieces)  # each piece's first token
     for i in range(1, len(pieces)):
@@ -99,10 +115,10 @@ def _stretches(pieces: Sequence[Piece], budget: int) -> list[_Stretch]:
             (i for i in range(cuts[-1] + 1, len(pieces)) if starts[i] + pieces[i].tokens / 2 >= at), len(pieces))
         if cuts[-1] < i < len(pieces):
             cuts.append(i)
-    return [_Stretch(list(pieces[a:b])) for a, b in zip(cuts, [*cuts[1:], len(pieces)])]
+    return [Stretch(list(pieces[a:b])) for a, b in zip(cuts, [*cuts[1:], len(pieces)])] if pieces else []
 
 
-def _opening(seg: _Stretch, room: int) -> list[Piece]:
+def _opening(seg: Stretch, room: int) -> list[Piece]:
     """The stretch's opening within `room` tokens: whole pieces, then whole sentences of the
     next; at least its first sentence (cut at MAX_OPENING_WORDS words) whatever the room."""
     body = seg.pieces
@@ -129,7 +145,7 @@ def _opening(seg: _Stretch, room: int) -> list[Piece]:
             text = " ".join(kept)
             if not out and len(kept) == 1 and len(text.split()) > MAX_OPENING_WORDS and used > room:
                 text = " ".join(text.split()[:MAX_OPENING_WORDS]) + " …"
-            out.append(Piece(text, count_tokens(text) + 1, p.joiner))
+            out.append(Piece(text, count_tokens(text) + 1, p.joiner, p))
         break
     return out
 
@@ -153,33 +169,53 @@ def _shares(needs: list[int], floors: list[int], total: int) -> list[int]:
     return shares
 
 
-def overview(pieces: Sequence[Piece], budget: int, original_tokens: int) -> Overview:
+def overview(pieces: Sequence[Piece], budget: int, original_tokens: int) -> Overview | None:
     """The overview, in `budget` tokens, of a page (`original_tokens` long) cut into `pieces`;
-    its title (a first heading of level 1) leads it."""
+    its title (a first heading of level 1) leads it. None when the budget holds not even the
+    first sentence of one stretch."""
     title = pieces[0].text if pieces and pieces[0].text.startswith("# ") else ""
-    body = [p for p in (pieces[1:] if title else pieces) if p.heading or p.words >= 0]
-    stretches = _stretches(body, budget)
-    parts = max(sum(p.heading for p in body), 1)
+    body = list(pieces[1:] if title else pieces)
+    cut = stretches(body, budget)
+    # The page's parts, as a reader counts them: its sections (and what stands before the first heading).
+    section, n = {}, 0
+    for i, p in enumerate(body):
+        n += p.heading and i > 0
+        section[id(p)] = n
+    parts = n + 1
     room = budget - count_tokens(overview_marker(parts, parts, original_tokens)) - 2 - (count_tokens(title) + 2 if title else 0)
     gap = count_tokens(GAP) + 2
-    floors = [sum(p.tokens for p in _opening(s, 0)) + gap for s in stretches]
-    needs = [s.tokens + gap for s in stretches]
+    floors = [sum(p.tokens for p in _opening(s, 0)) + gap for s in cut]
+    # More stretches than the budget holds one sentence of each: the shortest go, never for their words.
+    for i in sorted(range(len(cut)), key=lambda i: (cut[i].tokens, -i)):
+        if sum(floors) <= room:
+            break
+        cut[i], floors[i] = Stretch(), 0
+    kept = [i for i, s in enumerate(cut) if s.pieces]
+    if not kept or sum(floors) > room:
+        return None
+    cut, floors = [cut[i] for i in kept], [floors[i] for i in kept]
+    needs = [s.tokens + gap for s in cut]
     while True:
         shares = _shares(needs, floors, room)
-        text, used, shown = _render(stretches, shares, parts, original_tokens, title)
+        shown, used, lines = _render(cut, shares)
+        seen = len({section[id(p)] for p in shown})
+        text = "\n\n".join([*([title] if title else []), overview_marker(seen, parts, max(original_tokens - used, 0)),
+                             *lines])
         tokens = count_tokens(text)
-        if tokens <= budget or room <= 0:
-            return Overview(text, tokens, parts, shown)
+        if tokens <= budget:
+            return Overview(text, tokens, parts, seen)
+        if room <= sum(floors):
+            return None
         room -= tokens - budget + 8  # the pieces' counts missed joins: take it off the shares and try again
 
 
-def _render(stretches: list[_Stretch], shares: list[int], parts: int, original: int, title: str
-            ) -> tuple[str, int, int]:
-    """The overview's text, the page's tokens it shows and the parts it shows some of."""
+def _render(cut: list[Stretch], shares: list[int]) -> tuple[list[Piece], int, list[str]]:
+    """The page's pieces the overview shows some of, the tokens it shows, and its paragraphs."""
     out: list[str] = []
-    shown = used = 0
+    shown: list[Piece] = []
+    used = 0
     whole_before = True  # all of the page before this stretch is shown
-    for seg, share in zip(stretches, shares):
+    for seg, share in zip(cut, shares):
         opening = _opening(seg, max(share - count_tokens(GAP) - 2, 0))
         if not opening:
             whole_before = False
@@ -188,10 +224,8 @@ def _render(stretches: list[_Stretch], shares: list[int], parts: int, original: 
             out.append(GAP)
         out.append("".join((p.joiner if k else "") + p.text for k, p in enumerate(opening)))
         whole_before = len(opening) == len(seg.pieces) and all(a is b for a, b in zip(opening, seg.pieces))
+        shown += [p.of or p for p in opening]
         used += sum(p.tokens for p in opening)
-        shown += sum(p.heading for p in opening) or (not out or not seg.pieces[0].heading and shown == 0)
     if not whole_before:
         out.append(GAP)
-    lead = [title] if title else []
-    shown = min(max(shown, 1), parts)
-    return "\n\n".join([*lead, overview_marker(shown, parts, max(original - used, 0)), *out]), used, shown
+    return shown, used, out

@@ -120,7 +120,7 @@ def test_fit_text_question_with_no_match_gets_an_overview_of_the_whole_page() ->
     # Nothing in the question says where on the page to look: every stretch of it is shown, not its start only.
     paras = [" ".join(_sentences(3, i * 3)) for i in range(100)]
     f = fit_text("\n\n".join(paras), 300, "zeppelin xylophone quokka")
-    assert f.overview and f.scope == "whole" and not f.selected and f.tokens <= 300
+    assert f.overview and f.scope == "unmatched" and not f.selected and f.tokens <= 300
     assert is_overview_marker(f.text.split("\n\n")[0])
     assert paras[0].split(". ")[0] in f.text and paras[-17].split(". ")[0] in f.text
 

@@ -73,7 +73,8 @@ class ExtractiveChatModel(InProcessChatModel):
         visual = is_visual(question, [t.text for t in tabs])
         tool_names = {t["function"]["name"] for t in tools or []}
         if not tool_names:
-            said = None if visual else answer(Question.parse(question), [_page(t) for t in tabs], len(tabs), self.ranker)
+            said = None if visual else answer(Question.parse(question), [_page(t) for t in tabs], len(tabs), self.ranker,
+                                              whole=_whole(tabs))
             if said:  # each quote cites the block it comes from ([1.4]), as the prompt asks a model to
                 return AIMessage(cite_quotes(said, tabs))
             why = "the question is about something visual" if visual else "nothing in the page text matches the question"
@@ -102,7 +103,8 @@ class ExtractiveChatModel(InProcessChatModel):
                 fresh.setdefault(artifact.tab_id if isinstance(artifact, TabContext) else str(args.get("tab_id") or only),
                                  []).append(text)
         pages = [_page(t, "\n\n".join(fresh[t.tab_id])) for t in tabs if t.tab_id in fresh]  # fresh: in tab order
-        if pages and (said := answer(Question.parse(question), pages, len(tabs), self.ranker)):  # a re-read's own ids
+        if pages and (said := answer(Question.parse(question), pages, len(tabs), self.ranker,  # a re-read's own ids
+                                     whole=_whole(tabs))):
             return AIMessage(cite_quotes(said, [*tabs, *(a for *_, a, ok in done if ok and isinstance(a, TabContext))]))
         refreshed = {str(a.get("tab_id")) for n, a, _, _ in done if n == "refresh_browser_state_tool"}
         bottom = {str(a.get("tab_id") or only) for n, a, artifact, ok in done if n == "scroll_tool"
@@ -122,6 +124,11 @@ class ExtractiveChatModel(InProcessChatModel):
     def _text_pieces(self, reply: AIMessage) -> Iterator[str]:
         text = message_text(reply)
         return iter([text]) if text.startswith(ESCALATION_MARKER) else pieces(text, self.words_per_chunk)  # marker whole
+
+
+def _whole(tabs: Sequence[TabContext]) -> bool:
+    """Whether the question is about the pages as a whole (each tab's `scope`), for a summary."""
+    return bool(tabs) and all(t.scope in ("whole", "part") for t in tabs)
 
 
 def _activity(messages: Sequence[BaseMessage], question: str) -> list[tuple[str, dict[str, Any], Any, bool]]:

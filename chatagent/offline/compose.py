@@ -14,22 +14,14 @@ from ..ranking import BM25Ranker, Query, RankerFactory, fold
 from ..tables import clean
 from . import tables
 from .passages import (
-    ANALYSER, ASKS_AUTHOR, BYLINE, ITEM, Kind, Passage, best, compared_kinds, format_best, intent_terms, is_prose,
+    ANALYSER, ASKS_AUTHOR, BYLINE, Kind, Passage, best, compared_kinds, format_best, intent_terms,
     passage_intents, question_terms, quote_section, said_of, split, terms,
 )
+from .summary import Tab, summary
 from .question import GRADED, HAS_DATE, Quantity, Question, quantities, restate
 
 PROSE_MARGIN = 0.6  # a passage must cover this much more of the question than table rows to be quoted instead
-LEAD_WORDS = 15
-GIST_MAX_WORDS = 60
-GIST_LIMIT = f"This is how the page begins; summarizing all of it {tables.NEEDS_MODEL}."
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
-_GIST = re.compile(r"\b(about|summar(y|ies|i[sz]e[sd]?)|sum up|overview|gist|tl;?dr|main (point|idea|topic)s?|"
-                   r"key points?|explain|topics?|covers?|says?|describe|for)\b|^\s*what(\s+i|')s\s+(this|it)\s*\??\s*$",
-                   re.I)
-_GIST_WORDS = frozenset(terms("about summary summaries summarize summarise sum up overview gist tl dr tldr main point "
-                              "points idea ideas key topic topics explain cover covers say says describe article "
-                              "articles site website document post tab tabs page"))
 _ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or|more|less|"
                      r"fewer)\b", re.I)
 _GRADING = re.compile(r"\b(" + "|".join(w for g in GRADED for w in g[:2]) + r"|first|last)\b", re.I)
@@ -72,10 +64,15 @@ class Page:
         return " ".join(lead or words) or f"Tab {self.tab_id}"
 
 
-def answer(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory = BM25Ranker) -> str | None:
-    """The answer from `pages` (of `tabs` tabs open), or None when nothing on them answers."""
+def answer(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory = BM25Ranker, *,
+           whole: bool = False) -> str | None:
+    """The answer from `pages` (of `tabs` tabs open), or None when nothing on them answers;
+    `whole`: the question is about the pages as a whole (`TabContext.scope`), and is answered
+    with their summary (`summary.py`)."""
     if itself := _of_itself(question.text, pages):
         return itself
+    if whole:
+        return summary(question.text, [Tab(p.tab_id, p.title, p.text) for p in pages])
     if len(question.parts) == 1:
         return _one(question, pages, tabs, ranker)
     answers = [_one(Question.parse(part), pages, tabs, ranker) for part in question.parts]
@@ -95,8 +92,6 @@ def _one(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory
     text = question.text
     by_tab = {p.tab_id: p for p in pages}
     titles = {p.tab_id: p.title for p in pages}
-    if _asks_gist(text):
-        return _gist(pages)
     named = _named_tabs(text, pages)
     if compared := _by_kind(question, pages, named, ranker) or _each_named(text, pages, named, ranker):
         return compared
@@ -233,45 +228,6 @@ def _side_by_side(blocks: list[tuple[str, str]], pages: dict[str, Page]) -> str:
     """Each tab's evidence under a heading naming the tab, in tab order."""
     return "\n\n".join(f"From [Tab {t}] ({pages[t].title or f'Tab {t}'}):\n\n{body}"
                        for t, body in sorted(blocks, key=lambda b: (len(b[0]), b[0])))
-
-
-def _asks_gist(text: str) -> bool:
-    """What a page is about, with no topic of its own."""
-    if not _GIST.search(text) or intent_terms(text) or re.search(r"\bhow many\b", text, re.I):
-        return False
-    return not question_terms(text) - _GIST_WORDS
-
-
-def _lead(passages: list[Passage]) -> str | None:
-    """A page's opening paragraph, up to two sentences."""
-    prose = [i for i, p in enumerate(passages) if is_prose(p)]
-    if not prose:
-        return None
-    long = [i for i in prose if len(passages[i].text.split()) >= LEAD_WORDS]
-    start = next((i for i in long if not ITEM.match(passages[i].text)),
-                 next(iter(long), next((i for i in prose if not ITEM.match(passages[i].text)), prose[0])))
-    text = passages[start].quote()
-    for p in passages[start + 1 :]:
-        if re.search(r"[.!?]\W*$", text) or len(text.split()) >= GIST_MAX_WORDS or not is_prose(p):
-            break
-        text = f"{text} {p.quote()}"
-    words = " ".join(_SENTENCE_END.split(text)[:2]).split()
-    return " ".join(words[:GIST_MAX_WORDS]) + (" …" if len(words) > GIST_MAX_WORDS else "")
-
-
-def _gist(pages: list[Page]) -> str | None:
-    leads = {p.tab_id: lead for p in pages if (lead := _lead(p.passages))}
-    if not leads:
-        return None
-    by_tab = {p.tab_id: p for p in pages}
-    if len(leads) == 1:
-        tab_id, lead = next(iter(leads.items()))
-        first = by_tab[tab_id].passages[0]
-        title = first.quote() if first.text.startswith("# ") else clean(by_tab[tab_id].title)
-        body = f"{title}: {lead} [Tab {tab_id}]" if title else f"{lead} [Tab {tab_id}]"
-    else:
-        body = _side_by_side(list(leads.items()), by_tab)
-    return f"{body}\n\n{GIST_LIMIT}"
 
 
 def _of_itself(text: str, pages: list[Page]) -> str | None:

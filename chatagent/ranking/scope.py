@@ -9,9 +9,12 @@ page, not against a list of requests:
    words that speak of the page itself or of condensing it (`ROLES`: a few roots per role,
    in English, French, German and Spanish), are its *content words*.
 2. A content word found among the page's terms *anchors* the request to something on it.
-3. No anchor: the request is about the whole page. That holds for a request in any language
-   whose words the page does not use, listed or not ("riassumi", on an English page, is just
-   a word the page does not have).
+3. No anchor: the page is shown as an overview. The request is about the whole page when it
+   asks to condense or for the main points, or has no content words at all and does not ask
+   for a fact ("what's this?", not "how much is it?");
+   else it is a question about something the page does not name (in any language whose words
+   the page does not use, listed or not: "riassumi", on an English page, is just a word the
+   page does not have), which an overview serves better than the page's start too.
 4. Anchors and a word that asks to condense or to list the main points ("summarize the
    reviews", "key points of the installation"): when every anchor names a part of the page
    (is in one of its headings), the request is about that whole part; otherwise it is a
@@ -34,7 +37,7 @@ from typing import Literal
 
 from .base import QUESTION_WORDS, STOPWORDS_EN, english_stemmer, fold
 
-Kind = Literal["search", "whole", "part"]
+Kind = Literal["search", "whole", "part", "unmatched"]
 
 # The languages whose function words are dropped from a request; stop_words' English list is
 # not used (it holds content words: "computer", "information", "length").
@@ -63,6 +66,13 @@ ROLES: dict[str, tuple[str, ...]] = {
         "dice", "dit", "sagt", "quick", "quickly", "fast", "simple", "simply", "word", "sentence", "line", "bullet",
         "list", "few", "couple", "schnell", "rapide", "rapido",
     ),
+    # Asking for a fact: how much, who, when, where, which, why, how.
+    "fact": (
+        "how", "who", "whom", "whose", "when", "where", "which", "why", "combien", "qui", "quand", "ou", "quel",
+        "quelle", "quels", "quelles", "pourquoi", "comment", "wie", "wer", "wem", "wen", "wessen", "wann", "wo",
+        "welche", "welcher", "welches", "welchen", "welchem", "warum", "wieso", "weshalb", "cuanto", "cuanta",
+        "cuantos", "cuantas", "quien", "quienes", "cuando", "donde", "cual", "cuales", "por", "como",
+    ),
 }
 _ASKS = ("condense", "salient")  # the roles that ask for the whole rather than name it
 _WORD = re.compile(r"(?u)\w+")
@@ -71,9 +81,10 @@ MIN_ROOT_CHARS = 4  # a shorter root matches its word exactly: "sum" is not "sum
 
 @dataclass(frozen=True)
 class RequestScope:
-    """`kind`: "whole" (an overview of the page), "part" (an overview of the parts under
-    `headings`), "search" (the parts that match it); `anchors`: its content words found on
-    the page (stemmed), which made it a search or named the part."""
+    """`kind`: "whole" (about the page as a whole), "part" (about the whole of the parts
+    under `headings`), "search" (the parts that match it), "unmatched" (a question that
+    names nothing on the page: shown an overview too, but not asking for one); `anchors`:
+    its content words found on the page (stemmed), which made it a search or named the part."""
 
     kind: Kind = "search"
     headings: tuple[str, ...] = ()
@@ -81,7 +92,13 @@ class RequestScope:
 
     @property
     def overview(self) -> bool:
+        """Whether the page is best shown as an overview for it."""
         return self.kind != "search"
+
+    @property
+    def whole(self) -> bool:
+        """Whether it asks about the page (or parts of it) as a whole: a summary answers it."""
+        return self.kind in ("whole", "part")
 
 
 @cache
@@ -105,10 +122,13 @@ def role(word: str) -> str | None:
 
 @dataclass(frozen=True)
 class Request:
-    """A request's words by role: `content` (stemmed) names things, `asks` says it asks to condense or list."""
+    """A request's words by role: `content` (stemmed) names things, `asks` says it asks to
+    condense or for the main points, `lists` for the main points."""
 
     content: tuple[str, ...]
     asks: bool
+    lists: bool = False
+    fact: bool = False  # it asks how much, who, when...
 
     @classmethod
     def parse(cls, text: str) -> "Request":
@@ -116,7 +136,8 @@ class Request:
         words = [w for w in _WORD.findall(fold(text).lower()) if not w.isdigit()]
         roles = [role(w) for w in words]
         content = [w for w, r in zip(words, roles) if r is None and w not in stop and len(w) > 1]
-        return cls(tuple(english_stemmer().stemWords(content)), any(r in _ASKS for r in roles))
+        return cls(tuple(english_stemmer().stemWords(content)), any(r in _ASKS for r in roles), "salient" in roles,
+                   "fact" in roles)
 
 
 def scope(text: str, vocabulary: Collection[str], headings: Iterable[tuple[str, Collection[str]]] = ()) -> RequestScope:
@@ -125,7 +146,8 @@ def scope(text: str, vocabulary: Collection[str], headings: Iterable[tuple[str, 
     request = Request.parse(text)
     anchors = tuple(dict.fromkeys(t for t in request.content if t in vocabulary))
     if not anchors:
-        return RequestScope("whole")
+        asks = request.asks or not (request.content or request.fact)
+        return RequestScope("whole" if asks else "unmatched")
     if request.asks:
         named = [h for h, terms in headings if any(a in terms for a in anchors)]
         if named and all(any(a in terms for _, terms in headings) for a in anchors):
