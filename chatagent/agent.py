@@ -23,8 +23,8 @@ from .context import ContextBuilder, PageContext, TabContext
 from .errors import ChatAgentError, ContextOverflowError, ModelError
 from .escalation import EscalationGate, looks_unanswerable
 from .events import (
-    Done, ErrorEvent, Event, Note, PassStart, Screenshot, StopReason, Timings, Token, ToolCall, ToolResult,
-    Usage,
+    Done, ErrorEvent, Event, Note, Overview, PassStart, Screenshot, StopReason, Timings, Token, ToolCall,
+    ToolResult, Usage,
 )
 from .history import History, message_tokens
 from .hooks import RunHooks
@@ -251,7 +251,7 @@ class ChatAgent:
         self.history.recall(question, hit.answer)
         emit(Done(
             answer=hit.answer, pass_=hit.pass_, citations=hit.citations, dropped_citations=hit.dropped_citations,
-            cached=True, model=self.model.name,
+            cached=True, model=self.model.name, overviews=Overview.of(ctx.tabs),
             timings=Timings(first_token_ms=run.first_token_ms, total_ms=run.ms(),
                             extraction_ms=ctx.extraction_ms, budget_ms=ctx.budget_ms),
         ))
@@ -433,6 +433,7 @@ class ChatAgent:
             stop_reason=stop_reason,
             truncated=run.cut,
             model=self.model.name,
+            overviews=Overview.of(ctx.tabs),
         )
         emit(done)
         return done

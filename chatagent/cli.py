@@ -169,7 +169,11 @@ def _tab_header(t: TabContext) -> Text:
         if t.original_tokens != t.tokens:
             size += f" (of {t.original_tokens:,})"
         head.append("size      ", style="dim").append(size)
-        if t.selected:
+        if t.overview:  # from its typed fields, not from its text's marker
+            from .events import overview_words
+
+            head.append(f"  {overview_words(t.scope, t.parts, t.parts_shown)}", style="cyan")
+        elif t.selected:
             head.append("  selected: the parts most related to the question", style="cyan")
         elif t.truncated:
             head.append("  truncated: the start of the page", style="cyan")

@@ -3,6 +3,7 @@ and the extension bridge all speak. A run ends with exactly one `done` or `error
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
@@ -96,6 +97,41 @@ class Citation(BaseModel):
     quote: str = ""  # the passage's words, verbatim from the page; empty for a whole tab
 
 
+class Overview(BaseModel):
+    """A tab the model was given as an overview: every part of the page, each from its opening,
+    in page order (`overview.py`), not the parts that match the question. So it is for a request
+    about the page as a whole ("summarize it", `scope` "whole"), or about some of its parts as
+    wholes ("part"), or for a question that names nothing on the page ("unmatched"). Front ends
+    say so beside the answer's sources (`in_words`)."""
+
+    tab_id: str  # as citations name it: its label, or the front end's own id (the side panel's)
+    url: str = ""
+    title: str = ""
+    scope: str = "whole"  # what the request asks of the page (`TabContext.scope`); "part": of the parts it names
+    parts: int = 0  # the parts the page (or those parts) was cut into
+    parts_shown: int = 0  # of them, those shown some of
+
+    @classmethod
+    def of(cls, tabs: Iterable[Any]) -> list["Overview"]:
+        """The overviews among a page context's tabs (`context.TabContext`s, or any with their fields)."""
+        return [cls(tab_id=t.tab_id, url=t.url, title=t.title, scope=t.scope, parts=t.parts, parts_shown=t.parts_shown)
+                for t in tabs if getattr(t, "overview", False)]
+
+    def in_words(self) -> str:
+        """"overview of the whole page: 8 of 14 parts" (or "of the parts asked about"; "all 6
+        parts"; no count for a page in one part)."""
+        return overview_words(self.scope, self.parts, self.parts_shown)
+
+
+def overview_words(scope: str, parts: int, parts_shown: int) -> str:
+    """How a tab given as an overview is told to a person, from its typed fields (never from its text's marker)."""
+    what = "overview of the parts asked about" if scope == "part" else "overview of the whole page"
+    if parts <= 1:
+        return what
+    shown = f"all {parts:,} parts" if parts_shown >= parts else f"{parts_shown:,} of {parts:,} parts"
+    return f"{what}: {shown}"
+
+
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
@@ -129,6 +165,9 @@ class Done(_Event):
     stop_reason: StopReason = "answered"
     truncated: bool = False  # the answer reached its length limit (max_answer_tokens) and was cut there
     model: str = ""  # the model that answered, as users name it
+    # The tabs it was given as an overview of the page (a request about the page as a whole), not a
+    # selection: front ends say so with its sources. Empty: every tab was its matching parts, or whole.
+    overviews: list[Overview] = Field(default_factory=list)
 
 
 class ErrorEvent(_Event):

@@ -66,6 +66,12 @@ class PageText(BaseModel):
     tokens: int = 0
     cut: bool = Field(False, description="the page was longer than its budget: its start was kept")
     selected: bool = Field(False, description="the page was longer than its budget: the parts the question needs were kept")
+    overview: bool = Field(False, description="the page was longer than its budget and the question is about it as a "
+                                              "whole (summarize it), or names nothing on it: an overview of all its "
+                                              "parts was kept")
+    scope: str = Field("search", description="what the question asks of the page: the parts matching it (search), the "
+                                             "page as a whole (whole), some of its parts as wholes (part), or what "
+                                             "the page does not name (unmatched: given an overview too)")
     reused: bool = Field(False, description="unchanged since an earlier call: not extracted again")
     notes: list[str] = Field(default_factory=list)
     error: str | None = None
@@ -100,6 +106,8 @@ class AskResult(BaseModel):
         False, description="the token figures are chatagent's own count: the model's server reported none",
     )
     cached: bool = Field(False, description="the same question on unchanged pages: answered again from memory")
+    overviews: list[str] = Field(default_factory=list, description="the tabs (as citations name them) the model was "
+                                 "given an overview of, the question being about the page as a whole")
     notes: list[str] = Field(default_factory=list)
 
     model_config = {"populate_by_name": True, "serialize_by_alias": True}
@@ -226,7 +234,9 @@ class PageTools:
         pages = [
             PageText(
                 url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",
-                tokens=t.tokens, cut=t.truncated, selected=t.selected, reused=t.reused, notes=t.notes,
+                # An overview is no cut start (the budgeter marks it `truncated` too): said as an overview.
+                tokens=t.tokens, cut=t.truncated and not t.overview, selected=t.selected, overview=t.overview,
+                scope=t.scope, reused=t.reused, notes=t.notes,
                 error=t.error, authors=t.authors, published=t.published,
             )
             for t in ctx.tabs
@@ -262,7 +272,8 @@ class PageTools:
                                for c in event.citations],
                     dropped_citations=event.dropped_citations,
                     input_tokens=event.usage.input_tokens, output_tokens=event.usage.output_tokens,
-                    tokens_counted=event.usage.counted, cached=event.cached, notes=notes,
+                    tokens_counted=event.usage.counted, cached=event.cached,
+                    overviews=[o.tab_id for o in event.overviews], notes=notes,
                 )
         raise _tool_error("The question ended without an answer.")
 
@@ -373,7 +384,7 @@ def build_server(runtime: Runtime) -> MCPServer:
         budget_per_tab: Annotated[int, Field(ge=MIN_TAB_BUDGET, le=MAX_TAB_BUDGET,
                                              description="tokens of text per page")] = 2000,
     ) -> ReadResult:
-        """Each page's main text within a token budget (untrusted content)."""
+        """Each page's main text within a token budget (untrusted content); an overview if asked to summarize."""
         with _told():
             progress = _progress(ctx, runtime.scrubber)
             return await _while_connected(ctx, tools.read_pages(urls, question, budget_per_tab, progress))

@@ -154,12 +154,7 @@ class EventPrinter:
         if done.truncated:  # the note said where it was cut
             self._err(("(`chatagent config set max_answer_tokens N` allows longer answers)", "dim"))
         if done.stop_reason == "answered":
-            for c in done.citations:  # a non-answer cites nothing
-                if not c.block:
-                    line = safe_text((f"[Tab {c.tab_id}]", "cyan"), " ")
-                    if c.title:
-                        line.append_text(safe_text(f"{c.title} — "))
-                    self.console.print(line + link(c.url))
+            self._tabs(done)
             self._sources([c for c in done.citations if c.block])
         else:
             why = _STOP_WHY.get(done.stop_reason, "")
@@ -176,6 +171,25 @@ class EventPrinter:
         counted = " (counted: the server reported none)" if done.usage.counted else ""
         bits.append(f"{done.usage.input_tokens:,} tokens in / {done.usage.output_tokens:,} out{counted}")
         self._err((" · ".join(bits), "dim"))
+
+    def _tabs(self, done: Done) -> None:
+        """The whole tabs the answer cites, and those it cites passages of that it was given as an
+        overview of the page (what it says of them comes from a digest, not from all of it), each
+        once: "[Tab 1] Title — url · overview of the whole page: 8 of 14 parts". A tab it does not
+        cite is no source, overview or not."""
+        overviews = {o.tab_id: o for o in done.overviews}
+        whole = [c for c in done.citations if not c.block]  # a non-answer cites nothing
+        tabs: list[tuple[str, str, str]] = [(c.tab_id, c.title, c.url) for c in whole]
+        quoted = {c.tab_id for c in done.citations if c.block} - {c.tab_id for c in whole}
+        tabs += [(o.tab_id, o.title, o.url) for o in done.overviews if o.tab_id in quoted]
+        for tab_id, title, url in tabs:
+            line = safe_text((f"[Tab {tab_id}]", "cyan"), " ")
+            if title:
+                line.append_text(safe_text(f"{_one_line(title)} — "))
+            line += link(url)
+            if tab_id in overviews:
+                line.append_text(safe_text((f" · {overviews[tab_id].in_words()}", "yellow")))
+            self.console.print(line)
 
     def _sources(self, passages: list[Citation]) -> None:
         """The passages the answer cites, numbered: its id and tab, the page's title,

@@ -214,10 +214,12 @@ def test_the_offline_model_says_what_a_page_is_about_in_pass_1(site: Site) -> No
     assert asked.returncode == 0, asked.stderr
     done = json.loads(asked.stdout.strip().splitlines()[-1])
     assert done["pass"] == 1 and done["tool_calls"] == 0, done
+    # A summary quoted from the page (offline/summary.py), from its opening on, each line cited.
     assert done["answer"].startswith(
-        "Bergholm Harbour Board — Annual reports 1901–2020: This page collects the summaries of the board's annual reports"
+        "This page collects the summaries of the board's annual reports, year by year"
     ), done["answer"]
-    assert done["answer"].endswith("needs a language model: set one with `chatagent config` or the panel's ⚙.")
+    assert any(c["block"] for c in done["citations"]), done["citations"]
+    assert [o["tab_id"] for o in done["overviews"]] == ["1"], "it was given an overview of the page, and says so"
 
 
 def test_the_offline_model_quotes_the_reviews_under_the_heading_it_found(site: Site) -> None:
@@ -243,3 +245,36 @@ def test_the_text_shows_the_passage_ids_the_model_cites(site: Site) -> None:
     assert "Store the kayak upside down on padded racks in a frost-free shed from November to March." in lines
     bare = _panel_lines(run_cli("context", site.url("kayak_care"), "--no-ids").stdout)
     assert any(line.startswith("Rinse the hull") for line in bare) and not any(line.startswith("[1.") for line in bare)
+
+
+def test_a_request_about_the_whole_page_is_given_an_overview_and_each_tab_says_so(site: Site) -> None:
+    """The handbook (~7,600 tokens in fourteen sections) is far over its budget: asked for a
+    recap, it is given as an overview of the whole page, and its summary line says so, as
+    many of its parts as were shown; the short page beside it is whole. A question that names
+    something on it gets the parts that match, as before."""
+    guide, product = site.url("orchard_guide"), site.url("product")
+    request = "Quick recap of this page, please"
+    proc = run_cli("context", guide, product, "-q", request, "--json")
+    assert proc.returncode == 0, proc.stderr
+    long_tab, short_tab = json.loads(proc.stdout)["tabs"]
+    assert long_tab["overview"] and long_tab["scope"] == "whole", long_tab["scope"]
+    assert 1 <= long_tab["parts_shown"] <= long_tab["parts"] and long_tab["parts"] > 1
+    assert long_tab["tokens"] < long_tab["original_tokens"]
+    assert not short_tab["overview"] and short_tab["tokens"] == short_tab["original_tokens"]
+    shown = (f"all {long_tab['parts']} parts" if long_tab["parts_shown"] == long_tab["parts"]
+             else f"{long_tab['parts_shown']} of {long_tab['parts']} parts")
+
+    human = run_cli("context", guide, product, "-q", request, env={"COLUMNS": "160"})
+    assert human.returncode == 0, human.stderr
+    _no_traceback(human)
+    sizes = [line for line in _panel_lines(human.stdout) if line.startswith("size")]
+    assert len(sizes) == 2, human.stdout
+    assert f"{long_tab['tokens']:,} tokens (of {long_tab['original_tokens']:,})  overview of the whole page: {shown}" \
+        in sizes[0], sizes[0]
+    assert "truncated" not in sizes[0] and "selected" not in sizes[0], "an overview is no cut start, no selection"
+    assert "overview" not in sizes[1], sizes[1]
+
+    search = run_cli("context", guide, "-q", "When should bare-root trees be planted?", "--json")
+    (tab,) = json.loads(search.stdout)["tabs"]
+    assert tab["scope"] == "search" and not tab["overview"] and tab["selected"]
+    assert "Plant bare-root trees between November and March" in tab["text"]

@@ -84,6 +84,34 @@ async def test_read_pages_fits_the_budget_and_marks_page_text_untrusted(site: Si
     assert "$1,349.00" in asked.structured_content["pages"][1]["text"]
 
 
+async def test_read_pages_says_a_page_was_given_as_an_overview_and_ask_pages_which_tabs_were(
+    gemini: GeminiServer, site: Site,
+) -> None:
+    """Asked for the gist, the long handbook is an overview of all its parts (no cut start, no
+    selection) and the short page beside it is whole; asked for a fact, the handbook is the
+    parts that match it. The schema says what the fields mean; ask_pages names the tab."""
+    urls = [site.url("orchard_guide"), site.url("product")]
+    gemini.enqueue(TextReply(text="A handbook for growing old apple varieties [Tab 1]."))
+    async with server(GOOGLE_API_KEY="test", GOOGLE_GEMINI_BASE_URL=gemini.url) as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+        gist = await call(s, "read_pages", {"urls": urls, "question": "Give me the gist of these pages"})
+        fact = await call(s, "read_pages", {"urls": urls[:1], "question": "When should bare-root trees be planted?"})
+        asked = await call(s, "ask_pages", {"urls": urls, "question": "Give me the gist of these pages",
+                                            "model": "gemini-2.5-flash"})
+    page = tools["read_pages"].output_schema["$defs"]["PageText"]["properties"]
+    assert "overview of all its parts" in page["overview"]["description"] and "whole" in page["scope"]["description"]
+    assert not gist.is_error and not fact.is_error and not asked.is_error, (gist.content, fact.content, asked.content)
+    handbook, product = gist.structured_content["pages"]
+    assert handbook["overview"] and handbook["scope"] == "whole"
+    assert not handbook["cut"] and not handbook["selected"], "an overview is neither the page's start nor a selection"
+    assert "The first orchard in the Marren Valley was planted in 1712" in handbook["text"]
+    assert not product["overview"] and not product["cut"] and "$1,349.00" in product["text"]
+    (searched,) = fact.structured_content["pages"]
+    assert searched["scope"] == "search" and not searched["overview"] and searched["selected"]
+    assert asked.structured_content["overviews"] == ["1"], asked.structured_content
+    assert [c["tab"] for c in asked.structured_content["citations"]] == ["1"]
+
+
 async def test_read_pages_says_who_wrote_a_page_and_when_it_was_published() -> None:
     async with server() as s:
         result = await call(s, "read_pages", {"urls": [str(PAGES / "article.html"), str(PAGES / "table.html")]})

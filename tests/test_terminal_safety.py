@@ -47,6 +47,9 @@ BIDI_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Plain</ti
 const p = document.createElement("p");
 p.textContent = "Tickets cost 12 EUR at the \\u2066kiosk\\u2069 \\u202eon the pier\\u202c, cash only.";
 document.body.appendChild(p);</script></body></html>"""
+# The orchard handbook (long: given as an overview for a summary) under a title with markup and bidi overrides.
+LONG_BIDI_PAGE = (ROOT / "fixtures" / "pages" / "orchard_guide.html").read_text("utf-8").replace(
+    "</body>", '<script>document.title = "Orchard [bold]notes[/bold] \\u202etxt.exe\\u202c";</script></body>')
 # An answer that would set the clipboard (OSC 52), clear the screen, and more.
 EVIL = ("The gate is B12\x1b]52;c;ZXZpbA==\x07 [Tab 1].\x1b[2J\x1b[H Board\r closes\x9b31m at 9:40"
         "\x7f \u202egnirts\u202c \u2066ok\u2069\x08.")
@@ -65,6 +68,7 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     root = tmp_path_factory.mktemp("pages")
     (root / "markup.html").write_text(MARKUP_PAGE)
     (root / "bidi.html").write_text(BIDI_PAGE)
+    (root / "long_bidi.html").write_text(LONG_BIDI_PAGE)
     server = ThreadingHTTPServer(("127.0.0.1", 0), partial(_Quiet, directory=str(root)))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -136,6 +140,16 @@ def test_context_strips_bidi_overrides_from_titles_and_text(pages: str) -> None:
     assert not set(data.stdout) & set(UNSAFE), "JSON escapes them"
     (tab,) = json.loads(data.stdout)["tabs"]
     assert tab["title"] == "Tickets \u202etxt.exe\u202c here", "and keeps them exactly"
+
+
+def test_a_tab_given_as_an_overview_is_named_by_its_title_shown_literally_and_cleanly(pages: str) -> None:
+    with GeminiServer(ttft_s=0.0, tokens_per_s=None, tokens_per_chunk=2) as gemini:
+        gemini.enqueue(TextReply(text="A handbook for apple growers [Tab 1]."))
+        proc = run("ask", f"{pages}/long_bidi.html", "-q", "tl;dr?", gemini=gemini)
+    assert proc.returncode == 0, proc.stderr
+    assert_clean(proc)
+    assert re.search(rf"^\[Tab 1\] Orchard \[bold\]notes\[/bold\] txt\.exe — {re.escape(pages)}/long_bidi\.html"
+                     r" · overview of the whole page: (\d+ of \d+|all \d+) parts$", proc.stderr, re.M), proc.stderr
 
 
 # --- a model's answer cannot drive the terminal -----------------------------------------------

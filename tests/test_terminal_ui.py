@@ -6,6 +6,7 @@ piped; `chat` is a prompt with line editing, history and commands."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -246,3 +247,44 @@ def test_cited_passages_are_numbered_sources_under_the_answer(
     assert any(u.startswith(f"{page.as_uri()}#:~:text=Tickets%20cost%2012%20EUR".encode()) for u in links), links
     assert " 3. [" not in screen and "[1.77] Tab" not in screen, "an id naming no passage is no source"
     assert "\u202e".encode() not in term.raw and "\u202c".encode() not in term.raw
+
+
+def test_a_tab_given_as_an_overview_says_so_among_the_sources(
+    gemini: GeminiServer, site: Site, terminals: list[Terminal],
+) -> None:
+    """Asked for the gist of a long handbook, the model is given an overview of it: the
+    sources under the answer say so beside the tab, once, whether the answer cites the tab
+    or only passages of it; `--json`'s done carries it typed. A page read for a fact does not."""
+    guide = site.url("orchard_guide")
+
+    def reply(request: RecordedRequest) -> TextReply:
+        if "bare-root" in request.last_user_text():
+            return TextReply(text="Between November and March [Tab 1].")
+        found = re.search(r"\[(\d+\.\d+)\] [^\n]*first orchard in the Marren Valley", request.text())
+        assert found, request.text()[:2000]
+        return TextReply(text=f"A growers' handbook for heritage apples; the valley's orchards go back to 1712 [{found.group(1)}].")
+
+    gemini.responder = reply
+    args = ("ask", guide, "-q", "What is the gist of it?", "--model", "gemini-2.5-flash")
+    term = Terminal(*args, env=gemini.env(), columns=220)
+    terminals.append(term)
+    assert term.wait_exit() == 0
+    screen = term.text()
+    [tab_line] = [line.strip() for line in screen.splitlines() if line.strip().startswith("[Tab 1]")]
+    assert re.fullmatch(
+        rf"\[Tab 1\] The Marren Valley orchard handbook — growing heritage apples — {re.escape(guide)}"
+        r" · overview of the whole page: (\d+ of \d+|all \d+) parts", tab_line), tab_line
+    assert " 1. [1." in screen and "Tab 1 · The Marren Valley orchard handbook" in screen, "its passage is listed too"
+
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "200", **gemini.env()}
+    piped = subprocess.run(command(*args, "--json"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert piped.returncode == 0, piped.stderr
+    done = json.loads(piped.stdout.strip().splitlines()[-1])
+    [overview] = done["overviews"]
+    assert overview["tab_id"] == "1" and overview["url"] == guide and overview["scope"] == "whole"
+    assert f"{overview['parts_shown']} of {overview['parts']} parts" in tab_line or f"all {overview['parts']} parts" in tab_line
+
+    fact = subprocess.run(command("ask", guide, "-q", "When should bare-root trees be planted?", "--model",
+                                  "gemini-2.5-flash"), cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert fact.returncode == 0, fact.stderr
+    assert "[Tab 1] The Marren Valley orchard handbook" in fact.stderr and "overview" not in fact.stderr
