@@ -1,5 +1,7 @@
 """Draw the side panel's screenshots in docs/: an answer with a table, a
-thread with a follow-up, the settings, an error. Real Chromium with the
+thread with a follow-up, the settings, an error, and Summarize in one click
+(the suggestion on an empty thread, then an answer drawn from an overview of
+the page, side by side). Real Chromium with the
 extension and the real host; the model is the Gemini client against the
 project's local Gemini-compatible server, with scripted replies (no network
 here), so the pictures show the panel, not a model's skill.
@@ -11,7 +13,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import io
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -42,11 +46,46 @@ FOLLOW_UP = """A 24-hour ticket costs:
 """
 
 
+# A summary of fixtures/pages/orchard_guide.html, citing the passages of its overview that it draws on.
+SUMMARY = """The handbook is the Marren Valley Orchard Society's guide to keeping heritage apples [Tab 1]:
+
+- **History**: the valley's first orchard dates from 1712 {first orchard in the Marren}.
+- **Where to plant**: south-facing slopes, out of the frost pocket on the valley floor {south-facing slopes}.
+- **Varieties**: start with Dunmore Russet, Helm Pippin and Marren Queen {Start with three varieties}.
+- **Care**: prune in the dormant season, at most a fifth of the canopy a winter {Prune in the dormant}.
+- **Harvest and storage**: pick with a lift and twist {An apple is ready}; store wrapped, at 2–6 °C {Keep only sound fruit}.
+"""
+
+
+def _cited(request: RecordedRequest, text: str) -> str:
+    """`text` with each {words} replaced by the id the page context gives the passage holding them."""
+    def block(m: re.Match[str]) -> str:
+        found = re.search(rf"\[(\d+\.\d+)\] [^\n]*{re.escape(m.group(1))}", request.text())
+        return f"[{found.group(1)}]" if found else ""
+
+    return re.sub(r"\{([^}]+)\}", block, text)
+
+
 def reply(request: RecordedRequest) -> Reply:
     question = request.last_user_text()
     if "ticket" in question:
         return TextReply(text=FOLLOW_UP)
+    if "Summarize" in question:
+        return TextReply(text=_cited(request, SUMMARY))
     return TextReply(text=COMPARISON)
+
+
+def side_by_side(shots: list[bytes], path: Path) -> None:
+    """Screenshots of the panel, left to right, a thin rule between them."""
+    from PIL import Image
+
+    images = [Image.open(io.BytesIO(s)) for s in shots]
+    picture = Image.new("RGB", (sum(i.width for i in images) + len(images) - 1, max(i.height for i in images)), "#d0d7de")
+    x = 0
+    for image in images:
+        picture.paste(image, (x, 0))
+        x += image.width + 1
+    picture.save(path, optimize=True)
 
 
 async def main(out: Path) -> None:
@@ -86,7 +125,19 @@ async def main(out: Path) -> None:
             await panel.press("#question", "Enter")
             await panel.wait_for_selector(".turn:nth-child(2)[data-state=done]")
             await panel.screenshot(path=str(out / "panel-thread.png"))
-    for name in ("panel-answer", "panel-thread", "panel-settings", "panel-error"):
+
+            # Summarize in one click: the suggestion on an empty thread, then the answer, whose
+            # source says the model was given an overview of the page, not all of it.
+            guide = pages.file_url(PAGES / "orchard_guide.html")
+            await (await ctx.new_page()).goto(guide)
+            panel = await open_panel(ctx, [guide], width=400, height=760)
+            await panel.wait_for_selector(".suggestion")
+            empty = await panel.screenshot()
+            await panel.click(".suggestion:text-is('Summarize this page')")
+            await panel.wait_for_selector("body[data-state=done]")
+            await panel.wait_for_selector(".source-overview")
+            side_by_side([empty, await panel.screenshot()], out / "panel-summarize.png")
+    for name in ("panel-answer", "panel-thread", "panel-settings", "panel-error", "panel-summarize"):
         print(out / f"{name}.png")
 
 

@@ -84,6 +84,27 @@ async def test_an_asks_first_event_says_how_its_answer_numbers_the_tabs(gemini: 
     assert done["citations"] == [{"tab_id": "7", "url": other["url"], "title": "Other", "label": "2", "block": "", "quote": ""}]
 
 
+async def test_the_done_event_names_the_chrome_tab_given_as_an_overview(gemini: GeminiServer) -> None:
+    """A request for the gist of a long handbook and a short product page: the handbook is
+    given as an overview, and `done` says so by its Chrome tab id, as its citations do; the
+    same from the cache. The product page, sent whole, is no overview."""
+    gemini.enqueue(TextReply(text="An orchard handbook [Tab 2] and a laptop [Tab 1]."))
+    guide = {"tabId": 9, "url": "https://orchards.example/handbook", "title": "Orchard handbook",
+             "html": (PAGES / "orchard_guide.html").read_text()}
+    [product] = ask("a", "x")["tabs"]
+    async with real_host(gemini) as peer:
+        await peer.send({**ask("a", "Give me the gist of these pages"), "tabs": [product, guide]})
+        done = (await peer.events_until_end("a"))[-1]
+        await peer.send({**ask("b", "Give me the gist of these pages"), "tabs": [product, guide]})
+        cached = (await peer.events_until_end("b"))[-1]
+    assert done["type"] == "done" and cached["cached"], (done, cached)
+    for event in (done, cached):
+        [overview] = event["overviews"]
+        assert overview["tab_id"] == "9" and overview["url"] == guide["url"] and overview["scope"] == "whole"
+        assert 1 <= overview["parts_shown"] <= overview["parts"] and overview["parts"] > 1
+    assert {c["tab_id"] for c in done["citations"]} == {"9", "41"}
+
+
 async def test_the_model_connection_is_open_before_the_first_question(gemini: GeminiServer) -> None:
     gemini.enqueue(TextReply(text="It costs $1,349.00 [Tab 1]."))
     async with real_host(gemini) as peer:

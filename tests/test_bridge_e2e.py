@@ -506,3 +506,48 @@ async def test_a_thread_with_a_follow_up_then_stop_then_another_selection(panel_
         # Back to the first selection: its thread is still there.
         await _select(panel, [first])
         assert await panel.locator(".thread .turn").count() == 3
+
+
+async def test_summarize_is_one_click_on_an_empty_thread_and_the_answer_says_the_page_was_an_overview(
+    private_settings: Path, panel_browser: Any, site: Site,
+) -> None:
+    """Offline model, a 57,000-token page: the empty thread offers "Summarize this page"; a
+    click asks it as if typed; the answer cites the page, and its sources say the tab was
+    given as an overview of the whole page, also once the panel is opened again."""
+    url = site.url("long")
+    await _tabs(panel_browser, [url])
+    panel = await open_panel(panel_browser, [url])
+    [tab_id] = await panel.evaluate("window.chatagentTest.selectedTabIds()")
+    suggestions = panel.locator(".thread .empty .suggestion")
+    assert await suggestions.all_inner_texts() == ["Summarize this page", "What are the main points?"]
+    await suggestions.first.click()
+    turn = panel.locator(".thread .turn")
+    await turn.locator(".question").wait_for()
+    assert await turn.locator(".question").inner_text() == "Summarize this page", "asked as if typed"
+    assert await panel.locator(".suggestion").count() == 0, "the thread is no longer empty"
+    await panel.wait_for_selector(".turn[data-state=done]", timeout=120_000)
+    assert await panel.input_value("#question") == ""
+
+    # The answer cites the page (the tab, or passages of it: the chips are the tab's).
+    chips = turn.locator(".answer .chip")
+    assert await chips.count() >= 1
+    assert {await c.get_attribute("data-tab-id") for c in await chips.all()} == {str(tab_id)}
+    # What the done event said, as the panel kept it: the tab was given as an overview.
+    [saved] = await panel.evaluate("window.chatagentTest.savedThreads()")
+    [overview] = saved["turns"][0]["overviews"]
+    assert overview["tab_id"] == str(tab_id) and overview["scope"] == "whole" and overview["url"] == url
+    parts, shown = overview["parts"], overview["parts_shown"]
+    words = "overview of the whole page" + (
+        "" if parts <= 1 else f": all {parts} parts" if shown >= parts else f": {shown} of {parts} parts")
+
+    async def says_overview(page: Any) -> None:
+        line = page.locator(".turn .sources .source-overview")
+        await line.wait_for()
+        assert await line.locator(".chip").get_attribute("data-tab-id") == str(tab_id)
+        assert (await line.locator(".chip").inner_text()).startswith("Bergholm Harbour Board")
+        assert await line.locator(".overview-tag").inner_text() == words
+
+    await says_overview(panel)
+    await panel.reload()
+    await panel.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
+    await says_overview(panel)  # the thread, restored from the browser's storage

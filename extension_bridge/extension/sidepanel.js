@@ -541,12 +541,36 @@ function showThread(thread) {
 }
 
 function emptyHint() {
+  const box = document.createElement("div");
+  box.className = "empty";
   const p = document.createElement("p");
-  p.className = "empty";
   p.textContent = checked.size
     ? "Ask a question about the selected tabs. Follow-up questions keep the conversation."
     : "Tick the tabs to ask about.";
-  return p;
+  box.append(p);
+  if (checked.size) box.append(suggestions(checked.size));
+  return box;
+}
+
+// Requests about the tabs as a whole, one click each: sent as if typed (the host gives each tab an overview of its page).
+function suggestions(tabs) {
+  const group = document.createElement("div");
+  group.className = "suggestions";
+  group.setAttribute("role", "group");
+  group.setAttribute("aria-label", "Suggested requests");
+  for (const request of [tabs > 1 ? "Summarize these pages" : "Summarize this page", "What are the main points?"]) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "suggestion";
+    button.textContent = request;
+    button.disabled = Boolean(current);
+    button.addEventListener("click", () => {
+      els.question.value = request;
+      els.form.requestSubmit();
+    });
+    group.append(button);
+  }
+  return group;
 }
 
 function newConversation() {
@@ -869,7 +893,7 @@ function finish(ev) {
   let state;
   if (ev.type === "done") {
     renderAnswer(turn, ev.answer, thread, ev.citations); // authoritative: replaces the streamed text
-    renderSources(turn, ev.citations || [], thread);
+    renderSources(turn, ev.citations || [], thread, ev.overviews || []);
     renderMeta(turn, ev, run);
     addCopy(turn, ev.answer);
     state = "done";
@@ -920,6 +944,7 @@ async function keep(run, ev, state) {
     ...(run.about ? { selection: run.about.text } : {}),
     answer: ev.type === "done" ? ev.answer : run.text,
     citations: ev.type === "done" ? ev.citations || [] : [],
+    overviews: ev.type === "done" ? ev.overviews || [] : [],
     state,
     meta: turn.querySelector(".meta-text")?.textContent || "",
     ...(state === "error" ? { error: turn.querySelector(".turn-error p")?.textContent || ev.message || "" } : {}),
@@ -942,9 +967,10 @@ function restoredThread(record, tabIds) {
     if (t.selection) addSelectionQuote(turn, { text: t.selection, tabId: now(record.tabs[0]?.tabId) });
     // Its sources point at the tabs as they are now (a closed one's chip says so when clicked).
     const citations = (t.citations || []).map((c) => ({ ...c, tab_id: String(now(c.tab_id) ?? -1) }));
+    const overviews = (t.overviews || []).map((o) => ({ ...o, tab_id: String(now(o.tab_id) ?? -1) }));
     if (t.answer) renderAnswer(turn, t.answer, thread, t.state === "done" ? citations : null);
     if (t.state === "done") {
-      renderSources(turn, citations, thread);
+      renderSources(turn, citations, thread, overviews);
       addCopy(turn, t.answer);
     }
     if (t.error) showTurnError(turn, { message: t.error });
@@ -1086,15 +1112,44 @@ function passagesOf(citations) {
   return out;
 }
 
-function renderSources(turn, citations, thread) {
+// How a tab given as an overview is said, from the done event's typed fields (as the CLI says it).
+function overviewInWords(o) {
+  const what = o.scope === "part" ? "overview of the parts asked about" : "overview of the whole page";
+  if (!(o.parts > 1)) return what;
+  return `${what}: ${o.parts_shown >= o.parts ? `all ${o.parts} parts` : `${o.parts_shown} of ${o.parts} parts`}`;
+}
+
+// A tab the model was given an overview of: its chip, and a tag saying so.
+function overviewSource(o) {
+  const line = document.createElement("span");
+  line.className = "source-overview";
+  line.dataset.tabId = String(o.tab_id);
+  const tag = document.createElement("span");
+  tag.className = "overview-tag";
+  tag.textContent = overviewInWords(o);
+  tag.title =
+    "The answer was drawn from an overview of the page (each part's opening, in page order), not from all of its text.";
+  line.append(citationChip({ tabId: Number(o.tab_id), title: o.title || tabInfo(o.tab_id).title, url: o.url }), tag);
+  return line;
+}
+
+function renderSources(turn, citations, thread, overviews = []) {
   const box = turn.querySelector(".sources");
   if (!citations.length) return;
   const label = document.createElement("span");
   label.className = "sources-label";
   label.textContent = "Sources";
   const quoted = [...passagesOf(citations).values()];
-  // A tab whose passages are listed needs no chip of its own here (the answer's text keeps its [Tab N] chip).
-  const whole = citations.filter((c) => !c.block && !quoted.some((p) => p.tabId === Number(c.tab_id)));
+  // A tab given as an overview is said so where the answer cites it (the tab or passages of it): one it
+  // does not cite is no source.
+  const cited = new Set(citations.map((c) => Number(c.tab_id)));
+  overviews = overviews.filter((o) => cited.has(Number(o.tab_id)));
+  const overviewed = new Set(overviews.map((o) => Number(o.tab_id)));
+  // A tab whose passages are listed needs no chip of its own here (the answer's text keeps its [Tab N] chip),
+  // nor one given as an overview: its line has the chip.
+  const whole = citations.filter(
+    (c) => !c.block && !quoted.some((p) => p.tabId === Number(c.tab_id)) && !overviewed.has(Number(c.tab_id)),
+  );
   const passages = quoted.map((p) => {
     const li = document.createElement("li");
     const button = passageChip(p);
@@ -1119,6 +1174,7 @@ function renderSources(turn, citations, thread) {
   box.replaceChildren(
     label,
     ...whole.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, url: c.url })),
+    ...overviews.map(overviewSource),
     ...(passages.length ? [list] : []),
   );
   box.hidden = false;
@@ -1197,6 +1253,7 @@ function setRunning(running) {
   els.ask.disabled = running;
   els.stop.hidden = !running;
   els.newButton.disabled = running;
+  for (const button of document.querySelectorAll(".suggestion")) button.disabled = running;
   if (running) {
     document.body.dataset.state = "running";
     els.question.value = "";
