@@ -31,9 +31,9 @@ from dataclasses import dataclass, field
 from .markers import GAP, overview_marker
 from .tokens import count_tokens
 
-SEGMENT_TOKENS = 250  # of the budget a stretch of the page gets, about: 8 stretches at 2,000 tokens
+SEGMENT_TOKENS = 300  # of the budget a stretch of the page gets, about: 6 stretches at 2,000 tokens
 SECTION_TOKENS = 150  # a section this long counts as a part of its own...
-MIN_STRETCH_TOKENS = 150  # ...and is a stretch of its own while each gets this much of the budget
+MIN_STRETCH_TOKENS = 200  # ...and is a stretch of its own while each gets this much of the budget
 MIN_SEGMENTS = 6  # a page is never cut into fewer stretches than this (where it has the paragraphs)
 SHORT_LINE_WORDS = 6  # a shorter line at a stretch's start (a caption, a date) is passed over
 MAX_OPENING_WORDS = 45  # an opening sentence longer than this is cut at a word, with "…", where it does not fit
@@ -84,7 +84,10 @@ def main_pieces(pieces: Sequence[Piece], budget: int) -> list[Piece]:
     shorter than the budget (extraction found little of it)."""
     end = next((i for i, p in enumerate(pieces) if p.text.strip() in AFTER_MAIN), len(pieces))
     main = list(pieces[:end])
-    return main if sum(p.tokens for p in main) >= budget else [p for p in pieces if p.text.strip() not in AFTER_MAIN]
+    if sum(p.tokens for p in main) >= budget:
+        return main
+    # The rest of the page's text, its prose: the labels, buttons and links between it are not the page.
+    return main + [p for p in pieces[end:] if p.text.strip() not in AFTER_MAIN and p.words >= SHORT_LINE_WORDS]
 
 
 def _sections(pieces: Sequence[Piece]) -> int:

@@ -42,6 +42,10 @@ Kind = Literal["search", "whole", "part", "unmatched"]
 # The languages whose function words are dropped from a request; stop_words' English list is
 # not used (it holds content words: "computer", "information", "length").
 STOP_LANGUAGES = ("french", "german", "spanish", "italian", "portuguese", "dutch")
+# English particles and pronouns the ranking's lists keep (they can name a table's column there).
+ENGLISH_FUNCTION_WORDS = frozenset(
+    "up down out off over under again further once same other own too yet still even ever now then thing things "
+    "stuff something anything everything us lot bit really actually basically".split())
 # Roots (folded, lower case; a word matches a root it starts with) of the words that speak of
 # the request itself, not of anything on the page.
 ROLES: dict[str, tuple[str, ...]] = {
@@ -105,7 +109,7 @@ class RequestScope:
 def _stopwords() -> frozenset[str]:
     from stop_words import get_stop_words
 
-    words: set[str] = set(STOPWORDS_EN | QUESTION_WORDS)
+    words: set[str] = set(STOPWORDS_EN | QUESTION_WORDS | ENGLISH_FUNCTION_WORDS)
     for lang in STOP_LANGUAGES:
         words.update(fold(w).lower() for w in get_stop_words(lang))
     return frozenset(words)
