@@ -527,7 +527,9 @@ def _overview(page: _Page, budget: int, asked: RequestScope) -> Fitted | None:
         units = units[:1] + [u for u in units[1:] if named & set(u.path.split(PATH_SEPARATOR)) or
                              (_HEADING.match(u.text) and u.text.lstrip("#").strip() in named)]
     pieces = main_pieces([Piece(u.text, u.tokens, u.joiner) for u in units], budget)
-    made = overview(pieces, budget, page.total)
+    made = overview(pieces, budget, page.total, whole=asked.kind != "part")
+    if made is None:
+        return None
     return Fitted(text=made.text, tokens=made.tokens, original_tokens=page.total, truncated=True,
                   omitted_tokens=max(page.total - made.tokens, 0), scope=asked.kind, overview=True,
                   parts=made.parts, parts_shown=made.shown)

@@ -39,10 +39,12 @@ def selection_marker() -> str:
 GAP = "[…]"
 
 
-def overview_marker(shown: int, parts: int, tokens: int) -> str:
-    """The line that leads a page given as an overview of `shown` of its `parts` parts."""
-    which = f"all {parts:,} parts" if shown == parts else f"{shown:,} of {parts:,} parts"
-    return f"[Overview of the whole page, {which}: {tokens:,} tokens left out]"
+def overview_marker(shown: int, parts: int, tokens: int, *, whole: bool = True) -> str:
+    """The line that leads a page given as an overview of `shown` of its `parts` parts
+    (`whole`: of all of the page; else of the parts a request named)."""
+    what = "the whole page" if whole else "the parts asked about"
+    which = "one part" if parts == 1 else f"all {parts:,} parts" if shown == parts else f"{shown:,} of {parts:,} parts"
+    return f"[Overview of {what}, {which}: {tokens:,} tokens left out]"
 
 
 def columns_marker(shown: list[str], width: int, tokens: int) -> str:
@@ -51,7 +53,8 @@ def columns_marker(shown: list[str], width: int, tokens: int) -> str:
 
 
 _OMITTED = re.compile(r"\[… [\d,]+ tokens (?:less related to the question|further down the page) left out …\]")
-_OVERVIEW = re.compile(r"\[Overview of the whole page, (?:all [\d,]+|[\d,]+ of [\d,]+) parts: [\d,]+ tokens left out\]")
+_OVERVIEW = re.compile(r"\[Overview of (?:the whole page|the parts asked about), (?:one part|all [\d,]+ parts|"
+                       r"[\d,]+ of [\d,]+ parts): [\d,]+ tokens left out\]")
 _COLUMNS = re.compile(r"\[table shown with \d+ of \d+ columns: .*; [\d,]+ tokens of other columns left out\]")
 
 

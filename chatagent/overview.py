@@ -33,7 +33,7 @@ from .tokens import count_tokens
 
 SEGMENT_TOKENS = 300  # of the budget a stretch of the page gets, about: 6 stretches at 2,000 tokens
 SECTION_TOKENS = 150  # a section this long counts as a part of its own...
-MIN_STRETCH_TOKENS = 200  # ...and is a stretch of its own while each gets this much of the budget
+MIN_STRETCH_TOKENS = 120  # ...and is a stretch of its own while each gets this much of the budget
 MIN_SEGMENTS = 6  # a page is never cut into fewer stretches than this (where it has the paragraphs)
 SHORT_LINE_WORDS = 6  # a shorter line at a stretch's start (a caption, a date) is passed over
 MAX_OPENING_WORDS = 45  # an opening sentence longer than this is cut at a word, with "…", where it does not fit
@@ -172,10 +172,10 @@ def _shares(needs: list[int], floors: list[int], total: int) -> list[int]:
     return shares
 
 
-def overview(pieces: Sequence[Piece], budget: int, original_tokens: int) -> Overview | None:
+def overview(pieces: Sequence[Piece], budget: int, original_tokens: int, *, whole: bool = True) -> Overview | None:
     """The overview, in `budget` tokens, of a page (`original_tokens` long) cut into `pieces`;
     its title (a first heading of level 1) leads it. None when the budget holds not even the
-    first sentence of one stretch."""
+    first sentence of one stretch. `whole`: of all of the page (else of the parts a request named)."""
     title = pieces[0].text if pieces and pieces[0].text.startswith("# ") else ""
     body = list(pieces[1:] if title else pieces)
     cut = stretches(body, budget)
@@ -185,7 +185,7 @@ def overview(pieces: Sequence[Piece], budget: int, original_tokens: int) -> Over
         n += p.heading and i > 0
         section[id(p)] = n
     parts = n + 1
-    room = budget - count_tokens(overview_marker(parts, parts, original_tokens)) - 2 - (count_tokens(title) + 2 if title else 0)
+    room = budget - count_tokens(overview_marker(parts, parts, original_tokens, whole=whole)) - 2 - (count_tokens(title) + 2 if title else 0)
     gap = count_tokens(GAP) + 2
     floors = [sum(p.tokens for p in _opening(s, 0)) + gap for s in cut]
     # More stretches than the budget holds one sentence of each: the shortest go, never for their words.
@@ -202,7 +202,7 @@ def overview(pieces: Sequence[Piece], budget: int, original_tokens: int) -> Over
         shares = _shares(needs, floors, room)
         shown, used, lines = _render(cut, shares)
         seen = len({section[id(p)] for p in shown})
-        text = "\n\n".join([*([title] if title else []), overview_marker(seen, parts, max(original_tokens - used, 0)),
+        text = "\n\n".join([*([title] if title else []), overview_marker(seen, parts, max(original_tokens - used, 0), whole=whole),
                              *lines])
         tokens = count_tokens(text)
         if tokens <= budget:

@@ -58,7 +58,7 @@ ROLES: dict[str, tuple[str, ...]] = {
     ),
     # The main points of it.
     "salient": (
-        "main", "key", "point", "important", "essential", "major", "principal", "idea", "idee", "punkt", "punto",
+        "main", "key", "point", "important", "essential", "major", "princip", "idea", "idee", "punkt", "punto",
         "wichtig", "haupt", "cle", "clave", "topic", "theme", "thema", "tema", "sujet", "takeaway",
     ),
     # The page itself, and asking what it is about.
@@ -66,7 +66,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "page", "article", "post", "text", "site", "website", "webpage", "document", "thread", "story", "piece", "blog",
         "content", "tab", "link", "pagina", "articulo", "texto", "sitio", "documento", "entrada", "seite", "artikel",
         "beitrag", "dokument", "inhalt", "texte", "contenu", "billet", "about", "parle", "agit", "trata", "worum",
-        "geht", "cover", "say", "tell", "describ", "read", "help", "pls", "plz", "please", "bitte", "merci", "gracias",
+        "geht", "quoi", "cover", "say", "tell", "describ", "read", "help", "pls", "plz", "please", "stp", "svp", "bitte", "merci", "gracias", "porfa",
         "dice", "dit", "sagt", "quick", "quickly", "fast", "simple", "simply", "word", "sentence", "line", "bullet",
         "list", "few", "couple", "schnell", "rapide", "rapido",
     ),
