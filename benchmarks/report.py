@@ -335,6 +335,10 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
 
         out += ["", f"## Pages of every kind: side-panel questions ({plural(r['single']['questions'], 'question')}, "
                 f"{plural(r['comparisons']['questions'], 'comparison')})", "", realistic_section(r).rstrip()]
+    if (w := result.get("whole_page")) and "skipped" not in w:
+        from .whole_page import markdown_section as whole_page_section
+
+        out += ["", f"## Whole-page requests ({plural(w['pages'], 'long page')})", "", whole_page_section(w).rstrip()]
     if ex := result.get("extraction"):
         out += [
             "", "## Extraction quality (word F1, through headless Chromium, for information)", "",

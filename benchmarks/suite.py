@@ -9,6 +9,9 @@
 3. Whether the answer reaches the model on pages of every kind (`realistic`):
    side-panel questions over forums, products, listings, service pages, docs
    and articles, and two-tab comparisons, against the whole rendered text.
+   Whole-page requests (`whole_page`): whether the context of "tldr" and the
+   like stands for the whole of a long page, the offline model's summary, and
+   the decision's errors both ways.
 4. Extraction word F1 on AEB and WCXB (per page type, for information), and
    multi-tab cost on HotpotQA (`context_bench`).
 5. Pass-1 rate and pass-2 cost on the fixture question set (`pass1`).
@@ -52,7 +55,7 @@ from chatagent.tokens import count_tokens
 
 from .citations import bench_citations
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
-from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_wcxb, load_wtq
+from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_wcxb, load_wtq, sample
 from .e2e import run_e2e
 from .latency import GOALS_MS, fixture_pages, run_latency
 from .local_model import DEFAULT_PAGES as LOCAL_PAGES, DEFAULT_REPS as LOCAL_REPS, goal as local_goal, run_local_model
@@ -60,6 +63,7 @@ from .mcp_bench import run_mcp_bench
 from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
 from .realistic import bench_realistic, goals as realistic_goals
+from .whole_page import bench_whole_page, goals as whole_page_goals, headline as whole_page_headline, listed_pages
 from .report import SCENARIOS, machine, markdown_report, plural, print_summary, progress_bar
 from .scale import deployment_layout, run_scale
 from .server import PageServer, bench_settings, browser_version, launch_browser
@@ -100,6 +104,7 @@ class Plan:
     e2e_pairs: int
     e2e_tabs: tuple[int, ...] = (1, 10)
     latency_fixtures: bool = False  # latency over the small fixture pages, not WCXB pages
+    whole_page_pages: int | None = None  # the whole-page set's long pages (None: all)
 
     @classmethod
     def from_args(cls, args: argparse.Namespace) -> "Plan":
@@ -120,7 +125,8 @@ class Plan:
                    e2e_pairs=1 if limit is not None else 2 if quick else 12,
                    # A sample (--limit) is a look at every section: one tab is enough for this one,
                    # and the fixture pages for latency.
-                   e2e_tabs=(1,) if limit is not None else (1, 10), latency_fixtures=limit is not None)
+                   e2e_tabs=(1,) if limit is not None else (1, 10), latency_fixtures=limit is not None,
+                   whole_page_pages=limit if limit is not None else 20 if quick else None)
 
 
 def _check_data(data_dir: Path) -> None:
@@ -147,7 +153,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     at_start = machine()
     result: dict[str, Any] = {"machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
     with progress_bar(console) as progress, PageServer() as site:
-        overall = progress.add_task("chatagent bench", total=12 if real else 11)
+        overall = progress.add_task("chatagent bench", total=13 if real else 12)
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
@@ -170,6 +176,13 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
                 progress.advance(overall)
                 result["realistic"] = await bench_realistic(plan.data_dir, realistic, comparisons, plan.budget,
                                                             browser, site, pool, progress)
+                progress.advance(overall)
+                # The set's long pages; and the realistic questions again, for whether any is taken as one.
+                result["whole_page"] = (
+                    await bench_whole_page(plan.data_dir, sample(listed_pages(plan.data_dir), plan.whole_page_pages),
+                                           plan.budget, browser, site, pool, progress, realistic)
+                    if (plan.data_dir / "whole-page" / "coverage.py").is_file()
+                    else {"skipped": f"no whole-page set at {plan.data_dir / 'whole-page'}"})
                 progress.advance(overall)
                 result["extraction"] = await bench_extraction(plan.data_dir, aeb, wcxb, browser, site, pool, progress)
                 progress.advance(overall)
@@ -266,6 +279,10 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
                    "comparisons_recall": r["comparisons"][k]["recall"]} for k in ("chatagent", "whole", "head")},
             "by_type": {t: v["chatagent"]["recall"] for t, v in r["by_type"].items()},
         }
+    if (w := result.get("whole_page")) and "skipped" not in w:
+        summary["whole_page"] = whole_page_headline(w)
+    elif w:
+        summary["whole_page"] = {"skipped": w["skipped"]}
     if local := result.get("local_model"):
         summary["local_model"] = local.get("summary") or {"skipped": local.get("skipped")}
     if real := result.get("real_model"):
@@ -292,6 +309,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
     )
     if r := result.get("realistic"):
         goals.update(realistic_goals(r))
+    if (w := result.get("whole_page")) and "skipped" not in w:
+        goals.update(whole_page_goals(w))
     if (g := local_goal(result.get("local_model", {}))) is not None:
         goals["local_model_ttft"] = g
     for n, row in result.get("e2e", {}).get("rows", {}).items():
@@ -367,6 +386,7 @@ def _describe_samples(plan: Plan) -> str:
         f"latency {plan.reps} reps" + (" over the fixture pages" if plan.latency_fixtures else ""),
         n(plan.wtq_pages, "WTQ pages"), n(plan.aeb_pages, "AEB pages"), n(plan.wcxb_pages, "WCXB pages"),
         n(plan.hotpot_questions, "HotpotQA questions"), n(plan.realistic_questions, "realistic questions"),
+        n(plan.whole_page_pages, "whole-page pages"),
         f"{'all' if plan.pass1_questions is None else f'up to {plan.pass1_questions}'} pass-1 questions per kind",
         f"offline answers: {plan.offline.describe()}",
         f"end to end {plan.e2e_pairs} pairs per tab count ({', '.join(map(str, plan.e2e_tabs))} tabs)",

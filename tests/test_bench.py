@@ -134,6 +134,12 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     for row in (*r["rows"], *r["comparison_rows"]):
         assert {"chatagent", "whole", "head"} <= set(row) and all(row[k][1] > 0 for k in ("chatagent", "whole", "head"))
     assert all(row["chatagent"][1] <= 2000 for row in r["rows"])
+    # Whole-page requests: one long page of the set, every wording scored, the realistic question's scope read.
+    w = result["whole_page"]
+    assert w["pages"] == 1 and len(w["rows"]) == 1 and w["decision"]["realistic_questions"] == 1
+    assert all(0 <= v["coverage"] <= 1 and 0 < v["tokens_max"] <= 2000 for v in w["wordings"].values())
+    assert {"whole_page_coverage", "whole_page_starved", "whole_page_summary_verbatim"} <= set(s["goals"])
+    assert s["whole_page"]["pages"] == 1
     assert result["hotpot"]["questions"] == 1 and result["hotpot"]["tabs_median"] >= 2
     p = result["pass1"]
     assert {r["needs"] for r in p["questions_detail"]} == {"text", "scroll", "screenshot", "cost"}
@@ -160,7 +166,8 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert 0 <= o["wtq_answer_has"] <= o["wtq_answer_has_lenient"] <= 1 and 0 <= o["wtq_context_has"] <= 1
 
     report = (out / "report.md").read_text(encoding="utf-8")
-    for heading in ("## Goals", "## Latency", "## Token cost", "## Pages of every kind", "## Extraction quality",
+    for heading in ("## Goals", "## Latency", "## Token cost", "## Pages of every kind", "## Whole-page requests",
+                    "## Extraction quality",
                     "## Multi-tab", "## Pass-1 rate",
                     "## Offline answers"):
         assert heading in report
