@@ -96,6 +96,7 @@ LONG_TEXT_CHARS = 500_000
 ANALYSER = ENGLISH
 _SENTENCE = re.compile(r"(?<=[.!?。！？])\s+(?=\S)")
 _HEADING = re.compile(r"^#{1,6}\s")
+_SUBHEADING = re.compile(r"^#{2,6}\s+(.+)$", re.M)  # a heading below the title, its name
 PATH_SEPARATOR = " › "  # as extraction writes a heading path (`page_lines`)
 
 
@@ -406,11 +407,19 @@ class _Page:
     @cached_property
     def headings(self) -> list[tuple[str, frozenset[str]]]:
         """Each heading below the title, with its terms."""
-        names = [u.text.lstrip("#").strip() for u in self.units if _HEADING.match(u.text) and not u.text.startswith("# ")]
+        names = [m.strip() for m in _SUBHEADING.findall(self.text)]
         return list(zip(names, map(frozenset, ENGLISH.analyse(names))))
 
+    @cached_property
+    def vocabulary(self) -> frozenset[str]:
+        """Every term of the text: its index's, where a question's selection has built it, else
+        analysed alone (for a text sent whole, ten times quicker than indexing it)."""
+        if "chunk_index" in self.__dict__ or len(self.text) > LONG_TEXT_CHARS:
+            return self.chunk_index.vocabulary
+        return frozenset(ENGLISH.terms(self.text))
+
     def scope(self, question: str) -> RequestScope:
-        return scope(question, self.chunk_index.vocabulary, self.headings)
+        return scope(question, self.vocabulary, self.headings)
 
     def _index(self, passages: list[str]) -> Ranker:
         return self.ranker(passages, ANALYSER)
