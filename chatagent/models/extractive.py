@@ -27,6 +27,7 @@ from ..prompts import ESCALATION_MARKER, message_text
 from ..ranking import BM25Ranker, RankerFactory
 from ..rows import has_rows
 from ..offline.compose import Page, answer
+from ..offline.summary import only_cited
 from ..offline.passages import question_terms, terms
 from ..offline.question import CHARTS, PICTURES, Question
 from ..tokens import count_tokens
@@ -73,10 +74,14 @@ class ExtractiveChatModel(InProcessChatModel):
         visual = is_visual(question, [t.text for t in tabs])
         tool_names = {t["function"]["name"] for t in tools or []}
         if not tool_names:
+            whole = _whole(tabs)
             said = None if visual else answer(Question.parse(question), [_page(t) for t in tabs], len(tabs), self.ranker,
-                                              whole=_whole(tabs))
+                                              whole=whole)
             if said:  # each quote cites the block it comes from ([1.4]), as the prompt asks a model to
-                return AIMessage(cite_quotes(said, tabs))
+                said = cite_quotes(said, tabs)
+                if whole and (cited := only_cited(said)):
+                    said = cited
+                return AIMessage(said)
             why = "the question is about something visual" if visual else "nothing in the page text matches the question"
             return AIMessage(f"{ESCALATION_MARKER} {why}")
         return self._use_tools(question, tabs, _activity(messages, question), tool_names, visual)

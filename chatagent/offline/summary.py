@@ -59,15 +59,18 @@ def _parts(text: str) -> list[list[str]]:
     return runs
 
 
-def _sentences(paragraphs: Sequence[str]) -> list[str]:
-    """A part's sentences that can stand for it, in order: prose, not rows, headings or labels."""
+def _sentences(paragraphs: Sequence[str]) -> list[list[str]]:
+    """A part's lines that can stand for it, in order, each as its sentences that can: prose,
+    not rows, headings or labels."""
     out = []
     for para in paragraphs:
         for line in para.splitlines():
-            if is_row(line) or _HEADING.match(line):
+            line = _LIST_ITEM.sub("", line)
+            if is_row(line) or _HEADING.match(line) or is_marker(line):
                 continue
-            line = clean(_LIST_ITEM.sub("", line)).strip()
-            out += [s for s in _SENTENCE.split(line) if len(s.split()) >= MIN_SENTENCE_WORDS]
+            kept = [s for s in _SENTENCE.split(clean(line).strip()) if len(s.split()) >= MIN_SENTENCE_WORDS]
+            if kept:
+                out.append(kept)
     return out
 
 
@@ -77,27 +80,26 @@ def _cut(sentence: str) -> str:
 
 
 def summarize_tab(text: str, words: int = SUMMARY_WORDS) -> list[str]:
-    """One line per part shown, each its opening sentence(s), within about `words` words."""
-    parts = [s for s in map(_sentences, _parts(text))]
-    order = [i for i, s in enumerate(parts) if s]
+    """One line per part shown, each its opening sentence (and the one after it in the same
+    line of the page, where the part's share holds it), within about `words` words."""
+    parts = list(map(_sentences, _parts(text)))
+    order = [i for i, lines in enumerate(parts) if lines]
     # More parts than one sentence each allows: the shortest parts (by what they have to say) go first.
-    lengths = {i: sum(len(s.split()) for s in parts[i]) for i in order}
+    lengths = {i: sum(len(s.split()) for line in parts[i] for s in line) for i in order}
     kept = set(order)
     for i in sorted(order, key=lambda i: (lengths[i], -i)):
-        if sum(len(_cut(parts[j][0]).split()) for j in kept) <= words or len(kept) == 1:
+        if sum(len(_cut(parts[j][0][0]).split()) for j in kept) <= words or len(kept) == 1:
             break
         kept.discard(i)
-    share = {i: words * lengths[i] / max(sum(lengths[j] for j in kept), 1) for i in kept}
-    lines = []
-    for i in order:
-        if i not in kept:
-            continue
-        chosen = [_cut(parts[i][0])]
-        for s in parts[i][1:2]:  # a second sentence where the part's share holds it
-            if len(" ".join(chosen).split()) + len(s.split()) <= share[i]:
-                chosen.append(_cut(s))
-        lines.append(" ".join(chosen))
-    return lines
+    total = max(sum(lengths[j] for j in kept), 1)
+    out = []
+    for i in (i for i in order if i in kept):
+        first, *rest = parts[i][0]
+        chosen = [_cut(first)]
+        if rest and first == chosen[0] and len(first.split()) + len(rest[0].split()) <= words * lengths[i] / total:
+            chosen.append(_cut(rest[0]))
+        out.append(" ".join(chosen))
+    return out
 
 
 def summary(question: str, tabs: Sequence[Tab]) -> str | None:
@@ -115,3 +117,15 @@ def summary(question: str, tabs: Sequence[Tab]) -> str | None:
             body = f"From [Tab {tab.tab_id}] {clean(tab.title)}:\n{body}"
         blocks.append(body)
     return "\n\n".join(blocks) if blocks else None
+
+
+_CITED = re.compile(r"\[\d+\.\d+\]\s*$")
+_FROM_TAB = re.compile(r"^From \[Tab \d+\]")
+
+
+def only_cited(text: str) -> str:
+    """A summary's lines that cite a block (`citations.cite_quotes` found them on the page), with
+    the headings over each tab's: a line that cites none is not known to be the page's words."""
+    lines = [line for line in text.split("\n") if not line.strip() or _CITED.search(line) or _FROM_TAB.match(line)]
+    blocks = [b for b in "\n".join(lines).split("\n\n") if b.strip() and not _FROM_TAB.match(b.strip().split("\n")[-1])]
+    return "\n\n".join(b.strip("\n") for b in blocks)

@@ -8,15 +8,18 @@ page, not against a list of requests:
    the languages in `stop_words`, and the question words the ranking already drops), less the
    words that speak of the page itself or of condensing it (`ROLES`: a few roots per role,
    in English, French, German and Spanish), are its *content words*.
-2. A content word found among the page's terms *anchors* the request to something on it.
+2. A content word found among the page's terms *anchors* the request to something on it. A
+   word of a role the page itself uses often (ROLE_AS_TOPIC times: "points" in a table of
+   scores, "resume" on a CV service's page) is a content word there.
 3. No anchor: the page is shown as an overview. The request is about the whole page when it
    asks to condense or for the main points, or has no content words at all and does not ask
    for a fact ("what's this?", not "how much is it?");
    else it is a question about something the page does not name (in any language whose words
    the page does not use, listed or not: "riassumi", on an English page, is just a word the
    page does not have), which an overview serves better than the page's start too.
-4. Anchors and a word that asks to condense or to list the main points ("summarize the
-   reviews", "key points of the installation"): when every anchor names a part of the page
+4. Anchors and a word that asks to condense ("summarize the reviews", "an overview of the
+   installation"; "main points" asks only with no other content word, as "the fewest points"
+   in a table of scores does not): when every anchor names a part of the page
    (is in one of its headings), the request is about that whole part; otherwise it is a
    search, as is every request with an anchor and no such word ("what does it say about
    battery life?").
@@ -30,7 +33,7 @@ measured errors in both directions.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
@@ -45,7 +48,7 @@ STOP_LANGUAGES = ("french", "german", "spanish", "italian", "portuguese", "dutch
 # English particles and pronouns the ranking's lists keep (they can name a table's column there).
 ENGLISH_FUNCTION_WORDS = frozenset(
     "up down out off over under again further once same other own too yet still even ever now then thing things "
-    "stuff something anything everything us lot bit really actually basically".split())
+    "stuff something anything everything us lot bit really actually basically whats im like away".split())
 # Roots (folded, lower case; a word matches a root it starts with) of the words that speak of
 # the request itself, not of anything on the page.
 ROLES: dict[str, tuple[str, ...]] = {
@@ -55,30 +58,32 @@ ROLES: dict[str, tuple[str, ...]] = {
         "brief", "nutshell", "synops", "synth", "short", "explain", "eli5", "takeaway", "highlight", "rundown",
         "resum", "resumen", "expliqu", "explic", "zusammen", "fass", "uberblick", "ubersicht", "kurz", "fazit",
         "erklar", "kernaussag", "essentiel", "essencial", "esencial", "wesentlich", "breve", "bref",
+        "riassum", "sommari", "sintes", "spieg", "samenvat", "samen", "overzicht", "uitleg", "resumo", "version",
+        "break", "vat",
     ),
     # The main points of it.
     "salient": (
         "main", "key", "point", "important", "essential", "major", "princip", "idea", "idee", "punkt", "punto",
-        "wichtig", "haupt", "cle", "clave", "topic", "theme", "thema", "tema", "sujet", "takeaway",
+        "wichtig", "haupt", "cle", "cles", "clave", "claves", "topic", "theme", "thema", "tema", "sujet", "takeaway",
     ),
     # The page itself, and asking what it is about.
     "document": (
         "page", "article", "post", "text", "site", "website", "webpage", "document", "thread", "story", "piece", "blog",
-        "content", "tab", "link", "pagina", "articulo", "texto", "sitio", "documento", "entrada", "seite", "artikel",
-        "beitrag", "dokument", "inhalt", "texte", "contenu", "billet", "about", "parle", "agit", "trata", "worum",
-        "geht", "quoi", "cover", "say", "tell", "describ", "read", "help", "pls", "plz", "please", "stp", "svp", "bitte", "merci", "gracias", "porfa",
+        "content", "tab", "link", "pagina", "articulo", "articol", "texto", "sitio", "documento", "entrada", "seite", "artikel",
+        "beitrag", "dokument", "inhalt", "texte", "contenu", "billet", "about", "parle", "parla", "agit", "trata",
+        "worum", "geht", "gaat", "quoi", "take", "cover", "say", "tell", "describ", "read", "help", "pls", "plz", "please", "stp", "svp", "bitte", "merci", "gracias", "porfa",
         "dice", "dit", "sagt", "quick", "quickly", "fast", "simple", "simply", "word", "sentence", "line", "bullet",
         "list", "few", "couple", "schnell", "rapide", "rapido",
     ),
     # Asking for a fact: how much, who, when, where, which, why, how.
     "fact": (
-        "how", "who", "whom", "whose", "when", "where", "which", "why", "combien", "qui", "quand", "ou", "quel",
-        "quelle", "quels", "quelles", "pourquoi", "comment", "wie", "wer", "wem", "wen", "wessen", "wann", "wo",
-        "welche", "welcher", "welches", "welchen", "welchem", "warum", "wieso", "weshalb", "cuanto", "cuanta",
-        "cuantos", "cuantas", "quien", "quienes", "cuando", "donde", "cual", "cuales", "por", "como",
+        "how", "who", "whom", "whose", "when", "where", "which", "why", "combien", "qui", "quand", "ou", "pourquoi",
+        "comment", "wie", "wer", "wem", "wen", "wessen", "wann", "wo", "welche", "welcher", "welches", "welchen",
+        "welchem", "warum", "wieso", "weshalb", "cuanto", "cuanta", "cuantos", "cuantas", "quien", "quienes",
+        "cuando", "donde", "por", "como", "wanneer", "hoeveel", "quanto", "quando", "dove", "perche",
     ),
 }
-_ASKS = ("condense", "salient")  # the roles that ask for the whole rather than name it
+
 _WORD = re.compile(r"(?u)\w+")
 MIN_ROOT_CHARS = 4  # a shorter root matches its word exactly: "sum" is not "summer", "tl" not "title"
 
@@ -124,10 +129,14 @@ def role(word: str) -> str | None:
     return None
 
 
+ROLE_AS_TOPIC = 5  # a request's role word the page uses this often is a word of its topic ("resume" on a CV service's)
+
+
 @dataclass(frozen=True)
 class Request:
-    """A request's words by role: `content` (stemmed) names things, `asks` says it asks to
-    condense or for the main points, `lists` for the main points."""
+    """A request's words by role: `content` (stemmed) names things; `asks`: it asks to condense
+    (or for the main points, with no other content word: "the main points" of a table of
+    points scored is a question about it); `lists`: for the main points."""
 
     content: tuple[str, ...]
     asks: bool
@@ -135,19 +144,22 @@ class Request:
     fact: bool = False  # it asks how much, who, when...
 
     @classmethod
-    def parse(cls, text: str) -> "Request":
+    def parse(cls, text: str, topic: Callable[[str], bool] = lambda stem: False) -> "Request":
+        """`topic`: whether a stem is one the page is about, which no word then speaks of the request itself."""
         stop = _stopwords()
         words = [w for w in _WORD.findall(fold(text).lower()) if not w.isdigit()]
-        roles = [role(w) for w in words]
+        stems = english_stemmer().stemWords(words)
+        roles = [None if r and r != "fact" and topic(stem) else r for r, stem in zip(map(role, words), stems)]
         content = [w for w, r in zip(words, roles) if r is None and w not in stop and len(w) > 1]
-        return cls(tuple(english_stemmer().stemWords(content)), any(r in _ASKS for r in roles), "salient" in roles,
-                   "fact" in roles)
+        asks = "condense" in roles or ("salient" in roles and not content)
+        return cls(tuple(english_stemmer().stemWords(content)), asks, "salient" in roles, "fact" in roles)
 
 
-def scope(text: str, vocabulary: Collection[str], headings: Iterable[tuple[str, Collection[str]]] = ()) -> RequestScope:
-    """The scope of request `text` over a page whose terms are `vocabulary` (stemmed as
-    `ranking.ENGLISH` stems them), and whose headings are given as (heading, its terms)."""
-    request = Request.parse(text)
+def scope(text: str, vocabulary: Mapping[str, int], headings: Iterable[tuple[str, Collection[str]]] = ()
+          ) -> RequestScope:
+    """The scope of request `text` over a page whose terms (stemmed as `ranking.ENGLISH` stems
+    them) occur as often as `vocabulary` says, and whose headings are given as (heading, its terms)."""
+    request = Request.parse(text, lambda stem: vocabulary.get(stem, 0) >= ROLE_AS_TOPIC)
     anchors = tuple(dict.fromkeys(t for t in request.content if t in vocabulary))
     if not anchors:
         asks = request.asks or not (request.content or request.fact)
