@@ -128,7 +128,7 @@ async def _offline_answer(text: str, question: str, budget: int = 1500) -> tuple
 @pytest.mark.asyncio(loop_scope="session")
 async def test_the_offline_summary_quotes_each_part_in_order_cited_and_short() -> None:
     answer, context = await _offline_answer(guide(), "summarize this page")
-    lines = answer.splitlines()
+    lines = [line for line in answer.splitlines() if line]
     assert all(re.search(r"\[1\.\d+\]$", line) for line in lines), answer
     plain = [re.sub(r"\s*(\[1\.\d+\])+$", "", line) for line in lines]
     sentences = [s.rstrip(" …") for p in plain for s in re.split(r"(?<=\.) (?=[A-Z])", p)]
@@ -142,6 +142,8 @@ async def test_the_offline_summary_quotes_each_part_in_order_cited_and_short() -
 async def test_the_offline_summary_of_the_main_points_is_a_list_in_french_too() -> None:
     answer, _ = await _offline_answer(guide(), "quels sont les points clés de cet article")
     assert answer.startswith("- ") and all(line.startswith("- ") for line in answer.splitlines())
+    prose, _ = await _offline_answer(guide(), "summarize this page")
+    assert "\n\n" in prose and "- " not in prose, "a paragraph a part, which Markdown keeps apart"
 
 
 def test_a_part_left_out_of_the_summary_is_left_out_for_its_length() -> None:

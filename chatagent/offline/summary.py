@@ -112,9 +112,10 @@ def summary(question: str, tabs: Sequence[Tab]) -> str | None:
         lines = summarize_tab(tab.text, each)
         if not lines:
             continue
-        body = "\n".join(f"{bullet}{line}" for line in lines)
+        # A list's items one a line; otherwise a paragraph a part, which Markdown keeps apart.
+        body = ("\n" if bullet else "\n\n").join(f"{bullet}{line}" for line in lines)
         if len(tabs) > 1:
-            body = f"From [Tab {tab.tab_id}] {clean(tab.title)}:\n{body}"
+            body = f"From [Tab {tab.tab_id}] {clean(tab.title)}:\n\n{body}"
         blocks.append(body)
     return "\n\n".join(blocks) if blocks else None
 
@@ -124,8 +125,14 @@ _FROM_TAB = re.compile(r"^From \[Tab \d+\]")
 
 
 def only_cited(text: str) -> str:
-    """A summary's lines that cite a block (`citations.cite_quotes` found them on the page), with
-    the headings over each tab's: a line that cites none is not known to be the page's words."""
-    lines = [line for line in text.split("\n") if not line.strip() or _CITED.search(line) or _FROM_TAB.match(line)]
-    blocks = [b for b in "\n".join(lines).split("\n\n") if b.strip() and not _FROM_TAB.match(b.strip().split("\n")[-1])]
-    return "\n\n".join(b.strip("\n") for b in blocks)
+    """A summary's lines that cite a block (`citations.cite_quotes` found them on the page), under
+    the headings of the tabs that still have one: a line that cites none is not known to be the
+    page's words."""
+    blocks: list[list[str]] = [[]]
+    for line in text.split("\n"):
+        if _FROM_TAB.match(line):
+            blocks.append([line])
+        elif not line.strip() or _CITED.search(line):
+            blocks[-1].append(line)
+    kept = [b for b in blocks if any(_CITED.search(line) for line in b)]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join("\n".join(b) for b in kept)).strip("\n")
