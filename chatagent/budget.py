@@ -49,11 +49,10 @@ from __future__ import annotations
 
 import re
 import threading
-from collections import Counter, OrderedDict
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
-from itertools import chain
 
 from pydantic import BaseModel
 
@@ -412,12 +411,12 @@ class _Page:
         return list(zip(names, map(frozenset, ENGLISH.analyse(names))))
 
     @cached_property
-    def vocabulary(self) -> Counter[str]:
-        """How often each term of the text occurs: from its index, where a question's selection
-        has built it, else analysed alone (for a text sent whole, ten times quicker than indexing it)."""
+    def vocabulary(self) -> frozenset[str]:
+        """Every term of the text: its index's, where a question's selection has built it, else
+        analysed alone (for a text sent whole, ten times quicker than indexing it)."""
         if "chunk_index" in self.__dict__ or len(self.text) > LONG_TEXT_CHARS:
-            return Counter(chain.from_iterable(self.chunk_index.terms))
-        return Counter(ENGLISH.terms(self.text))
+            return self.chunk_index.vocabulary
+        return frozenset(ENGLISH.terms(self.text))
 
     def scope(self, question: str) -> RequestScope:
         return scope(question, self.vocabulary, self.headings)

@@ -8,9 +8,7 @@ page, not against a list of requests:
    the languages in `stop_words`, and the question words the ranking already drops), less the
    words that speak of the page itself or of condensing it (`ROLES`: a few roots per role,
    in English, French, German and Spanish), are its *content words*.
-2. A content word found among the page's terms *anchors* the request to something on it. A
-   word of a role the page itself uses often (ROLE_AS_TOPIC times: "points" in a table of
-   scores, "resume" on a CV service's page) is a content word there.
+2. A content word found among the page's terms *anchors* the request to something on it.
 3. No anchor: the page is shown as an overview. The request is about the whole page when it
    asks to condense or for the main points, or has no content words at all and does not ask
    for a fact ("what's this?", not "how much is it?");
@@ -33,7 +31,7 @@ measured errors in both directions.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Literal
@@ -129,9 +127,6 @@ def role(word: str) -> str | None:
     return None
 
 
-ROLE_AS_TOPIC = 5  # a request's role word the page uses this often is a word of its topic ("resume" on a CV service's)
-
-
 @dataclass(frozen=True)
 class Request:
     """A request's words by role: `content` (stemmed) names things; `asks`: it asks to condense
@@ -144,22 +139,19 @@ class Request:
     fact: bool = False  # it asks how much, who, when...
 
     @classmethod
-    def parse(cls, text: str, topic: Callable[[str], bool] = lambda stem: False) -> "Request":
-        """`topic`: whether a stem is one the page is about, which no word then speaks of the request itself."""
+    def parse(cls, text: str) -> "Request":
         stop = _stopwords()
         words = [w for w in _WORD.findall(fold(text).lower()) if not w.isdigit()]
-        stems = english_stemmer().stemWords(words)
-        roles = [None if r and r != "fact" and topic(stem) else r for r, stem in zip(map(role, words), stems)]
+        roles = [role(w) for w in words]
         content = [w for w, r in zip(words, roles) if r is None and w not in stop and len(w) > 1]
         asks = "condense" in roles or ("salient" in roles and not content)
         return cls(tuple(english_stemmer().stemWords(content)), asks, "salient" in roles, "fact" in roles)
 
 
-def scope(text: str, vocabulary: Mapping[str, int], headings: Iterable[tuple[str, Collection[str]]] = ()
-          ) -> RequestScope:
-    """The scope of request `text` over a page whose terms (stemmed as `ranking.ENGLISH` stems
-    them) occur as often as `vocabulary` says, and whose headings are given as (heading, its terms)."""
-    request = Request.parse(text, lambda stem: vocabulary.get(stem, 0) >= ROLE_AS_TOPIC)
+def scope(text: str, vocabulary: Collection[str], headings: Iterable[tuple[str, Collection[str]]] = ()) -> RequestScope:
+    """The scope of request `text` over a page whose terms are `vocabulary` (stemmed as
+    `ranking.ENGLISH` stems them), and whose headings are given as (heading, its terms)."""
+    request = Request.parse(text)
     anchors = tuple(dict.fromkeys(t for t in request.content if t in vocabulary))
     if not anchors:
         asks = request.asks or not (request.content or request.fact)
