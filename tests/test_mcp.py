@@ -1,13 +1,14 @@
 """`chatagent mcp` through the SDK's real client (`ClientSession`), over stdio
 and streamable HTTP: the tools and their schemas, read_pages within budget,
-ask_pages offline and through the Gemini client against the local server with
-progress, bad calls answered as tool errors while the server keeps serving,
-the bearer token, concurrent clients on one shared tab, CDP and a remote
-browser server."""
+ask_pages offline (a long page summed up, asked in German) and through the
+Gemini client against the local server with progress, bad calls answered as
+tool errors while the server keeps serving, the bearer token, concurrent
+clients on one shared tab, CDP and a remote browser server."""
 
 from __future__ import annotations
 
 import contextlib
+import html
 import os
 import re
 import sys
@@ -110,6 +111,74 @@ async def test_read_pages_says_a_page_was_given_as_an_overview_and_ask_pages_whi
     assert searched["scope"] == "search" and not searched["overview"] and searched["selected"]
     assert asked.structured_content["overviews"] == ["1"], asked.structured_content
     assert [c["tab"] for c in asked.structured_content["citations"]] == ["1"]
+
+
+def _page_words(name: str) -> str:
+    """A fixture page's text as a reader sees it: no tags, entities read, spaces collapsed."""
+    text = re.sub(r"<(script|style)\b.*?</\1>|<[^>]+>", " ", Site.path(name).read_text(), flags=re.S | re.I)
+    return " ".join(html.unescape(text).split())
+
+
+async def test_asked_in_german_to_sum_up_a_long_page_the_offline_model_quotes_a_short_cited_summary(
+    site: Site,
+) -> None:
+    """A page of 120 years of harbour reports, far past what the offline model reads of a tab, and
+    a request in German for a summary: the answer is a handful of the page's own sentences, a
+    line each, each line ending in the blocks it quotes (the first of them that sentence), each
+    cited block's quote found on the page, the whole short enough to read (≤ ~250 words). The
+    tab was an overview, and read_pages, asked in French for a summary, says so of the page."""
+    url = site.url("long")
+    async with server() as s:
+        asked = await call(s, "ask_pages", {"urls": [url], "model": "extractive",
+                                            "question": "Kannst du mir diese Seite kurz zusammenfassen?"})
+        read = await call(s, "read_pages", {"urls": [url], "question": "Peux-tu me résumer cette page ?",
+                                            "budget_per_tab": 2000})
+    assert not asked.is_error and not read.is_error, (asked.content, read.content)
+    out = asked.structured_content
+    assert out["overviews"] == ["1"] and out["dropped_citations"] == 0 and not out["truncated"], out
+    lines = [line for line in out["answer"].splitlines() if line.strip()]
+    assert len(lines) >= 4, out["answer"]
+    page = _page_words("long")
+    quotes = {c["block"]: c["quote"] for c in out["citations"]}
+    for line in lines:
+        cited = re.search(r"(?:\s*\[\d+\.\d+\])+$", line)
+        assert cited, f"a line that cites nothing: {line!r}"
+        said = line[:cited.start()]
+        assert said.strip() and "[" not in said and "**" not in said, line
+        for block in re.findall(r"\[(\d+\.\d+)\]", cited.group(0)):
+            quote = quotes.get(block, "")
+            assert quote and quote.removesuffix("…").strip() in page, (block, quote)
+        first = quotes[re.search(r"\d+\.\d+", cited.group(0)).group(0)]  # type: ignore[union-attr]
+        assert first in said or said.removesuffix(" …").strip() in first, f"{line!r} first cites {first!r}"
+    words = len(re.sub(r"\[\d+\.\d+\]", "", out["answer"]).split())
+    assert 40 <= words <= 250, (words, out["answer"])
+    tab, *passages = out["citations"]
+    assert (tab["tab"], tab["url"], tab["block"]) == ("1", url, ""), tab
+    assert passages and all(c["tab"] == "1" and c["url"].startswith(url + "#:~:text=") for c in passages), passages
+
+    (whole,) = read.structured_content["pages"]
+    assert whole["overview"] and whole["scope"] == "whole" and not whole["cut"] and not whole["selected"], whole
+    assert whole["tokens"] <= 2000 < count_tokens(page)
+
+
+@pytest.mark.xfail(strict=True, reason="citations._quotes cites a block sharing only a clause after a ';'")
+async def test_each_block_a_summary_line_cites_is_that_lines_sentence(site: Site) -> None:
+    """The summary's line "The tanker Hekla ran aground near the outer roads in April; she was
+    refloated after 7 days without loss of life." cites [1.22], that sentence, and [1.140],
+    "The collier Brage ran aground ...; she was refloated after 7 days without loss of life.":
+    another ship's accident, whose second clause is the same words. A reader who opens the
+    second source finds a sentence the line does not say."""
+    async with server() as s:
+        asked = await call(s, "ask_pages", {"urls": [site.url("long")], "model": "extractive",
+                                            "question": "Kannst du mir diese Seite kurz zusammenfassen?"})
+    out = asked.structured_content
+    quotes = {c["block"]: c["quote"] for c in out["citations"]}
+    wrong = []
+    for line in filter(str.strip, out["answer"].splitlines()):
+        said = re.sub(r"(?:\s*\[\d+\.\d+\])+$", "", line).removesuffix(" …").strip()
+        wrong += [(b, quotes[b]) for b in re.findall(r"\[(\d+\.\d+)\]", line)
+                  if quotes[b] not in said and said not in quotes[b]]
+    assert not wrong, wrong
 
 
 async def test_read_pages_says_who_wrote_a_page_and_when_it_was_published() -> None:
