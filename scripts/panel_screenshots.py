@@ -6,7 +6,11 @@ extension and the real host; the model is the Gemini client against the
 project's local Gemini-compatible server, with scripted replies (no network
 here), so the pictures show the panel, not a model's skill.
 
-    .venv/bin/python scripts/panel_screenshots.py [--out docs]
+One more, panel-summary-offline.png, is the model's own work: Summarize this
+page on the orchard handbook with the offline model (`extractive`, no key), its
+summary in the page's own sentences, each cited, and (scrolled to) the Sources.
+
+    .venv/bin/python scripts/panel_screenshots.py [--out docs] [--only offline-summary]
 """
 
 from __future__ import annotations
@@ -88,8 +92,40 @@ def side_by_side(shots: list[bytes], path: Path) -> None:
     picture.save(path, optimize=True)
 
 
-async def main(out: Path) -> None:
+async def offline_summary(out: Path) -> Path:
+    """Summarize this page, clicked on the orchard handbook with the panel's default model, the
+    offline one: a fresh profile and settings, no key in the environment. The answer as it
+    opens, then scrolled to its end and the Sources, side by side."""
+    path = out / "panel-summary-offline.png"
+    with tempfile.TemporaryDirectory() as work, PageServer() as pages:
+        os.environ["CHATAGENT_CONFIG"] = str(Path(work) / "config.toml")
+        env = {k: v for k, v in os.environ.items() if k not in ("GOOGLE_API_KEY", "GEMINI_API_KEY", "CHATAGENT_MODEL")}
+        guide = pages.file_url(PAGES / "orchard_guide.html")
+        async with chromium_with_extension(Path(work), env=env) as ctx:
+            await (await ctx.new_page()).goto(guide)
+            panel = await open_panel(ctx, [guide], width=400, height=760)
+            model = await (await panel.wait_for_selector("#model-chip:not([hidden])")).text_content()
+            if model != "Offline":
+                raise RuntimeError(f"the panel's model is {model!r}, not the offline one")
+            await panel.click(".suggestion:text-is('Summarize this page')")
+            await panel.wait_for_selector("body[data-state=done]")
+            await panel.wait_for_selector(".source-quote")
+            await panel.mouse.move(0, 0)  # not hovering a source, where the click left the pointer
+            scroll = ("(to) => { const box = document.getElementById('thread-box');"
+                      " box.scrollTop = to ? box.scrollTop + box.querySelector(to).getBoundingClientRect().top"
+                      " - box.getBoundingClientRect().top - 4 : 0; }")
+            await panel.evaluate(scroll, None)  # the question and the summary's first lines
+            top = await panel.screenshot()
+            await panel.evaluate(scroll, ".answer > :last-child")  # the summary's last line, then its sources
+            side_by_side([top, await panel.screenshot()], path)
+    return path
+
+
+async def main(out: Path, only: str | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
+    if only == "offline-summary":
+        print(await offline_summary(out))
+        return
     with tempfile.TemporaryDirectory() as work, PageServer() as pages, \
             GeminiServer(responder=reply, ttft_s=0.2, tokens_per_s=400, api_key="docs-key") as gemini:
         os.environ["CHATAGENT_CONFIG"] = str(Path(work) / "config.toml")  # not the user's own settings
@@ -139,9 +175,12 @@ async def main(out: Path) -> None:
             side_by_side([empty, await panel.screenshot()], out / "panel-summarize.png")
     for name in ("panel-answer", "panel-thread", "panel-settings", "panel-error", "panel-summarize"):
         print(out / f"{name}.png")
+    print(await offline_summary(out))
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=ROOT / "docs")
-    asyncio.run(main(parser.parse_args().out))
+    parser.add_argument("--only", choices=["offline-summary"], help="draw only this screenshot")
+    args = parser.parse_args()
+    asyncio.run(main(args.out, args.only))
