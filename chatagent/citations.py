@@ -147,7 +147,7 @@ def cite_quotes(answer: str, tabs: Sequence[TabContext]) -> str:
             continue
         named = {m.group(1) for m in _TAB.finditer(line)}
         tab = next(iter(named)) if len(named) == 1 else current if not named else None
-        found = [b.id for b in blocks.get(tab or "", []) if _quotes(line, b)][:MAX_CITED]
+        found = _cited(line, blocks.get(tab or "", []))
         ids = "".join(f"[{i}]" for i in found)
         if not found:
             out.append(line)
@@ -162,15 +162,43 @@ def cite_quotes(answer: str, tabs: Sequence[TabContext]) -> str:
     return "\n".join(out)
 
 
-def _quotes(line: str, block: Block) -> bool:
+def _cited(line: str, blocks: Sequence[Block]) -> list[str]:
+    """The ids of the blocks `line` quotes, best first: each adds words of the line that the
+    blocks before it do not quote (a clause another block shares does not cite that block)."""
     said = plain(_TAB.sub("", line))  # its Markdown read as a block's words are
+    pieces = [p for p in _QUOTING.split(said.lstrip("-*+ ")) if len(p.split()) >= MIN_QUOTED_WORDS]
+    covers = {b.id: c for b in blocks if (c := _covers(said, pieces, b))}
+    words = {b.id: _quoted_words(said, pieces, b) for b in blocks if b.id in covers}
+    # The blocks that quote most of the line first, then those with the longest quote of it (a
+    # block written twice, as extraction and as the page shows it, is cited as the page shows it).
+    order = sorted(covers, key=lambda i: (-len(covers[i]), -words[i]))  # stable: page order among equals
+    found: list[str] = []
+    seen: set[object] = set()
+    for i in order:
+        if covers[i] - seen:
+            found.append(i)
+            seen |= covers[i]
+    page = list(covers)
+    return sorted(found[:MAX_CITED], key=page.index)  # the best, in page order
+
+
+def _quoted_words(said: str, pieces: list[str], block: Block) -> int:
+    """The words of the longest quote of `said` in the block."""
+    return max((len(q.split()) if q in said else max((len(p.split()) for p in pieces if p in q), default=0)
+                for q in block.quotes), default=0)
+
+
+def _covers(said: str, pieces: list[str], block: Block) -> frozenset[object]:
+    """What of `said` (cut into `pieces`) the block is quoted by: the pieces it holds, or
+    (for a quote of the block inside the line) the quote; empty when it is not quoted."""
     if block.is_row and len(block.cells) > 1 and not block.runs:
         # "Pier: North-2": every cell of a data row, not a header row's names before their values.
-        return all(c in said for c in block.cells) and any(f"{c}:" not in said for c in block.cells)
+        quoted = all(c in said for c in block.cells) and any(f"{c}:" not in said for c in block.cells)
+        return frozenset([block.id]) if quoted else frozenset()
+    out: set[object] = set()
     # A run of short lines (a card) is quoted by any of its lines, as each was a block before.
     for quote in (*block.quotes, *(block.lines if block.more and not block.runs else ())):
         if len(quote.split()) >= MIN_QUOTED_WORDS - 1 and quote in said:
-            return True
-        if any(len(p.split()) >= MIN_QUOTED_WORDS and p in quote for p in _QUOTING.split(said.lstrip("-*+ "))):
-            return True
-    return False
+            out |= {n for n, p in enumerate(pieces) if p in quote or quote in p} or {quote}
+        out |= {n for n, p in enumerate(pieces) if p in quote}
+    return frozenset(out)

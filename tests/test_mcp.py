@@ -161,7 +161,6 @@ async def test_asked_in_german_to_sum_up_a_long_page_the_offline_model_quotes_a_
     assert whole["tokens"] <= 2000 < count_tokens(page)
 
 
-@pytest.mark.xfail(strict=True, reason="citations._quotes cites a block sharing only a clause after a ';'")
 async def test_each_block_a_summary_line_cites_is_that_lines_sentence(site: Site) -> None:
     """The summary's line "The tanker Hekla ran aground near the outer roads in April; she was
     refloated after 7 days without loss of life." cites [1.22], that sentence, and [1.140],
