@@ -125,10 +125,8 @@ def _opening(seg: Stretch, room: int) -> list[Piece]:
     """The stretch's opening within `room` tokens: whole pieces, then whole sentences of the
     next; at least its first sentence (cut at MAX_OPENING_WORDS words) whatever the room."""
     body = seg.pieces
-    start = 0
     # A caption, a date or a label before the text: passed over, where text follows.
-    while start < len(body) - 1 and body[start].words < SHORT_LINE_WORDS and not body[start].heading:
-        start += 1
+    start = next((i for i, p in enumerate(body) if p.words >= SHORT_LINE_WORDS or p.heading), 0)
     out: list[Piece] = []
     used = 0
     for p in body[start:]:

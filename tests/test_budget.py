@@ -499,3 +499,14 @@ def test_a_part_kept_after_a_gap_is_shown_under_its_heading_path() -> None:
     assert "###### Specifications › Power" in lines[:at] and not any(line.startswith("## Reviews") for line in lines[:at])
     above = [line for line in lines[:at] if line.startswith("#")]
     assert above[-1] == "###### Specifications › Power"
+
+
+@pytest.mark.parametrize("question", ["summarize this", "zeppelin xylophone quokka"])
+def test_an_overview_of_a_page_of_short_lines_gets_half_the_budget_at_least(question: str) -> None:
+    # A table's rows, a list of links: every line too short to be a stretch's opening
+    # sentence, yet the page's content. Each stretch shows its first lines, not its last.
+    rows = [f"|Club {i}|{1900 + i}|{i % 17}|" for i in range(600)]
+    text = "# Club records\n\nThe league keeps these records.\n\n" + "\n".join(["|Club|Season|Goals|", *rows])
+    f = fit_text(text, 2000, question)
+    assert f.overview and 1000 <= f.tokens <= 2000
+    assert "|Club 0|1900|0|" in f.text and "|Club 300|2200|11|" in f.text
