@@ -79,6 +79,10 @@ MAIN_TABLE_ROWS = 5  # a page's biggest table, when the question matches none, i
 # fewer tokens; looked-up answers are kept as often as before, and what is lost,
 # net, is "how many" answers whose digits happened to appear in the extra text.
 CONFIDENT_SHARE = 0.75
+# Of a tab's budget a page longer than it is given at least, whatever the question
+# matched: a question that matches a menu line or nothing but a caption still gets the
+# page around it, as one that matches nothing gets its head.
+FLOOR_SHARE = 0.5
 NEIGHBOUR_SHARE = 0.5  # of a chunk's score passed on to the chunks either side of it
 REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
 FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its marker's count
@@ -217,36 +221,99 @@ def _split_units(text: str, count: Callable[[str], int] = count_tokens) -> list[
             headings = [h for h in headings if h[0] < level] + [(level, section)]
             path = PATH_SEPARATOR.join(name for lvl, name in headings if lvl > 1)
             block += 1
-        if all(is_row(line) for line in lines[1:]) and (is_row(lines[0]) or len(lines) > 1):
-            if table is not None and is_row(lines[0]):
+        if not (all(is_row(line) for line in lines[1:]) and (is_row(lines[0]) or len(lines) > 1)):
+            table = None
+            units += _paragraph(para, lines, count(para), section, block, path, count)
+            continue
+        for kind, part in _table_parts(lines, count):
+            if kind == "prose":
+                # A layout table's cell holding a page's text: its cells are paragraphs.
+                for cell in part:
+                    units += _paragraph(cell, [cell], count(cell), section, block, path, count)
+                table = None
+                continue
+            if table is not None and is_row(part[0]):
                 header, tblock = table  # more rows of the same table after a blank line
-                body = lines
+                body = part
             else:
-                n = _table_header(lines)
-                header = "\n".join(lines[:n])
+                n = _table_header(part)
+                header = "\n".join(part[:n])
                 block += 1
                 tblock = block
                 units.append(_Unit(header, count(header), section, block=tblock, in_table=True, path=path))
-                body = lines[n:]
+                body = part[n:]
             for row in body:
                 units.append(_Unit(row, count(row) + 1, section, header, "\n", tblock, True, path))
             table = (header, tblock)
             block += 1  # prose after a table is not part of it
-            continue
-        table = None
-        tokens = count(para)
-        if tokens <= CHUNK_TOKENS * 2:
-            units.append(_Unit(para, tokens + 1, section, block=block, path=path))  # + the "\n\n" before it
-            continue
-        # Long paragraph (or a list): split into lines, then sentences.
-        first = True
-        for line in lines:
-            pieces = _SENTENCE.split(line) if count(line) > CHUNK_TOKENS else [line]
-            for j, (piece, tokens) in enumerate(w for p in pieces for w in _windows(p, count(p), count)):
-                joiner = "\n\n" if first else (" " if j else "\n")
-                units.append(_Unit(piece, tokens + 1, section, "", joiner, block, path=path))
-                first = False
     return units
+
+
+def _paragraph(para: str, lines: list[str], tokens: int, section: str, block: int, path: str,
+               count: Callable[[str], int]) -> list[_Unit]:
+    """A paragraph (`tokens` long) as units: whole, or, longer than two chunks (or a
+    list), cut into lines, then sentences, then windows."""
+    if tokens <= CHUNK_TOKENS * 2:
+        return [_Unit(para, tokens + 1, section, block=block, path=path)]  # + the "\n\n" before it
+    units: list[_Unit] = []
+    for line in lines:
+        pieces = _SENTENCE.split(line) if count(line) > CHUNK_TOKENS else [line]
+        for j, (piece, tokens) in enumerate(w for p in pieces for w in _windows(p, count(p), count)):
+            joiner = "\n\n" if not units else (" " if j else "\n")
+            units.append(_Unit(piece, tokens + 1, section, "", joiner, block, path=path))
+    return units
+
+
+def _table_parts(lines: list[str], count: Callable[[str], int]) -> list[tuple[str, list[str]]]:
+    """A table block's lines as its runs of rows ("rows") and, between them, the rows
+    that are prose ("prose", their non-empty cells).
+
+    A row longer than a row group with a cell longer than two chunks is a layout
+    table's (a page laid out in a table, its whole text in one cell, which
+    extraction writes as one row): kept whole it could never fit a budget, and a
+    question's words in it would find nothing that can be kept."""
+    parts: list[tuple[str, list[str]]] = []
+    for line in lines:
+        cells = _prose_cells(line, count)
+        kind, part = ("prose", cells) if cells is not None else ("rows", _row_pieces(line, count))
+        if parts and parts[-1][0] == kind:
+            parts[-1][1].extend(part)
+        else:
+            parts.append((kind, part))
+    if parts and parts[0][0] == "rows" and not any(map(is_row, parts[0][1])):
+        parts[0] = ("prose", parts[0][1])  # a caption over a prose row is a line of prose
+    return parts
+
+
+def _prose_cells(line: str, count: Callable[[str], int]) -> list[str] | None:
+    """The non-empty cells of a row that is prose (see `_table_parts`), pipes unescaped; None for any other line."""
+    long = CHUNK_TOKENS * 2  # a token is a character at least: shorter lines are not counted
+    if len(line) <= TABLE_CHUNK_TOKENS or not is_row(line):
+        return None
+    cells = [c.strip() for c in row_cells(line)]
+    if not any(len(c) > long and count(c) > long for c in cells) or count(line) <= TABLE_CHUNK_TOKENS:
+        return None
+    return [c.replace("\\|", "|") for c in cells if c]
+
+
+def _row_pieces(line: str, count: Callable[[str], int]) -> list[str]:
+    """`line`, or, for a row longer than two row groups (hundreds of short cells: a
+    flattened layout, a list written as a row), its cells in rows of about a row
+    group each, so that it can be kept in part rather than never."""
+    if len(line) <= 2 * TABLE_CHUNK_TOKENS or not is_row(line) or count(line) <= 2 * TABLE_CHUNK_TOKENS:
+        return [line]
+    pieces: list[str] = []
+    run: list[str] = []
+    tokens = 0
+    for cell in row_cells(line):
+        run.append(cell)
+        tokens += count(cell) + 1
+        if tokens >= TABLE_CHUNK_TOKENS:
+            pieces.append(join_row(run))
+            run, tokens = [], 0
+    if run:
+        pieces.append(join_row(run))
+    return pieces
 
 
 def _windows(piece: str, tokens: int, count: Callable[[str], int]) -> list[tuple[str, int]]:
@@ -558,13 +625,18 @@ def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
     used = 0
     for u in units:
         if used + u.tokens > budget - reserve:
-            # Fill the remainder with whole sentences of this unit, if any fit.
-            for sentence in _SENTENCE.split(u.text):
-                t = count_tokens(sentence) + 1
-                if used + t > budget - reserve:
+            # Fill the remainder with whole sentences of this unit, if any fit (of a
+            # sentence longer than two chunks, a row with no end, its windows).
+            pieces = (w for s in _SENTENCE.split(u.text) for w in _windows(s, count_tokens(s), count_tokens))
+            for k, (piece, t) in enumerate(pieces):
+                if used + t + 1 > budget - reserve:
+                    # Whole sentences would leave less than FLOOR_SHARE of the budget (a
+                    # small one): this sentence too, cut at a word.
+                    if used < budget * FLOOR_SHARE and (cut := _cut_at_word(piece, budget - reserve - used - 1)):
+                        kept.append(_Unit(cut, count_tokens(cut) + 1, joiner=" " if k else u.joiner))
                     break
-                kept.append(_Unit(sentence, t, joiner=" " if kept and kept[-1].text in u.text else u.joiner))
-                used += t
+                kept.append(_Unit(piece, t + 1, joiner=" " if k else u.joiner))
+                used += t + 1
             break
         kept.append(u)
         used += u.tokens
@@ -583,9 +655,23 @@ def _head(units: list[_Unit], budget: int, total: int) -> Fitted:
     return Fitted(text=text, tokens=tokens, original_tokens=total, truncated=True, omitted_tokens=omitted)
 
 
+def _cut_at_word(text: str, room: int) -> str:
+    """The longest start of `text` cut at a word, with " …", within `room` tokens; "" if none."""
+    words = text.split(" ")
+    lo, hi = 0, len(words) - 1  # words[:lo] fit; words[:hi + 1] (all of it) does not
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count_tokens(" ".join(words[:mid]) + " …") <= room:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + " …" if lo else ""
+
+
 def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False) -> Fitted | None:
     """The selection for `query`; None when the head (or, if `whole_fits`, the
-    whole page) is the better answer."""
+    whole page) is the better answer: nothing matches, or the parts around what
+    matches are too big to give a page longer than the budget FLOOR_SHARE of it."""
     chunks, total = list(page.chunks), page.total  # a table's chunks may be swapped for a projection
     scores, tables = _scores(page, query)
     if not any(s > 0 for s in scores):
@@ -594,6 +680,7 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
     if not matched and not whole_fits:
         tables = _main_table(page)  # its first and last rows at least, or all of it if it fits
     gap_cost = count_tokens(omitted_marker(total, selected=True)) + 2
+    floor = int(budget * FLOOR_SHARE)  # of a page longer than the budget, kept whatever matched
     keep: set[int] = set()
     used = 0
 
@@ -688,6 +775,24 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
                     add(n)
     text = _assemble(chunks, keep)
     tokens = count_tokens(text)
+    if not whole_fits and tokens < floor:
+        # What matched is small (a line, a menu, a caption): the page read on from the
+        # kept parts, best first, and from its head where nothing around them fits.
+        while tokens < floor:
+            start, before = used, len(keep)
+            for near in (True, False):
+                order = [n for i in by_score if i in keep for n in (i + 1, i - 1)] if near else range(len(chunks))
+                for n in order:
+                    if 0 <= n < len(chunks) and n not in keep:
+                        add(n)
+                        if tokens + used - start >= floor:
+                            break
+                if len(keep) > before:
+                    break
+            if len(keep) == before:
+                break  # nothing more fits
+            text = _assemble(chunks, keep)
+            tokens = count_tokens(text)
     if tokens < budget:
         # The estimates above are pessimistic (a gap marker per chunk): what is
         # really left goes to the rows and lines right after the kept parts.
@@ -697,6 +802,8 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
             filled_tokens = count_tokens(filled)
             if filled_tokens <= budget:
                 chunks, keep, text, tokens = filled_chunks, filled_keep, filled, filled_tokens
+    if not whole_fits and tokens < floor:
+        return None  # its parts too big for the budget: the head, cut to fit, holds more of the page
     omitted = max(total - sum(chunks[i].tokens for i in keep), 0)
     if tokens > budget:  # estimates drifted (joins, markers): trim from the least relevant end
         return _head(_split_units(text), budget, total)

@@ -367,6 +367,7 @@ def test_fit_text_never_exceeds_the_budget(text: str, budget: int, question: str
     says_left_out = any(is_marker(line) for line in f.text.splitlines())  # rows or columns
     if f.original_tokens > budget:
         assert (f.truncated or f.selected) and says_left_out
+        assert f.tokens >= budget // 2  # half the budget at least, whatever the question matched
     elif f.text != text:
         # A text that fits is cut only for a question whose tables are all
         # shown whole within three quarters of the budget.
@@ -499,6 +500,103 @@ def test_a_part_kept_after_a_gap_is_shown_under_its_heading_path() -> None:
     assert "###### Specifications › Power" in lines[:at] and not any(line.startswith("## Reviews") for line in lines[:at])
     above = [line for line in lines[:at] if line.startswith("#")]
     assert above[-1] == "###### Specifications › Power"
+
+
+# --- pages whose content sits in one oversized block (issue 52) ----------------------
+
+BAUD = "On a cable longer than ten metres the serial port must run at 4800 baud or samples go missing."
+LOGGER = [f"Channel {i % 8} of the logger stores reading {i} with its time stamp and its unit of measure."
+          for i in range(320)]
+MENU_ROWS = "\n".join(f"|{cell}|" for cell in [*"MAIN", "Home", "Products", "Downloads", *"HELP", "Contact us"])
+
+
+def _layout_page() -> str:
+    """A page laid out in a table, as extraction writes it: an address row, then one row whose
+    cells are the menu and all of the page's text (its third sentence says which baud rate to
+    use), then the menu's own table, spelt one letter a row."""
+    prose = " ".join([*LOGGER[:2], BAUD, *LOGGER[2:]])
+    return (f"# Logger manual\n\n|www.logger.example > Manuals|\n|Home Products Downloads Contact us|{prose}|\n\n"
+            f"{MENU_ROWS}")
+
+
+def _one_div_page() -> str:
+    """All text in one block, a line a sentence: no paragraph breaks, no headings."""
+    return "# Logger notes\n\n" + "\n".join([*LOGGER[:2], BAUD, *LOGGER[2:]])
+
+
+def _one_line_page() -> str:
+    return "# Logger notes\n\n" + " ".join([*LOGGER[:2], BAUD, *LOGGER[2:]])
+
+
+STARVING_QUESTIONS = [
+    None,  # the page's start
+    "which baud rate for a cable longer than ten metres?",  # a fact the third sentence gives
+    "where are the downloads?",  # only the menu has its words
+    "zeppelin xylophone quokka",  # none of its words on the page: an overview
+    "summarize this",  # the whole page: an overview
+]
+
+
+@pytest.mark.parametrize("page", [_layout_page, _one_div_page, _one_line_page])
+@pytest.mark.parametrize("question", STARVING_QUESTIONS)
+def test_a_page_in_one_oversized_block_gets_half_its_budget_at_least_whatever_the_question(page, question) -> None:
+    text = page()
+    assert count_tokens(text) > 3 * 2000
+    f = fit_text(text, 2000, question)
+    assert 1000 <= f.tokens == count_tokens(f.text) <= 2000, (f.tokens, f.scope)
+    if question is None or "baud" in question:
+        assert BAUD in f.text  # whole, as the page words it
+
+
+def test_a_layout_rows_prose_is_cut_into_paragraphs_and_the_menu_s_table_stays_a_table() -> None:
+    f = fit_text(_layout_page(), 2000, "which channel stores reading 250?")
+    assert f.selected and f.tokens <= 2000
+    assert LOGGER[250] in f.text  # a sentence from deep inside the row's one cell
+    lines = f.text.splitlines()
+    # The prose is no table row any more: no line holds both the menu and the text.
+    assert not any(line.startswith("|") and "Channel" in line for line in lines)
+    # A question about the menu still gets the menu's rows, as rows.
+    menu = fit_text(_layout_page(), 2000, "where are the downloads?")
+    assert "|Downloads|" in menu.text.splitlines() and menu.tokens >= 1000
+
+
+def test_a_data_table_beside_a_layout_row_keeps_its_rows_under_its_header() -> None:
+    header = "|Channel|Input|Range|"
+    rows = [f"|{i}|type {chr(75 + i)} thermocouple|{-200 + i * 10} to {1200 + i * 5} °C|" for i in range(8)]
+    text = _layout_page() + "\n\n## Inputs\n\n" + "\n".join([header, *rows])
+    f = fit_text(text, 2000, "what range does the type P thermocouple input cover?")
+    lines = f.text.splitlines()
+    at = lines.index(rows[5])
+    assert header in lines[:at] and all(r in lines for r in rows)  # the whole table, as rows under its header
+
+
+def test_a_row_of_hundreds_of_short_cells_is_kept_in_part_rather_than_never() -> None:
+    cells = [f"part {i} code K{i * 7:05d}" for i in range(900)]
+    text = "# Parts\n\n|Part list|\n|" + "|".join(cells) + "|\n\nThe list is printed every month."
+    assert count_tokens(text) > 7000
+    f = fit_text(text, 2000, "which part has code K04375?")
+    assert "part 625 code K04375" in f.text and 1000 <= f.tokens <= 2000
+    assert next(line for line in f.text.splitlines() if "K04375" in line).startswith("|")  # in a row still
+    head = fit_text(text, 2000)
+    assert "part 0 code K00000" in head.text and 1000 <= head.tokens <= 2000
+
+
+def test_a_question_whose_match_cannot_be_shown_still_gets_half_the_budget() -> None:
+    # The row that matches sits under a header bigger than the whole budget: what can be
+    # shown is the page around it, not two titles and a marker.
+    header = "|" + "|".join(f"Column heading number {j}" for j in range(60)) + "|"
+    rows = ["|" + "|".join(f"r{i}c{j}" for j in range(60)) + "|" for i in range(50)]
+    prose = "\n\n".join(" ".join(_sentences(3, i * 3)) for i in range(20))
+    text = "# Wide\n\n" + "\n".join([header, *rows]) + "\n\n" + prose
+    f = fit_text(text, 300, "r25c3")
+    assert 150 <= f.tokens <= 300 and _sentences(1)[0] in f.text
+
+
+def test_a_small_budget_s_head_holds_half_of_it_though_its_sentences_are_long() -> None:
+    long = "The board met in March and approved repairs to quay 3 while tonnage rose by 12% " * 3
+    text = f"A gale closed the mole. {long.strip()}. {long.strip()}."
+    f = fit_text(text, 64)
+    assert 32 <= f.tokens <= 64 and f.text.startswith("A gale closed the mole. The board met")
 
 
 @pytest.mark.parametrize("question", ["summarize this", "zeppelin xylophone quokka"])
