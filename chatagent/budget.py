@@ -583,11 +583,14 @@ def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
                 return fitted
         return Fitted(text=text, tokens=total, original_tokens=total, scope=asked.kind)
     budget = max(budget, MIN_TAB_BUDGET)
-    if asked.overview and (made := _overview(page, budget, asked)) is not None:
+    made = _overview(page, budget, asked) if asked.overview else None
+    # The parts a request names, too short for half the budget: they are searched for, with what is around them.
+    if made is not None and (asked.kind != "part" or made.tokens >= budget * FLOOR_SHARE):
         return _noted(page, made, "an overview of all of it is shown")
     if question:
         fitted = _select(page, budget, ANALYSER.query(question))
         if fitted is not None:
+            fitted = fitted.model_copy(update={"scope": asked.kind})
             return _noted(page, fitted, "the parts that match the question were selected from all of it")
     head = _head(page.units, budget, total)
     why = "nothing in it matches the question" if question else "no question was asked to select parts by"

@@ -87,6 +87,14 @@ def test_a_request_for_the_whole_of_one_section_is_an_overview_of_that_section()
     assert not any(f"about {t}" in f.text for t in TOPICS if t != "winter storms")
 
 
+def test_a_request_for_a_short_section_of_a_long_page_gets_it_and_what_is_around_it() -> None:
+    text = guide(per=8).replace("## Winter storms", "## Upcoming events\n\nThe next open day is in May, at the harbour "
+                                "walls, with guided walks every hour.\n\n## Winter storms")
+    f = fit_text(text, 1500, "summarize the upcoming events")
+    assert f.scope == "part" and not f.overview and f.tokens >= 750
+    assert "The next open day is in May" in f.text
+
+
 def test_a_question_asking_for_a_fact_in_function_words_is_not_taken_for_a_summary_request() -> None:
     assert fit_text(guide(), 1200, "how much is it?").scope == "unmatched"
     assert fit_text(guide(), 1200, "wie viel kostet das?").scope == "unmatched"
