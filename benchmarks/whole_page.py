@@ -62,6 +62,7 @@ from chatagent.browser.playwright import PlaywrightBrowser
 from chatagent.budget import fit_text
 from chatagent.context import ContextBuilder, PageContext, TabContext
 from chatagent.prompts import ESCALATION_MARKER, build_messages
+from chatagent.tables import clean
 from chatagent.tokens import count_tokens
 
 from .context_bench import load_snapshots, process_pool, run_pool
@@ -244,7 +245,8 @@ def sentences(answer: str) -> list[str]:
 
 
 def _unmarked(text: str) -> str:
-    return _spaced(_MARKUP.sub("", _ITEM.sub("", text)))
+    # Each line as a person reads it (`tables.clean`: no Markdown escapes, emphasis, tags or link targets).
+    return _spaced("\n".join(map(clean, _MARKUP.sub("", _ITEM.sub("", text)).split("\n"))))
 
 
 def all_verbatim(answer: str, context_text: str) -> bool:

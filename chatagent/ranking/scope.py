@@ -56,13 +56,13 @@ ROLES: dict[str, tuple[str, ...]] = {
         "brief", "nutshell", "synops", "synth", "short", "explain", "eli5", "takeaway", "highlight", "rundown",
         "resum", "resumen", "expliqu", "explic", "zusammen", "fass", "uberblick", "ubersicht", "kurz", "fazit",
         "erklar", "kernaussag", "essentiel", "essencial", "esencial", "wesentlich", "breve", "bref",
-        "riassum", "sommari", "sintes", "spieg", "samenvat", "samen", "overzicht", "uitleg", "resumo", "version",
+        "riassum", "sommari", "sintes", "spieg", "samenvat", "samen", "overzicht", "uitleg", "resumo",
         "break", "vat",
     ),
     # The main points of it.
     "salient": (
         "main", "key", "point", "important", "essential", "major", "princip", "idea", "idee", "punkt", "punto",
-        "wichtig", "haupt", "cle", "cles", "clave", "claves", "topic", "theme", "thema", "tema", "sujet", "takeaway",
+        "wichtig", "haupt", "cle", "cles", "clave", "claves", "punti", "topic", "theme", "thema", "tema", "sujet", "takeaway",
     ),
     # The page itself, and asking what it is about.
     "document": (
