@@ -69,7 +69,7 @@ ROLES: dict[str, tuple[str, ...]] = {
         "page", "article", "post", "text", "site", "website", "webpage", "document", "thread", "story", "piece", "blog",
         "content", "tab", "link", "pagina", "articulo", "articol", "texto", "sitio", "documento", "entrada", "seite", "artikel",
         "beitrag", "dokument", "inhalt", "texte", "contenu", "billet", "about", "parle", "parla", "agit", "trata",
-        "worum", "geht", "gaat", "quoi", "take", "cover", "say", "tell", "describ", "read", "help", "pls", "plz", "please", "stp", "svp", "bitte", "merci", "gracias", "porfa",
+        "worum", "geht", "gaat", "waar", "quoi", "quali", "quale", "take", "cover", "say", "tell", "describ", "read", "help", "pls", "plz", "please", "stp", "svp", "bitte", "merci", "gracias", "porfa",
         "dice", "dit", "sagt", "quick", "quickly", "fast", "simple", "simply", "word", "sentence", "line", "bullet",
         "list", "few", "couple", "schnell", "rapide", "rapido",
     ),
