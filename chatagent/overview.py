@@ -25,7 +25,9 @@ every gap would cost more than the sentence it stands for.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
+from itertools import accumulate
 from dataclasses import dataclass, field
 
 from .markers import GAP, overview_marker
@@ -107,15 +109,15 @@ def stretches(pieces: Sequence[Piece], budget: int, count: int | None = None) ->
     heading near it so that a stretch starts where a part does."""
     count = count or max(MIN_SEGMENTS, min(_sections(pieces), budget // MIN_STRETCH_TOKENS), budget // SEGMENT_TOKENS)
     size = sum(p.tokens for p in pieces) / count
-    starts = [0] * len(pieces)  # each piece's first token
-    for i in range(1, len(pieces)):
-        starts[i] = starts[i - 1] + pieces[i - 1].tokens
+    starts = list(accumulate((p.tokens for p in pieces[:-1]), initial=0))  # each piece's first token
+    middles = [a + p.tokens / 2 for a, p in zip(starts, pieces)]
     cuts = [0]
     for k in range(1, count):
         at = size * k
-        near = [i for i in range(cuts[-1] + 1, len(pieces)) if abs(starts[i] - at) <= size * SNAP and pieces[i].heading]
-        i = min(near, key=lambda i: abs(starts[i] - at)) if near else next(
-            (i for i in range(cuts[-1] + 1, len(pieces)) if starts[i] + pieces[i].tokens / 2 >= at), len(pieces))
+        # Only the pieces within SNAP of the cut are looked at: a page of a million lines is cut as quickly.
+        window = range(max(bisect_left(starts, at - size * SNAP), cuts[-1] + 1), bisect_right(starts, at + size * SNAP))
+        near = [i for i in window if pieces[i].heading]
+        i = min(near, key=lambda i: abs(starts[i] - at)) if near else max(bisect_left(middles, at), cuts[-1] + 1)
         if cuts[-1] < i < len(pieces):
             cuts.append(i)
     return [Stretch(list(pieces[a:b])) for a, b in zip(cuts, [*cuts[1:], len(pieces)])] if pieces else []
