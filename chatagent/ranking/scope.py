@@ -83,7 +83,10 @@ ROLES: dict[str, tuple[str, ...]] = {
 }
 
 _WORD = re.compile(r"(?u)\w+")
-MIN_ROOT_CHARS = 4  # a shorter root matches its word exactly: "sum" is not "summer", "tl" not "title"
+# A root this long matches any word it starts ("summarise", "zusammenfassen"); a shorter one only
+# itself with an ending ("pages", "Texte", "fasse"): "main" is not "maintain", "text" not "textile".
+MIN_ROOT_CHARS = 6
+ENDINGS = ("", "s", "es", "e", "en", "n", "x", "t", "st", "er", "ly")
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,7 @@ def role(word: str) -> str | None:
     """The role a (folded, lower-case) word plays in a request, if it speaks of the request itself."""
     for name, roots in ROLES.items():
         for root in roots:
-            if word == root or (len(root) >= MIN_ROOT_CHARS and word.startswith(root)):
+            if word.startswith(root) and (len(root) >= MIN_ROOT_CHARS or word[len(root):] in ENDINGS):
                 return name
     return None
 
