@@ -40,8 +40,9 @@ class TabContext(BaseModel):
     truncated: bool = False
     selected: bool = False
     # What the question asks of this tab (`ranking.scope`): "search" (the parts that match it),
-    # "whole" or "part" (the page, or some of its parts, as a whole); and whether its text is
-    # an overview of the page for that (`overview.py`), with the parts it was cut into and those shown.
+    # "whole" or "part" (the page, or some of its parts, as a whole), "unmatched" (it names nothing
+    # on the page); and whether its text is an overview of the page (`overview.py`), with the parts
+    # it was cut into and those shown.
     scope: str = "search"
     overview: bool = False
     parts: int = 0
@@ -75,8 +76,8 @@ class TabContext(BaseModel):
 def _described(t: TabContext) -> str:
     if t.error is not None:
         return f"not read: {t.error}"
-    how = ("an overview of the whole page" if t.overview else "the parts the question needs" if t.selected
-           else "its start" if t.truncated else "whole")
+    how = (("an overview of the parts asked about" if t.scope == "part" else "an overview of the whole page")
+           if t.overview else "the parts the question needs" if t.selected else "its start" if t.truncated else "whole")
     reused = ", extracted before" if t.reused else ""
     return f"{t.tokens:,} of {t.original_tokens:,} tokens ({how}; {t.method}{reused})"
 
