@@ -86,7 +86,6 @@ from typing import Any, TypeVar
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from chatagent.blocks import CITED
 from chatagent.browser.base import Tab, TabFailure
@@ -109,7 +108,7 @@ from .data import (
     sample,
 )
 from .realistic import scorer
-from .report import machine, progress_bar
+from .report import machine, progress_bar, rich_table
 from .scoring import NormalizedText, normalize, strip_markdown, words
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import finite, median
@@ -1001,24 +1000,15 @@ def realistic_table_rows(r: dict[str, Any]) -> list[list[str]]:
     return out
 
 
-def _table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
-    t = Table(title=title)
-    for i, col in enumerate(head):
-        t.add_column(col, justify="left" if i == 0 else "right")
-    for r in rows:
-        t.add_row(*r)
-    return t
-
-
 def print_offline(offline: dict[str, Any], console: Console) -> None:
     w = offline["wtq"]
-    console.print(_table(
+    console.print(rich_table(
         f"Offline answers ({MODEL}) on WTQ: {w['questions']:,} questions, {w['pages']} pages", WTQ_HEAD,
         wtq_table_rows(w)))
-    console.print(_table("Offline answers on HotpotQA comparisons", HOTPOT_HEAD, hotpot_table_rows(offline["hotpot"])))
-    console.print(_table("Two laptops, two tabs", LAPTOP_HEAD, laptop_table_rows(offline["laptops"]["rows"])))
-    console.print(_table("The page itself (WCXB)", SELF_HEAD, self_table_rows(offline["page_itself"])))
-    console.print(_table("Realistic side-panel questions", REALISTIC_HEAD, realistic_table_rows(offline["realistic"])))
+    console.print(rich_table("Offline answers on HotpotQA comparisons", HOTPOT_HEAD, hotpot_table_rows(offline["hotpot"])))
+    console.print(rich_table("Two laptops, two tabs", LAPTOP_HEAD, laptop_table_rows(offline["laptops"]["rows"])))
+    console.print(rich_table("The page itself (WCXB)", SELF_HEAD, self_table_rows(offline["page_itself"])))
+    console.print(rich_table("Realistic side-panel questions", REALISTIC_HEAD, realistic_table_rows(offline["realistic"])))
 
 
 def markdown_section(offline: dict[str, Any]) -> str:

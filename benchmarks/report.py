@@ -391,3 +391,13 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
 
         out += ["", "## A real local model: time to first token by the page text sent", "", local_report(local)]
     return "\n".join(out) + "\n"
+
+
+def rich_table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
+    """A report's table for the terminal: its first column left, the figures right."""
+    t = Table(title=title)
+    for i, col in enumerate(head):
+        t.add_column(col, justify="left" if i == 0 else "right")
+    for row in rows:
+        t.add_row(*row)
+    return t

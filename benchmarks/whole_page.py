@@ -54,7 +54,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from chatagent.blocks import CITED
 from chatagent.browser.base import PageSnapshot
@@ -67,7 +66,7 @@ from chatagent.tokens import count_tokens
 
 from .context_bench import load_snapshots, process_pool, run_pool
 from .data import DEFAULT_DATA_DIR, RealisticQuestion, load_realistic, sample
-from .report import machine, md_table, progress_bar, write_json
+from .report import machine, md_table, progress_bar, rich_table, write_json
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import median
 
@@ -563,22 +562,13 @@ def decision_table_rows(r: dict[str, Any]) -> list[list[str]]:
     ]
 
 
-def _table(title: str, head: Sequence[str], rows: Sequence[Sequence[str]]) -> Table:
-    t = Table(title=title)
-    for i, col in enumerate(head):
-        t.add_column(col, justify="left" if i == 0 else "right")
-    for row in rows:
-        t.add_row(*row)
-    return t
-
-
 def print_report(r: dict[str, Any], console: Console) -> None:
-    console.print(_table(f"Whole-page requests over {r['pages']} long pages: the context at {r['budget']:,} "
+    console.print(rich_table(f"Whole-page requests over {r['pages']} long pages: the context at {r['budget']:,} "
                          "tokens/tab against the page's parts", CONTEXT_HEAD, context_rows(r)))
-    console.print(_table(f"Fact questions no long page answers: a page starves under {STARVED_CONTEXT:,} tokens",
+    console.print(rich_table(f"Fact questions no long page answers: a page starves under {STARVED_CONTEXT:,} tokens",
                          FACT_HEAD, fact_rows(r)))
-    console.print(_table("The offline model's answer to a whole-page request", SUMMARY_HEAD, summary_rows(r)))
-    console.print(_table("The decision's errors both ways (TabContext.scope)", DECISION_HEAD, decision_table_rows(r)))
+    console.print(rich_table("The offline model's answer to a whole-page request", SUMMARY_HEAD, summary_rows(r)))
+    console.print(rich_table("The decision's errors both ways (TabContext.scope)", DECISION_HEAD, decision_table_rows(r)))
     for g in goals(r).values():
         console.print(f"{'✓' if g['met'] else '✗'} {g['what']}: {g['measured']} (goal {g['target']})")
 
