@@ -10,13 +10,11 @@ from hypothesis import HealthCheck, example, given, settings, strategies as st
 
 from chatagent.blocks import render, split
 from chatagent.browser.static import StaticTab
-from chatagent.markers import is_overview_marker
 from chatagent.budget import CONFIDENT_SHARE, LONG_TEXT_CHARS, TextFitter, allocate, fit_text
 from chatagent.context import ContextBuilder
 from chatagent.extraction import Extractor
-from chatagent.markers import is_marker
 from chatagent.selection import Selection
-from chatagent.markers import is_columns_marker, is_marker, is_omitted_marker
+from chatagent.markers import is_columns_marker, is_marker, is_omitted_marker, is_overview_marker
 from chatagent.tables import tables
 from chatagent.tokens import count_tokens
 

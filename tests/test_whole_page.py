@@ -5,7 +5,6 @@ The pages are written here: a long guide with sections of their own, in English,
 
 from __future__ import annotations
 
-import asyncio
 import os
 import re
 import subprocess
@@ -13,7 +12,6 @@ import subprocess
 import pytest
 from langchain_core.messages import HumanMessage
 
-from chatagent.blocks import split
 from chatagent.browser.static import StaticTab
 from chatagent.budget import fit_text
 from chatagent.context import ContextBuilder

@@ -21,7 +21,6 @@ from .summary import Tab, summary
 from .question import GRADED, HAS_DATE, Quantity, Question, quantities, restate
 
 PROSE_MARGIN = 0.6  # a passage must cover this much more of the question than table rows to be quoted instead
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9])")
 _ACROSS = re.compile(r"\b(each|both|every|all|compare|compared|versus|vs|difference|differ|which one|or|more|less|"
                      r"fewer)\b", re.I)
 _GRADING = re.compile(r"\b(" + "|".join(w for g in GRADED for w in g[:2]) + r"|first|last)\b", re.I)
