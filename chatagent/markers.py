@@ -6,9 +6,9 @@ reads it cannot drift apart.
   (or "… further down the page …"), a line of its own where text was cut.
 - `selection_marker`: the line after the text the person selected, which
   leads its tab's text, before the page around it.
-- `overview_marker`: "[Overview of the whole page, 9 of 14 parts: 6,210 tokens
-  left out]", the line that leads a page given
-  as an overview (`overview.py`), whose gaps are each a line "[…]" (`GAP`).
+- `overview_marker`: "the whole page, 9 of 14 parts: 6,210 tokens left out", what the
+  prompt says in the header of a tab given as an overview (`overview.py`, from the tab's
+  typed fields, not in its text), whose gaps are each a line "[…]" (`GAP`).
 - `columns_marker`: "[table shown with 2 of 9 columns: Name, Height; 5,120
   tokens of other columns left out]", the line above a table cut to the
   columns a question matches.
@@ -40,11 +40,11 @@ GAP = "[…]"
 
 
 def overview_marker(shown: int, parts: int, tokens: int, *, whole: bool = True) -> str:
-    """The line that leads a page given as an overview of `shown` of its `parts` parts
-    (`whole`: of all of the page; else of the parts a request named)."""
+    """What a tab's header says of a page given as an overview of `shown` of its `parts` parts,
+    `tokens` left out (`whole`: of all of the page; else of the parts a request named)."""
     what = "the whole page" if whole else "the parts asked about"
     which = "one part" if parts == 1 else f"all {parts:,} parts" if shown == parts else f"{shown:,} of {parts:,} parts"
-    return f"[Overview of {what}, {which}: {tokens:,} tokens left out]"
+    return f"{what}, {which}: {tokens:,} tokens left out"
 
 
 def columns_marker(shown: list[str], width: int, tokens: int) -> str:
@@ -53,8 +53,6 @@ def columns_marker(shown: list[str], width: int, tokens: int) -> str:
 
 
 _OMITTED = re.compile(r"\[… [\d,]+ tokens (?:less related to the question|further down the page) left out …\]")
-_OVERVIEW = re.compile(r"\[Overview of (?:the whole page|the parts asked about), (?:one part|all [\d,]+ parts|"
-                       r"[\d,]+ of [\d,]+ parts): [\d,]+ tokens left out\]")
 _COLUMNS = re.compile(r"\[table shown with \d+ of \d+ columns: .*; [\d,]+ tokens of other columns left out\]")
 
 
@@ -66,11 +64,7 @@ def is_columns_marker(line: str) -> bool:
     return _COLUMNS.fullmatch(line.strip()) is not None
 
 
-def is_overview_marker(line: str) -> bool:
-    return _OVERVIEW.fullmatch(line.strip()) is not None
-
-
 def is_marker(line: str) -> bool:
     """Whether `line` is a marker the budgeter wrote (any kind), not page text."""
-    return (is_omitted_marker(line) or is_columns_marker(line) or is_overview_marker(line)
+    return (is_omitted_marker(line) or is_columns_marker(line)
             or line.strip() in (selection_marker(), GAP))

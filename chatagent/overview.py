@@ -3,8 +3,7 @@
 For a request about the page as a whole ("summarize this", `ranking.scope`), the parts that match
 the request's words are no guide: the model must see all of the page. So the page's main content
 is cut into stretches of about the same length (`stretches`): as many as the budget gives
-SEGMENT_TOKENS each, more where the page has more sections of its own (one a section, while
-each still gets MIN_STRETCH_TOKENS), each cut moved to a heading near it. Each stretch gets a
+SEGMENT_TOKENS each, each cut moved to a heading near it. Each stretch gets a
 share of the budget in proportion to its length, and shows its opening (a part's first sentences
 say what it is about, as a paragraph's first sentence does): whole paragraphs, then whole
 sentences, its first sentence at least. A stretch that fits its share is shown whole.
@@ -17,9 +16,11 @@ Only the main content is digested (the text before extraction's "other text" and
 tables): the menus, related links and share buttons after it are not the page. A page whose
 main text is shorter than the budget is digested whole, the rest of its text with it.
 
-The text starts with a marker that says it is an overview (`markers.overview_marker`), and each
-gap is "[…]" (`markers.GAP`): the marker already says how much was left out, and a count at
-every gap would cost more than the sentence it stands for.
+The text is the page's words only: what it is and how much was left out are typed fields
+(`Overview.parts`, `shown`, `left_out`), which the prompt says in the tab's header beside its
+title (`markers.overview_marker`), so the title line that leads the page's text is left out too.
+Each gap is "[…]" (`markers.GAP`): the header already says how much was left out, and a count
+at every gap would cost more than the sentence it stands for.
 """
 
 from __future__ import annotations
@@ -34,8 +35,6 @@ from .markers import GAP, overview_marker
 from .tokens import count_tokens
 
 SEGMENT_TOKENS = 300  # of the budget a stretch of the page gets, about: 6 stretches at 2,000 tokens
-SECTION_TOKENS = 150  # a section this long counts as a part of its own...
-MIN_STRETCH_TOKENS = 120  # ...and is a stretch of its own while each gets this much of the budget
 MIN_SEGMENTS = 6  # a page is never cut into fewer stretches than this (where it has the paragraphs)
 SHORT_LINE_WORDS = 6  # a shorter line at a stretch's start (a caption, a date) is passed over
 MAX_OPENING_WORDS = 45  # an opening sentence longer than this is cut at a word, with "…", where it does not fit
@@ -79,6 +78,7 @@ class Overview:
     tokens: int
     parts: int  # parts of the page (its headings below the title; 1 with none)
     shown: int  # parts shown some of
+    left_out: int  # tokens of the page not shown
 
 
 def main_pieces(pieces: Sequence[Piece], budget: int) -> list[Piece]:
@@ -92,22 +92,12 @@ def main_pieces(pieces: Sequence[Piece], budget: int) -> list[Piece]:
     return main + [p for p in pieces[end:] if p.text.strip() not in AFTER_MAIN and p.words >= SHORT_LINE_WORDS]
 
 
-def _sections(pieces: Sequence[Piece]) -> int:
-    """How many sections of the page have SECTION_TOKENS or more under their heading."""
-    sizes = [0]
-    for p in pieces:
-        if p.heading:
-            sizes.append(0)
-        else:
-            sizes[-1] += p.tokens
-    return sum(n >= SECTION_TOKENS for n in sizes)
-
-
 def stretches(pieces: Sequence[Piece], budget: int, count: int | None = None) -> list[Stretch]:
     """The page cut into `count` stretches of about the same length (by default as many as
     the budget gives SEGMENT_TOKENS each, MIN_SEGMENTS at least), each cut moved to a
-    heading near it so that a stretch starts where a part does."""
-    count = count or max(MIN_SEGMENTS, min(_sections(pieces), budget // MIN_STRETCH_TOKENS), budget // SEGMENT_TOKENS)
+    heading near it so that a stretch starts where a part does. Not one a section: on a page of
+    many short sections that is many seams, and a stretch's opening runs on into the next ones."""
+    count = count or max(MIN_SEGMENTS, budget // SEGMENT_TOKENS)
     size = sum(p.tokens for p in pieces) / count
     starts = list(accumulate((p.tokens for p in pieces[:-1]), initial=0))  # each piece's first token
     middles = [a + p.tokens / 2 for a, p in zip(starts, pieces)]
@@ -173,10 +163,11 @@ def _shares(needs: list[int], floors: list[int], total: int) -> list[int]:
 
 
 def overview(pieces: Sequence[Piece], budget: int, original_tokens: int, *, whole: bool = True) -> Overview | None:
-    """The overview, in `budget` tokens, of a page (`original_tokens` long) cut into `pieces`;
-    its title (a first heading of level 1) leads it. None when the budget holds not even the
-    first sentence of one stretch. `whole`: of all of the page (else of the parts a request named)."""
-    title = pieces[0].text if pieces and pieces[0].text.startswith("# ") else ""
+    """The overview, in `budget` tokens, of a page (`original_tokens` long) cut into `pieces`,
+    without its title (a first heading of level 1: the tab's header names it). None when the budget
+    holds not even the first sentence of one stretch. `whole`: of all of the page (else of the parts
+    a request named). The budget holds the header's words for it (`overview_marker`) too."""
+    title = bool(pieces) and pieces[0].text.startswith("# ")
     body = list(pieces[1:] if title else pieces)
     cut = stretches(body, budget)
     # The page's parts, as a reader counts them: its sections (and what stands before the first heading).
@@ -185,7 +176,7 @@ def overview(pieces: Sequence[Piece], budget: int, original_tokens: int, *, whol
         n += p.heading and i > 0
         section[id(p)] = n
     parts = n + 1
-    room = budget - count_tokens(overview_marker(parts, parts, original_tokens, whole=whole)) - 2 - (count_tokens(title) + 2 if title else 0)
+    limit = room = budget - count_tokens(overview_marker(parts, parts, original_tokens, whole=whole))
     gap = count_tokens(GAP) + 2
     floors = [sum(p.tokens for p in _opening(s, 0)) + gap for s in cut]
     # More stretches than the budget holds one sentence of each: the shortest go, never for their words.
@@ -202,14 +193,13 @@ def overview(pieces: Sequence[Piece], budget: int, original_tokens: int, *, whol
         shares = _shares(needs, floors, room)
         shown, used, lines = _render(cut, shares)
         seen = len({section[id(p)] for p in shown})
-        text = "\n\n".join([*([title] if title else []), overview_marker(seen, parts, max(original_tokens - used, 0), whole=whole),
-                             *lines])
+        text = "\n\n".join(lines)
         tokens = count_tokens(text)
-        if tokens <= budget:
-            return Overview(text, tokens, parts, seen)
+        if tokens <= limit:
+            return Overview(text, tokens, parts, seen, max(original_tokens - used, 0))
         if room <= sum(floors):
             return None
-        room -= tokens - budget + 8  # the pieces' counts missed joins: take it off the shares and try again
+        room -= tokens - limit + 8  # the pieces' counts missed joins: take it off the shares and try again
 
 
 def _render(cut: list[Stretch], shares: list[int]) -> tuple[list[Piece], int, list[str]]:

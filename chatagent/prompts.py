@@ -24,6 +24,7 @@ from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
 
 from .blocks import render as render_blocks
 from .context import PageContext, TabContext
+from .markers import overview_marker
 
 # The model starts its reply with this when the text is not enough; the agent
 # catches it in the first tokens and never shows it.
@@ -87,6 +88,8 @@ _TOOLS = (
 )
 _PAGES = "In a PDF's text every passage starts with its page number, [p. N]: cite a fact from a PDF with its page, as [Tab N, p. P]."
 _OMITTED = "Markers like [… N tokens … left out …] show where page text was cut to fit."
+_OVERVIEW = ("A tab with an overview attribute gives the opening of each part of its page, in page order; "
+             "[…] marks where text was left out.")
 _SELF = "A tab's author and published attributes are what its page's markup says of it."
 
 
@@ -109,6 +112,8 @@ def system_prompt(context: PageContext, fence: Fence, *, tools: bool) -> str:
         parts.append(_PAGES)
     if any(t.truncated or t.selected for t in readable):
         parts.append(_OMITTED)
+    if any(t.overview for t in readable):
+        parts.append(_OVERVIEW)
     if any(t.authors or t.published for t in readable):
         parts.append(_SELF)
     parts.append(_TOOLS if tools else _ESCALATE)
@@ -135,6 +140,10 @@ def render_tab(tab: TabContext, fence: Fence) -> str:
         head += f' author="{_attr(fence, "; ".join(tab.authors))}"'
     if tab.published:
         head += f' published="{_attr(fence, tab.published)}"'
+    if tab.overview:  # from its typed fields: the text is the page's words only
+        said = overview_marker(tab.parts_shown, tab.parts, max(tab.original_tokens - tab.tokens, 0),
+                               whole=tab.scope != "part")
+        head += f' overview="{said}"'
     if not tab.ok:
         return f"{head} unavailable=\"true\">\n(This tab could not be read: {fence.clean(tab.error or '')})\n</tab>"
     notes = "".join(f"\n(Note: {fence.clean(n)})" for n in tab.notes)

@@ -14,7 +14,7 @@ from chatagent.budget import CONFIDENT_SHARE, LONG_TEXT_CHARS, TextFitter, alloc
 from chatagent.context import ContextBuilder
 from chatagent.extraction import Extractor
 from chatagent.selection import Selection
-from chatagent.markers import is_columns_marker, is_marker, is_omitted_marker, is_overview_marker
+from chatagent.markers import GAP, is_columns_marker, is_marker, is_omitted_marker
 from chatagent.tables import tables
 from chatagent.tokens import count_tokens
 
@@ -119,7 +119,7 @@ def test_fit_text_question_with_no_match_gets_an_overview_of_the_whole_page() ->
     paras = [" ".join(_sentences(3, i * 3)) for i in range(100)]
     f = fit_text("\n\n".join(paras), 300, "zeppelin xylophone quokka")
     assert f.overview and f.scope == "unmatched" and not f.selected and f.tokens <= 300
-    assert is_overview_marker(f.text.split("\n\n")[0])
+    assert GAP in f.text.split("\n\n")
     assert paras[0].split(". ")[0] in f.text and paras[-17].split(". ")[0] in f.text
 
 

@@ -15,9 +15,10 @@ from langchain_core.messages import HumanMessage
 from chatagent.browser.static import StaticTab
 from chatagent.budget import fit_text
 from chatagent.context import ContextBuilder
-from chatagent.markers import GAP, is_overview_marker
+from chatagent.markers import GAP
 from chatagent.models.extractive import ExtractiveChatModel
 from chatagent.offline.summary import summarize_tab
+from chatagent.prompts import build_messages
 
 from conftest import ROOT
 from warm_start import command
@@ -63,10 +64,12 @@ def test_a_request_about_the_whole_page_gets_an_overview_of_all_of_it(request_te
     text = guide()
     f = fit_text(text, 1500, request_text)
     assert f.scope == "whole" and f.overview and f.tokens <= 1500, (request_text, f.scope)
-    assert is_overview_marker(f.text.split("\n\n")[1])
-    # Every stretch of the page is there, in page order: the first section's opening, and the last's.
-    assert f.text.index("about harbour walls") < f.text.index("about the regatta")
-    assert all(f"about {t}" in f.text for t in TOPICS) and GAP in f.text
+    # The page's words only: what it is, how much was left out and its title are said beside it (the tab's header).
+    assert not f.text.startswith("# The Kelderwick") and "[Overview" not in f.text and f.parts == len(TOPICS) + 1
+    # Stretches from all over the page, in page order, each from a section's opening: the first, the last ones.
+    shown = [t for t in TOPICS if f"about {t}" in f.text]
+    assert len(shown) >= 5 and shown[0] == TOPICS[0] and shown[-1] in TOPICS[-2:] and GAP in f.text
+    assert [f.text.index(f"about {t}") for t in shown] == sorted(f.text.index(f"about {t}") for t in shown)
 
 
 @pytest.mark.parametrize("question", SEARCH[:2])
@@ -80,7 +83,6 @@ def test_a_question_that_names_something_on_the_page_stays_a_search(question: st
 def test_a_request_for_the_whole_of_one_section_is_an_overview_of_that_section() -> None:
     f = fit_text(guide(per=12), 800, "summarize the winter storms part")
     assert f.scope == "part" and f.overview and f.tokens <= 800
-    assert f.text.split("\n\n")[1].startswith("[Overview of the parts asked about")
     assert "about winter storms" in f.text and "Record 2.10" in f.text
     assert not any(f"about {t}" in f.text for t in TOPICS if t != "winter storms")
 
@@ -121,7 +123,15 @@ async def test_each_of_several_tabs_gets_its_own_overview() -> None:
     ctx = await ContextBuilder(budget_per_tab=900).build(tabs, "summarize these pages")
     assert [t.overview for t in ctx.tabs] == [True, True] and all(t.tokens <= 900 for t in ctx.tabs)
     assert all(t.parts_shown >= 5 and t.parts == len(TOPICS) + 1 for t in ctx.tabs)
-    assert "about the regatta" in ctx.tabs[0].text and "about lake walls" in ctx.tabs[1].text
+    for tab, topics in zip(ctx.tabs, (TOPICS, [t.replace("harbour", "lake") for t in TOPICS[::-1]])):
+        # Each its own page, from its first section to one of its last two.
+        assert f"about {topics[0]}" in tab.text and any(f"about {t}" in tab.text for t in topics[-2:])
+    # The model is told which tabs are overviews, of how much of the page, in each tab's header.
+    system, prompt, _ = (str(m.content) for m in build_messages(ctx, "summarize these pages"))
+    assert "overview attribute" in system
+    for t in ctx.tabs:
+        left = f"{t.original_tokens - t.tokens:,} tokens left out"
+        assert f'title="{t.title}" overview="the whole page, {t.parts_shown} of {t.parts} parts: {left}">' in prompt
 
 
 async def _offline_answer(text: str, question: str, budget: int = 1500) -> tuple[str, str]:

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ..markers import GAP, is_marker
-from ..overview import MIN_STRETCH_TOKENS, Piece, stretches
+from ..overview import MIN_SEGMENTS, Piece, stretches
 from ..ranking.scope import Request
 from ..rows import is_row
 from ..tables import clean
@@ -27,7 +27,6 @@ SUMMARY_WORDS = 200  # of a long page's summary, at most, about; a tab's share w
 MIN_TAB_WORDS = 80  # ...but never less than this a tab
 MIN_SENTENCE_WORDS = 8  # a shorter sentence (a caption, a label) does not stand for a part
 MAX_SENTENCE_WORDS = 40  # a longer one is quoted up to here, with "…"
-MAX_PARTS = 12  # a text of one part (no headings, no gaps) is cut as an overview of this many stretches would cut it
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[\"“(]?[A-Z0-9À-Ý])")
 _HEADING = re.compile(r"^#{1,6}\s")
 _LIST_ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -55,7 +54,7 @@ def _parts(text: str) -> list[list[str]]:
     runs = [r for r in runs if r]
     if len(runs) == 1:
         pieces = [Piece(p, count_tokens(p)) for p in runs[0]]
-        runs = [[p.text for p in s.pieces] for s in stretches(pieces, MAX_PARTS * MIN_STRETCH_TOKENS)]
+        runs = [[p.text for p in s.pieces] for s in stretches(pieces, 0, MIN_SEGMENTS)]
     return runs
 
 
