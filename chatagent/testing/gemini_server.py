@@ -415,6 +415,7 @@ class GeminiServer:
         tokens_per_chunk: int = 4,
         models: Sequence[str] | None = None,
         api_key: str | None = None,
+        input_token_limit: int = 1048576,
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
@@ -430,6 +431,7 @@ class GeminiServer:
             tokens_per_chunk: default words per SSE chunk.
             models: if given, other model names get 404 NOT_FOUND like the real API.
             api_key: if given, requests with another ``x-goog-api-key`` get 400.
+            input_token_limit: every model's ``inputTokenLimit`` (``GET .../models/{model}``).
         """
         self.ttft_s = ttft_s
         self.tokens_per_s = tokens_per_s
@@ -438,6 +440,7 @@ class GeminiServer:
         self.responder = responder
         self.models = list(models) if models is not None else None
         self.api_key = api_key
+        self.input_token_limit = input_token_limit
         self._host = host
         self._port = port
         self._lock = threading.Lock()
@@ -733,9 +736,9 @@ class _Handler(BaseHTTPRequestHandler):
                 self._send_error_json(404, f"Unknown path {rec.path}", rec)
             elif model is None:
                 names = g.models or ["gemini-2.5-flash", "gemini-2.5-pro"]
-                self._send_json(200, {"models": [_model_info(n) for n in names]}, rec)
+                self._send_json(200, {"models": [_model_info(n, g.input_token_limit) for n in names]}, rec)
             else:
-                self._send_json(200, _model_info(model), rec)
+                self._send_json(200, _model_info(model, g.input_token_limit), rec)
             return
         if bad_json:
             self._send_error_json(400, "Invalid JSON payload received.", rec)
@@ -788,13 +791,13 @@ def _turn_structure_problem(contents: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _model_info(name: str) -> dict[str, Any]:
+def _model_info(name: str, input_token_limit: int = 1048576) -> dict[str, Any]:
     return {
         "name": f"models/{name}",
         "version": "001",
         "displayName": name,
         "description": "Fake model served by chatagent.testing.gemini_server",
-        "inputTokenLimit": 1048576,
+        "inputTokenLimit": input_token_limit,
         "outputTokenLimit": 65536,
         "supportedGenerationMethods": ["generateContent", "countTokens"],
     }
