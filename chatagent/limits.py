@@ -12,6 +12,8 @@ MAX_QUESTION_CHARS = 8000
 # A passage the person selected and asks about (the side panel): its tokens come out of its tab's budget anyway.
 MAX_SELECTION_CHARS = 20_000
 MIN_INPUT_BUDGET = 10_000  # a question's input-token budget never goes below this
+# A `context_window` setting below this could not hold the prompt's instructions and a tab's title.
+MIN_CONTEXT_WINDOW = 512
 
 DEFAULT_MODEL = "extractive"  # the offline model: answers with no key and no server
 DEFAULT_TAB_BUDGET = 2000  # tokens of page text per tab (`context.ContextBuilder`)

@@ -63,6 +63,7 @@ from .limits import (
     DEFAULT_TOOL_TIMEOUT_S,
     INPUT_BUDGET_FACTOR,
     MIN_ANSWER_TOKENS,
+    MIN_CONTEXT_WINDOW,
     MIN_INPUT_BUDGET,
     MIN_TAB_BUDGET,
 )
@@ -134,6 +135,9 @@ class Settings(BaseSettings):
                           "calls; a call beyond waits its turn")
     max_answer_tokens: int = Field(DEFAULT_MAX_ANSWER_TOKENS, ge=MIN_ANSWER_TOKENS, description="an answer is cut "
                                    "at this many tokens (it says so)")
+    context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW, description="tokens the model reads at once, "
+                                       "prompt and answer together (default: asked of its server, else its "
+                                       "provider's default: `chatagent models --check`)")
     input_budget: float = Field(INPUT_BUDGET_FACTOR, ge=1, description="a question's input tokens, all model calls "
                                 f"together, stay within this many times its first request (never below {MIN_INPUT_BUDGET:,})")
     cache: bool = Field(True, description="answer a repeated question about unchanged pages from memory "

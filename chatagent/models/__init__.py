@@ -5,7 +5,11 @@ LangChain chat model, so the agent is provider-agnostic: `extractive`
 
 Light to import: naming a model (`provider_for`, which the CLI's `--model` and
 `config set model` check) loads no model library; those load when a model is
-made (`load_model`)."""
+made (`load_model`).
+
+Each model's window (how many tokens it reads at once) is `await
+model.window()`, or `await registry.window(name)` without making its client:
+asked of its server once per registry and remembered (`window.py`)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,7 @@ from .openai import LlamaCpp, LMStudio, Ollama, OpenAIProvider
 
 if TYPE_CHECKING:
     from ..settings import Settings
+    from .window import Window, WindowFinder
 
 PROVIDERS: tuple[Provider, ...] = (
     ExtractiveProvider(), GeminiProvider(), OpenAIProvider(), Ollama(), LMStudio(), LlamaCpp(),
@@ -44,15 +49,22 @@ def provider_for(name: str) -> Provider:
     )
 
 
-def load_model(name: str | None = None, settings: "Settings | None" = None) -> Model:
-    """The model called `name` (None: the one the settings name)."""
+def load_model(name: str | None = None, settings: "Settings | None" = None, *,
+               windows: "WindowFinder | None" = None) -> Model:
+    """The model called `name` (None: the one the settings name). `windows`:
+    the finder of its window to share (a registry's); else one of its own."""
     if settings is None:
         from ..settings import Settings
 
         settings = Settings.load()
     name = (name or settings.model).strip()
     provider = provider_for(name)
-    return Model(provider.create(name, settings), provider, provider.label(name), provider.endpoint(settings))
+    if windows is None:
+        from .window import WindowFinder
+
+        windows = WindowFinder(provider, name, settings)
+    return Model(provider.create(name, settings), provider, provider.label(name), provider.endpoint(settings),
+                 windows=windows)
 
 
 class ModelRegistry:
@@ -62,14 +74,32 @@ class ModelRegistry:
     def __init__(self, settings: "Settings") -> None:
         self.settings = settings
         self._models: dict[str, Model] = {}
+        self._windows: dict[str, WindowFinder] = {}
         self._lock = threading.Lock()  # `get` may run on a worker thread (SDK imports are slow)
+        # Held only to look a finder up: `window`, on the event loop, never waits for a model being made.
+        self._windows_lock = threading.Lock()
 
     def get(self, name: str | None = None) -> Model:
         name = (name or self.settings.model).strip()
         with self._lock:
             if name not in self._models:
-                self._models[name] = load_model(name, self.settings)
+                self._models[name] = load_model(name, self.settings, windows=self._finder(name))
             return self._models[name]
+
+    async def window(self, name: str | None = None) -> "Window":
+        """The window of the model called `name` (None: the settings' model),
+        as `Model.window` gives it, without making its client: the same
+        finder serves both, so its server is asked once. A name no provider
+        serves raises `ModelConfigError`, as `get` does."""
+        return await self._finder((name or self.settings.model).strip()).get()
+
+    def _finder(self, name: str) -> "WindowFinder":
+        with self._windows_lock:
+            if name not in self._windows:
+                from .window import WindowFinder
+
+                self._windows[name] = WindowFinder(provider_for(name), name, self.settings)
+            return self._windows[name]
 
     async def warm(self, name: str | None = None) -> Model:
         """Create the model off the event loop and open its connection. A
@@ -82,7 +112,8 @@ class ModelRegistry:
         if made is not None:
             return made
         model = await asyncio.to_thread(self.get, name)
-        await model.provider.warm(model.chat)
+        # Its window too, meanwhile: the first question finds it known (asking never raises).
+        await asyncio.gather(model.provider.warm(model.chat), model.window())
         return model
 
 

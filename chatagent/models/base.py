@@ -2,15 +2,16 @@
 
 A `Provider` recognises its model names, creates the LangChain chat model from
 `Settings`, names the setting that holds its key and the one that sets its
-endpoint, warms a client up, and classifies its clients' errors. A `Model` is
-a chat model together with its provider: what the agent is given. Adding a
+endpoint, warms a client up, asks its server for a model's window, and
+classifies its clients' errors. A `Model` is a chat model together with its
+provider (and the finder of its window): what the agent is given. Adding a
 provider is one module with one `Provider` subclass, listed in
 `models.PROVIDERS`.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
@@ -21,6 +22,11 @@ if TYPE_CHECKING:  # LangChain loads with the agent: naming models (`provider_fo
     from langchain_core.language_models import BaseChatModel
 
     from ..settings import Settings
+    from .window import Window, WindowFinder
+
+# The window of a model whose provider says nothing of it (a caller's own chat
+# model): as large as hosted models' windows commonly are.
+DEFAULT_WINDOW = 128_000
 
 
 class ServerTokenizer(Protocol):
@@ -74,6 +80,16 @@ class Provider:
         its server (`catalog`); raises `catalog.ListingError` in words."""
         return []
 
+    async def window(self, model: str, settings: "Settings", http: "httpx.AsyncClient") -> "Window | None":
+        """`model`'s window as its server says it (`window.Window`); None:
+        its server does not say (its `default_window` applies). May raise
+        httpx's errors: `window.ask_server` turns them into the default."""
+        return None
+
+    def default_window(self, model: str, endpoint: str) -> int:
+        """`model`'s window when its server (at `endpoint`) does not say; docs/models.md lists each provider's."""
+        return DEFAULT_WINDOW
+
     def label(self, model: str) -> str:
         """The model as users name it."""
         return model
@@ -98,12 +114,14 @@ class _Custom(Provider):
 
 @dataclass(frozen=True)
 class Model:
-    """A chat model and its provider."""
+    """A chat model and its provider, and the finder of its window (made by
+    `load_model`, shared with the model registry's `window`)."""
 
     chat: BaseChatModel
     provider: Provider
     name: str  # as users name it: 'extractive', 'gemini-2.5-flash', 'openai:llama3.1'
     endpoint: str = ""
+    windows: "WindowFinder | None" = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(cls, chat: "BaseChatModel | Model") -> "Model":
@@ -126,6 +144,19 @@ class Model:
         from ..tokens import count_tokens
 
         return count_tokens(text)
+
+    async def window(self) -> "Window":
+        """How many tokens this model reads at once, prompt and answer
+        together, and where that was learned (`window.Window`): the
+        `context_window` setting, else its server's word, asked once and
+        remembered, else its provider's default. Never raises; takes at most
+        `window.WINDOW_TIMEOUT_S` when its server must be asked."""
+        if self.windows is not None:
+            return await self.windows.get()
+        from .window import Window  # a caller's own chat model (`Model.of`): no settings, no server to ask
+
+        return Window(tokens=self.provider.default_window(self.name, self.endpoint),
+                      source="provider default: no settings to ask its server with", origin="default")
 
     @property
     def on_this_machine(self) -> bool:

@@ -14,10 +14,15 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ..settings import Settings
+    from .window import Window
 
 log = logging.getLogger(__name__)
 
 DEFAULT_MODEL = "gemini-2.5-flash"
+# Windows where the API does not say (docs/models.md): Gemini 2.5's input limit,
+# and a conservative one for the Gemma models it also serves.
+GEMINI_DEFAULT_WINDOW = 1_048_576
+GEMMA_DEFAULT_WINDOW = 32_768
 
 
 class GeminiProvider(Provider):
@@ -73,6 +78,28 @@ class GeminiProvider(Provider):
             if isinstance(m, dict) and "generateContent" in m.get("supportedGenerationMethods", [])
             and any(self.label(str(m.get("name", ""))).startswith(p) for p in ("gemini-", "gemma-"))
         ]
+
+    async def window(self, model: str, settings: "Settings", http: "httpx.AsyncClient") -> "Window | None":
+        """The model's `inputTokenLimit` (`models.get`): what a request may hold;
+        the answer (up to its `outputTokenLimit`) does not come out of it."""
+        from .catalog import json_of
+        from .window import Window
+
+        key = settings.secret(self.required_key)
+        if not key or settings.key_elsewhere(self.required_key):
+            return None  # the model cannot be made without one either: it says so
+        base = self.endpoint(settings).rstrip("/")
+        name = self.label(model)
+        response = await http.get(f"{base}/v1beta/models/{name}", headers={"x-goog-api-key": key})
+        if response.status_code != 200:
+            return None
+        limit = json_of(response, self).get("inputTokenLimit")
+        if not isinstance(limit, int) or isinstance(limit, bool) or limit <= 0:
+            return None
+        return Window(tokens=limit, source="server models.get inputTokenLimit", origin="server")
+
+    def default_window(self, model: str, endpoint: str) -> int:
+        return GEMMA_DEFAULT_WINDOW if self.label(model).startswith("gemma-") else GEMINI_DEFAULT_WINDOW
 
     def classify(self, exc: BaseException) -> ModelError | None:
         from google.genai.errors import APIError, UnknownApiResponseError

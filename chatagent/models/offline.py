@@ -9,9 +9,15 @@ from typing import TYPE_CHECKING
 from .base import Provider
 
 if TYPE_CHECKING:
+    import httpx
     from langchain_core.language_models import BaseChatModel
 
     from ..settings import Settings
+    from .window import Window
+
+# It reads the typed page context in process, not a prompt: no window bounds it.
+# This many tokens stands for none (20 tabs of the 16,000 it reads at least).
+OFFLINE_WINDOW = 1_000_000
 
 
 class ExtractiveProvider(Provider):
@@ -30,6 +36,15 @@ class ExtractiveProvider(Provider):
 
     async def serves(self, settings: "Settings", http: object) -> list[str]:
         return ["extractive"]
+
+    async def window(self, model: str, settings: "Settings", http: "httpx.AsyncClient") -> "Window":
+        from .window import Window
+
+        return Window(tokens=OFFLINE_WINDOW, origin="default",
+                      source="provider default: the offline model reads the page context in process, no window")
+
+    def default_window(self, model: str, endpoint: str) -> int:
+        return OFFLINE_WINDOW
 
     def create(self, model: str, settings: "Settings") -> "BaseChatModel":
         from .extractive import ExtractiveChatModel

@@ -1,11 +1,24 @@
 """OpenAI-compatible servers (Ollama, LM Studio, vLLM, llama.cpp) via the
 optional langchain-openai extra: `openai:MODEL` at `openai_base_url`, and the
-local servers by name at their default addresses (`ollama:llama3.2`)."""
+local servers by name at their default addresses (`ollama:llama3.2`).
+
+Each says a model's window its own way (`window`; the fields, and the
+defaults where a server says nothing, are in docs/models.md): Ollama in
+`/api/show` (the `num_ctx` of its Modelfile, the model's own
+`*.context_length`) and `/api/ps` (the `context_length` of a loaded model),
+llama.cpp in `/props` (`n_ctx`), LM Studio in `/api/v0/models`
+(`loaded_context_length`) or `/api/v1/models`, vLLM in `/v1/models`
+(`max_model_len`). An `openai:` server is asked all of these, its own
+`/models` first. chatagent reaches each through its OpenAI-compatible `/v1`,
+which sets no window per request: the window is the one the server runs the
+model with, and the request is fitted into it."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from typing import TYPE_CHECKING, ClassVar
+import re
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ModelConfigError
 from .base import Provider
@@ -15,8 +28,17 @@ if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
 
     from ..settings import Settings
+    from .window import Window
 
 log = logging.getLogger(__name__)
+
+# Windows where a server does not say (docs/models.md). On this machine, the
+# servers that say nothing are llama-cpp-python's (Ollama, llama.cpp, LM Studio
+# and vLLM all say), which runs a model with 2,048 tokens unless started with
+# more; a hosted model's window is 128k or more (a gateway to a smaller one:
+# set `context_window`).
+LOCAL_DEFAULT_WINDOW = 2048
+REMOTE_DEFAULT_WINDOW = 128_000
 
 
 class OpenAIProvider(Provider):
@@ -73,6 +95,34 @@ class OpenAIProvider(Provider):
 
     def tokenizer(self, endpoint: str) -> "LlamaCppTokenizer":
         return LlamaCppTokenizer(endpoint)
+
+    async def window(self, model: str, settings: "Settings", http: "httpx.AsyncClient") -> "Window | None":
+        """An OpenAI-compatible server of any kind: its `/models` entry's
+        `max_model_len` (vLLM), else what the local servers' own APIs say at
+        its root (llama.cpp, Ollama, LM Studio, asked at once). The key goes
+        to `/models` only, under the endpoint it is for."""
+        base = self.endpoint(settings).rstrip("/")
+        served = self.served_name(model)
+        key = settings.secret(self.api_key) if self.api_key and not settings.key_elsewhere(self.api_key) else None
+        listed = await _get_json(http, f"{base}/models", headers={"Authorization": f"Bearer {key}"} if key else None)
+        entry = _entry(listed, served)
+        for field in ("max_model_len", "context_length", "context_window"):  # vLLM; gateways that list it
+            if (tokens := _positive(entry.get(field))) is not None:
+                return _window(tokens, f"server /v1/models {field}")
+        root = _root(base)
+        found = await asyncio.gather(llamacpp_window(root, base, http), ollama_window(root, served, http),
+                                     lmstudio_window(root, served, http), return_exceptions=True)
+        windows = [w for w in found if not isinstance(w, BaseException) and w is not None]
+        if windows:
+            return next((w for w in windows if w.settled), windows[0])
+        if errors := [e for e in found if isinstance(e, BaseException)]:
+            raise errors[0]
+        return None
+
+    def default_window(self, model: str, endpoint: str) -> int:
+        from ..settings import on_this_machine
+
+        return LOCAL_DEFAULT_WINDOW if endpoint and on_this_machine(endpoint) else REMOTE_DEFAULT_WINDOW
 
 
 class LlamaCppTokenizer:
@@ -134,12 +184,24 @@ class Ollama(LocalServer):
     prefixes = ("ollama:",)
     address = "http://127.0.0.1:11434/v1"
 
+    async def window(self, model: str, settings: "Settings", http: "httpx.AsyncClient") -> "Window | None":
+        return await ollama_window(_root(self.address), self.served_name(model), http)
+
+    def default_window(self, model: str, endpoint: str) -> int:
+        return OLLAMA_DEFAULT_WINDOW
+
 
 class LMStudio(LocalServer):
     name = "lmstudio"
     title = "LM Studio"
     prefixes = ("lmstudio:",)
     address = "http://127.0.0.1:1234/v1"
+
+    async def window(self, model: str, settings: "Settings", http: "httpx.AsyncClient") -> "Window | None":
+        return await lmstudio_window(_root(self.address), self.served_name(model), http)
+
+    def default_window(self, model: str, endpoint: str) -> int:
+        return LMSTUDIO_DEFAULT_WINDOW
 
 
 class LlamaCpp(LocalServer):
@@ -148,3 +210,175 @@ class LlamaCpp(LocalServer):
     title = "llama.cpp's server"
     prefixes = ("llamacpp:",)
     address = "http://127.0.0.1:8080/v1"
+
+    async def window(self, model: str, settings: "Settings", http: "httpx.AsyncClient") -> "Window | None":
+        return await llamacpp_window(_root(self.address), self.address, http)
+
+    def default_window(self, model: str, endpoint: str) -> int:
+        return LLAMACPP_DEFAULT_WINDOW
+
+
+# --- windows, as each server says them ------------------------------------------------
+
+# Ollama runs a model with 4,096 tokens unless its Modelfile (`num_ctx`),
+# OLLAMA_CONTEXT_LENGTH or (0.15.5 on) 24 GiB or more of GPU memory give more;
+# 2,048 before 0.6.7. Its /v1 takes no `num_ctx` (docs/models.md).
+OLLAMA_DEFAULT_WINDOW = 4096
+OLLAMA_OLD_DEFAULT_WINDOW = 2048
+OLLAMA_4K_SINCE = (0, 6, 7)
+# LM Studio loads a model with 4,096 tokens unless its settings for the model say more.
+LMSTUDIO_DEFAULT_WINDOW = 4096
+# A llama.cpp server without /props is llama-cpp-python's, whose n_ctx is 2,048 unless set.
+LLAMACPP_DEFAULT_WINDOW = LOCAL_DEFAULT_WINDOW
+
+
+async def ollama_window(root: str, served: str, http: "httpx.AsyncClient") -> "Window | None":
+    """The window Ollama at `root` gives `served` through its /v1: the
+    Modelfile's `num_ctx` where it sets one (`/api/show`; within the model's
+    own length, as Ollama keeps it), else the loaded model's (`/api/ps`), else
+    its default for a model it has not loaded yet, which it may raise (not
+    settled: asked again, and once loaded `/api/ps` says). None: not Ollama,
+    or no such model."""
+    show_r, ps, version = await asyncio.gather(
+        http.post(f"{root}/api/show", json={"model": served, "name": served}),
+        _get_json(http, f"{root}/api/ps"), _get_json(http, f"{root}/api/version"))
+    if not isinstance(version, dict) or not isinstance(version.get("version"), str):
+        return None  # not Ollama
+    show = _json(show_r) if show_r.status_code == 200 else None
+    if not isinstance(show, dict):
+        return None  # no such model (404): `chatagent models --check` says so
+    own = _ollama_model_length(show.get("model_info"))
+    num_ctx = _ollama_num_ctx(show.get("parameters"))
+    if num_ctx is not None:
+        return _window(min(num_ctx, own or num_ctx), "server /api/show num_ctx", own)
+    loaded = _ollama_loaded(ps, served)
+    if (tokens := _positive(loaded.get("context_length"))) is not None:
+        return _window(tokens, "server /api/ps context_length", own)
+    from .window import Window
+
+    release = version["version"]
+    default = OLLAMA_DEFAULT_WINDOW if _release(release) >= OLLAMA_4K_SINCE else OLLAMA_OLD_DEFAULT_WINDOW
+    return Window(tokens=min(default, own or default), origin="default", model_tokens=own, settled=False,
+                  source=f"provider default: Ollama {release} runs a model it has not loaded yet with {default:,} "
+                         "tokens, unless OLLAMA_CONTEXT_LENGTH or its GPU's memory give more (asked again once loaded)")
+
+
+async def llamacpp_window(root: str, base: str, http: "httpx.AsyncClient") -> "Window | None":
+    """llama.cpp's server: `/props` (`default_generation_settings.n_ctx`, a
+    slot's: what one request gets; `n_ctx` in some builds), the model's own
+    length from `/v1/models` (`meta.n_ctx_train`). None: no /props (llama-cpp-python's server)."""
+    props, listed = await asyncio.gather(_get_json(http, f"{root}/props"), _get_json(http, f"{base.rstrip('/')}/models"))
+    if not isinstance(props, dict):
+        return None
+    meta = _entry(listed, None).get("meta")
+    own = _positive(meta.get("n_ctx_train")) if isinstance(meta, dict) else None
+    settings = props.get("default_generation_settings")
+    if isinstance(settings, dict) and (tokens := _positive(settings.get("n_ctx"))) is not None:
+        return _window(tokens, "server /props default_generation_settings.n_ctx", own)
+    if (tokens := _positive(props.get("n_ctx"))) is not None:
+        return _window(tokens, "server /props n_ctx", own)
+    return None
+
+
+async def lmstudio_window(root: str, served: str, http: "httpx.AsyncClient") -> "Window | None":
+    """LM Studio: a loaded model's `loaded_context_length` (`/api/v0/models/ID`),
+    or its loaded instance's `config.context_length` (`/api/v1/models`, 0.4
+    on); not loaded, the context length it loads a model with by default,
+    within the model's `max_context_length` (not settled). None: not LM Studio, or no such model."""
+    from urllib.parse import quote
+
+    v0, v1 = await asyncio.gather(_get_json(http, f"{root}/api/v0/models/{quote(served, safe='/')}"),
+                                  _get_json(http, f"{root}/api/v1/models"))
+    if not isinstance(v0, dict) or "max_context_length" not in v0 and "state" not in v0:
+        v0 = {}
+    v1_entry = next((m for m in (v1.get("models") if isinstance(v1, dict) else None) or []
+                     if isinstance(m, dict) and (m.get("key") == served or any(
+                         isinstance(i, dict) and i.get("id") == served for i in m.get("loaded_instances") or []))), {})
+    if not v0 and not v1_entry:
+        return None
+    own = _positive(v0.get("max_context_length")) or _positive(v1_entry.get("max_context_length"))
+    if v0.get("state") == "loaded" and (tokens := _positive(v0.get("loaded_context_length"))) is not None:
+        return _window(tokens, "server /api/v0/models loaded_context_length", own)
+    for instance in v1_entry.get("loaded_instances") or []:
+        config = instance.get("config") if isinstance(instance, dict) else None
+        if isinstance(config, dict) and (tokens := _positive(config.get("context_length"))) is not None:
+            return _window(tokens, "server /api/v1/models loaded_instances config.context_length", own)
+    from .window import Window
+
+    default = LMSTUDIO_DEFAULT_WINDOW
+    return Window(tokens=min(default, own or default), origin="default", model_tokens=own, settled=False,
+                  source=f"provider default: LM Studio loads a model with {default:,} tokens unless its settings "
+                         "for the model say more (asked again once loaded)")
+
+
+def _window(tokens: int, source: str, own: int | None = None) -> "Window":
+    from .window import Window
+
+    return Window(tokens=tokens, source=source, origin="server", model_tokens=own)
+
+
+def _root(endpoint: str) -> str:
+    """The server's own root: `http://127.0.0.1:11434/v1` → `http://127.0.0.1:11434`."""
+    return endpoint.rstrip("/").removesuffix("/v1")
+
+
+async def _get_json(http: "httpx.AsyncClient", url: str, headers: dict[str, str] | None = None) -> Any:
+    """`url`'s JSON body if it answers 200 with JSON, else None; a server
+    that cannot be reached raises (httpx's errors)."""
+    response = await http.get(url, headers=headers)
+    return _json(response) if response.status_code == 200 else None
+
+
+def _json(response: "httpx.Response") -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None
+
+
+def _entry(listed: Any, served: str | None) -> dict[str, Any]:
+    """The `/models` entry named `served` (None: the first, a one-model server's)."""
+    data = listed.get("data") if isinstance(listed, dict) else None
+    entries = [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
+    if served is None:
+        return entries[0] if entries else {}
+    return next((m for m in entries if m.get("id") == served), {})
+
+
+def _positive(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _ollama_num_ctx(parameters: Any) -> int | None:
+    """`num_ctx` in /api/show's `parameters`, a Modelfile's lines (`num_ctx    8192`)."""
+    found = re.search(r"^\s*num_ctx\s+(\d+)\s*$", parameters, re.MULTILINE) if isinstance(parameters, str) else None
+    return _positive(int(found[1])) if found else None
+
+
+def _ollama_model_length(info: Any) -> int | None:
+    """The model's own length in /api/show's `model_info`: `<architecture>.context_length`."""
+    if not isinstance(info, dict):
+        return None
+    arch = info.get("general.architecture")
+    if isinstance(arch, str) and (own := _positive(info.get(f"{arch}.context_length"))) is not None:
+        return own
+    return next((n for k, v in info.items() if k.endswith(".context_length") and (n := _positive(v))), None)
+
+
+def _ollama_loaded(ps: Any, served: str) -> dict[str, Any]:
+    """`served`'s entry in /api/ps (names compared as Ollama does: `llama3.2` is `llama3.2:latest`)."""
+    models = ps.get("models") if isinstance(ps, dict) else None
+    wanted = _ollama_name(served)
+    return next((m for m in models or [] if isinstance(m, dict)
+                 and wanted in (_ollama_name(str(m.get("name", ""))), _ollama_name(str(m.get("model", ""))))), {})
+
+
+def _ollama_name(name: str) -> str:
+    name = name.strip().lower()
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+def _release(version: str) -> tuple[int, ...]:
+    """"0.6.7-rc1" → (0, 6, 7); what cannot be read counts as the newest."""
+    parts = re.findall(r"\d+", version.split("-", 1)[0])[:3]
+    return tuple(int(p) for p in parts) if parts else (999,)
