@@ -17,6 +17,7 @@ from .limits import (
     DEFAULT_MODEL,
     DEFAULT_TAB_BUDGET,
     INPUT_BUDGET_FACTOR,
+    MIN_CONTEXT_WINDOW,
     MIN_INPUT_BUDGET,
     MIN_TAB_BUDGET,
 )
@@ -29,6 +30,16 @@ def budget(value: str) -> int:
         raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tokens") from None
     if n < MIN_TAB_BUDGET:
         raise argparse.ArgumentTypeError(f"a tab needs at least {MIN_TAB_BUDGET} tokens, got {n}")
+    return n
+
+
+def context_window(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number of tokens") from None
+    if n < MIN_CONTEXT_WINDOW:
+        raise argparse.ArgumentTypeError(f"a model's window is at least {MIN_CONTEXT_WINDOW} tokens, got {n}")
     return n
 
 
@@ -73,6 +84,9 @@ def add_agent_args(p: argparse.ArgumentParser, *, model: Callable[[str], str]) -
     p.add_argument("--input-budget", type=factor, metavar="X",
                    help="a question's input tokens, all model calls together, stay within X times its first "
                    f"request (never below {MIN_INPUT_BUDGET:,}; default {INPUT_BUDGET_FACTOR:g})")
+    p.add_argument("--context-window", type=context_window, metavar="TOKENS",
+                   help="the model reads this many tokens at once, prompt and answer together (default: asked "
+                   "of its server; `chatagent models --check` shows it)")
 
 
 def add_question(p: argparse.ArgumentParser) -> None:
@@ -80,5 +94,7 @@ def add_question(p: argparse.ArgumentParser) -> None:
     p.add_argument("-q", "--question", required=True, help="the question")
 
 
-# The settings an ask's command line can set, as `argparse` names them.
-ASK_FLAGS = ("model", "budget", "timeout", "deadline", "input_budget")
+# The settings an ask's command line can set, as `argparse` names them. The
+# daemon takes all but `context_window` per ask (`daemon.protocol.PER_ASK`):
+# its models' windows are its own, so an ask giving another is answered in its own process.
+ASK_FLAGS = ("model", "budget", "timeout", "deadline", "input_budget", "context_window")

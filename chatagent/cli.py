@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from . import __version__, startup
 from .ask_args import add_agent_args, add_question
 from .ask_args import budget as budget_arg
+from .ask_args import context_window as window_arg
 from .ask_args import timeout as _timeout
 from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_TAB_BUDGET
@@ -110,7 +111,7 @@ def settings_of(args: argparse.Namespace, *, model: bool = False) -> Settings:
     the command answers questions, so a model setting no provider serves is
     refused now, as `--model` with that name is (`settings.check_model`)."""
     flags = {key: getattr(args, key, None)
-             for key in ("model", "budget", "timeout", "deadline", "input_budget", "cdp", "browser_ws")}
+             for key in ("model", "budget", "timeout", "deadline", "input_budget", "context_window", "cdp", "browser_ws")}
     if getattr(args, "cache", True) is False:
         flags["cache"] = False
     settings = Settings.load(**flags)
@@ -485,12 +486,15 @@ def _add_models(sub: Any) -> None:
         "models", help="the models each provider serves here, asked of its server",
         description="Lists what each provider serves, as --model takes the names: the offline model, "
         "Gemini (with a key), the OpenAI-compatible server at openai_base_url, and Ollama, LM Studio and "
-        "llama.cpp's server at their default addresses. With --check, asks whether one model is served.",
+        "llama.cpp's server at their default addresses. With --check, asks whether one model is served, "
+        "and the window it would be given (tokens it reads at once) and where that came from.",
         epilog="Exit status: 0 done (with --check: the model is served); 1 with --check, when it is not "
         "(the reason is on stderr).",
     )
     p.add_argument("--check", metavar="MODEL", nargs="?", const="", default=None,
-                   help="test the connection to MODEL (default: the model setting)")
+                   help="test the connection to MODEL (default: the model setting) and find its window")
+    p.add_argument("--context-window", type=window_arg, metavar="TOKENS",
+                   help="with --check: the window to give the model, whatever its server says")
     p.add_argument("--json", action="store_true", help="one JSON object on stdout")
     p.set_defaults(handler=cmd_models)
 
@@ -498,14 +502,19 @@ def _add_models(sub: Any) -> None:
 async def cmd_models(args: argparse.Namespace) -> int:
     from .models.catalog import catalog, check
 
-    settings = Settings.load()
+    settings = Settings.load(context_window=args.context_window)
     if args.check is not None:
         name = args.check.strip() or settings.model
-        served = await check(name, settings)
+        served = await check(name, settings, window=True)
         if args.json:
             sys.stdout.write(json_safe(served.model_dump_json()) + "\n")
         elif served.problem is None:
-            _stdout().print(safe_text(f"{name}: served", (f" at {served.endpoint}" if served.endpoint else "", "dim"), "."))
+            out = _stdout()
+            out.print(safe_text(f"{name}: served", (f" at {served.endpoint}" if served.endpoint else "", "dim"), "."))
+            if served.window is not None:
+                out.print(safe_text("window: ", (served.window.describe(), "bold")))
+            if served.server_window is not None:
+                out.print(safe_text(("  without the setting: ", "dim"), served.server_window.describe()))
         else:
             where = f" at {served.endpoint}" if served.endpoint else ""
             stderr_console().print(safe_text((f"{name}{where}: ", "bold red"), served.problem))

@@ -7,6 +7,7 @@ longer than their window, as the servers they stand for do."""
 
 from __future__ import annotations
 
+import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,9 @@ from pathlib import Path
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
 
+from chatagent.ask_args import ASK_FLAGS
+from chatagent.daemon.early import ask_request, parse_ask
+from chatagent.daemon.protocol import PER_ASK, AskRequest, AskSettings
 from chatagent.models import ModelRegistry, load_model, provider_for
 from chatagent.models import window as windows
 from chatagent.models.openai import LlamaCpp, LMStudio, Ollama
@@ -23,6 +27,8 @@ from chatagent.testing.gemini_server import GeminiServer
 from chatagent.testing.ollama_server import OllamaModel, OllamaServer
 from chatagent.testing.ports import free_port
 from chatagent.testing.openai_server import ChatReply, LlamaCppServer, LMStudioModel, LMStudioServer, VLLMServer
+
+from test_settings import CLI, cli  # noqa: F401 - the in-process CLI fixture
 
 
 def openai_at(url: str, **more: object) -> Settings:
@@ -215,6 +221,41 @@ def test_context_window_from_the_environment_and_the_settings_file(
     monkeypatch.delenv("CHATAGENT_CONTEXT_WINDOW")
     private_settings.write_text("")
     assert Settings.load().context_window is None
+
+
+def test_a_window_too_small_to_hold_anything_is_refused(cli: CLI) -> None:  # noqa: F811
+    refused = cli("models", "--check", "openai:local", "--context-window", "100", env={})
+    assert refused.returncode == 2 and "a model's window is at least 512 tokens, got 100" in refused.stderr
+    bad = cli("models", "--check", "openai:local", env={"CHATAGENT_CONTEXT_WINDOW": "lots"})
+    assert bad.returncode == 2 and "context_window" in bad.stderr
+
+
+def test_ask_and_chat_take_the_flag_and_the_daemon_compares_it_with_its_own() -> None:
+    """`--context-window` reaches the settings; a daemon does not take it per
+    ask (its models' windows are its own): it is among the settings it
+    compares, so an ask giving another is answered in its own process."""
+    args = parse_ask(["ask", "page.html", "-q", "How much?", "--context-window", "4096"])
+    assert args is not None and args.context_window == 4096
+    request = AskRequest.model_validate_json(ask_request(args, cwd="/tmp", env={}))
+    assert request.flags.context_window == 4096
+    assert "context_window" in ASK_FLAGS and "context_window" not in PER_ASK
+    assert AskSettings.of(Settings(context_window=4096)).settings != AskSettings.of(Settings()).settings
+
+
+def test_models_check_prints_the_window_and_where_it_came_from(cli: CLI) -> None:  # noqa: F811
+    with LlamaCppServer(n_ctx=2048, n_ctx_train=8192) as llamacpp:
+        env = {"CHATAGENT_OPENAI_BASE_URL": llamacpp.url}
+        shown = cli("models", "--check", "openai:local", env=env)
+        overridden = cli("models", "--check", "openai:local", "--context-window", "8192", env=env)
+        as_json = cli("models", "--check", "openai:local", "--json", env=env)
+    assert shown.returncode == 0, shown.stderr
+    assert ("window: 2,048 tokens (server /props default_generation_settings.n_ctx; the model itself reads up to "
+            "8,192)") in shown.stdout
+    assert "window: 8,192 tokens (context_window setting)" in overridden.stdout
+    assert "without the setting: 2,048 tokens (server /props" in overridden.stdout
+    window = json.loads(as_json.stdout)["window"]
+    assert window == {"tokens": 2048, "source": "server /props default_generation_settings.n_ctx",
+                      "origin": "server", "model_tokens": 8192, "settled": True}
 
 
 # --- the stand-ins: a prompt longer than the window, as each server treats it -------------------

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Annotated, Literal, Union
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from ..ask_args import ASK_FLAGS
-from ..limits import MIN_TAB_BUDGET
+from ..limits import MIN_CONTEXT_WINDOW, MIN_TAB_BUDGET
 from .paths import DaemonError
 
 if TYPE_CHECKING:
@@ -41,8 +41,11 @@ if TYPE_CHECKING:
 MAX_REQUEST_BYTES = 1 << 20
 MAX_REPLY_BYTES = 64 << 20  # an event can carry a screenshot (base64 PNG)
 
-# Settings the daemon takes from each ask: those its command line can set.
-PER_ASK = ASK_FLAGS
+# Settings the daemon takes from each ask: those its command line can set, but
+# `context_window`: its models' windows are found once, for its own settings, so
+# it is compared as the other settings are (`shared_settings`), and an ask that
+# gives another is answered in its own process.
+PER_ASK = tuple(key for key in ASK_FLAGS if key != "context_window")
 # Settings an ask never uses: the answer cache (a one-off ask, like one in its
 # own process, always asks the model), other front ends', the daemon's own.
 NOT_FOR_ASK = ("cache", "mcp_token", "tool_timeout", "daemon", "daemon_idle")
@@ -88,6 +91,7 @@ class AskFlags(_Frame):
     timeout: float | None = Field(default=None, gt=0)
     deadline: float | None = Field(default=None, gt=0)
     input_budget: float | None = Field(default=None, ge=1)
+    context_window: int | None = Field(default=None, ge=MIN_CONTEXT_WINDOW)
 
 
 class AskRequest(_Frame):

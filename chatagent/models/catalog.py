@@ -1,6 +1,7 @@
 """What each provider serves here, asked of its server: `chatagent models`
 and a connection test for one model name, each problem said in words (not
-running, not that kind of server, a refused key, no such model).
+running, not that kind of server, a refused key, no such model), with the
+window the model would be given and where that came from (`window.py`).
 
 Names come back as `--model` takes them (`ollama:llama3.2`); they are a
 server's words, so front ends show them as untrusted text."""
@@ -16,6 +17,7 @@ from pydantic import BaseModel, Field
 from ..settings import KEY_ENDPOINTS, Settings
 from . import PROVIDERS, provider_for
 from .base import Provider
+from .window import Window, ask_server, from_setting
 
 TIMEOUT_S = 3.0  # a local server answers its model list at once; a remote one within this
 MAX_MODELS = 200  # names shown per provider: a gateway may list thousands
@@ -33,6 +35,11 @@ class Served(BaseModel):
     problem: str | None = None
     reason: str | None = None
     setting: str | None = None
+    # `check` only: the window the model is given (the `context_window` setting,
+    # else its server's, else its provider's default), and, where the setting
+    # overrides it, what the server (or the default) says.
+    window: Window | None = None
+    server_window: Window | None = None
 
 
 class ListingError(Exception):
@@ -51,17 +58,28 @@ async def catalog(settings: Settings, providers: Sequence[Provider] = PROVIDERS)
         return list(await asyncio.gather(*(_served(p, settings, http) for p in providers)))
 
 
-async def check(name: str, settings: Settings) -> Served:
+async def check(name: str, settings: Settings, *, window: bool = False) -> Served:
     """The provider of `name`, asked whether it serves it: `problem` says
-    what is wrong (the provider's or the name's), None when it does."""
+    what is wrong (the provider's or the name's), None when it does.
+    `window`: and the window `name` would be given (`Served.window`,
+    `server_window`), asked at the same time."""
     provider = provider_for(name)
     async with httpx.AsyncClient(timeout=TIMEOUT_S, follow_redirects=False) as http:
-        served = await _served(provider, settings, http)
+        served, found = await asyncio.gather(
+            _served(provider, settings, http), ask_server(provider, name, settings, http) if window else _none())
+    if found is not None and settings.context_window is not None:
+        served.window, served.server_window = from_setting(settings.context_window), found
+    elif found is not None:
+        served.window = found
     if served.problem is None and provider.lists_every_name and name not in served.models:
         listed = ", ".join(served.models[:10]) or "none"
         served.problem = served.reason = f"The server has no model {name!r}; it serves: {listed}."
         served.setting = "model"
     return served
+
+
+async def _none() -> None:
+    return None
 
 
 def endpoint_setting(provider: Provider) -> str | None:
