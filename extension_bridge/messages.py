@@ -218,9 +218,9 @@ class ToolResultMessage(_Wire):
         return [field for field in _TOOL_FIELDS[name] if getattr(self, field) is None]
 
 
-# The settings the panel may read and change: the model and how to reach it.
-# Nothing that points the host at another browser, file or listener.
-PANEL_SETTINGS = ("model", "google_api_key", "gemini_base_url", "openai_base_url", "openai_api_key")
+# The settings the panel may read and change: the model, how to reach it, and
+# its window. Nothing that points the host at another browser, file or listener.
+PANEL_SETTINGS = ("model", "google_api_key", "gemini_base_url", "openai_base_url", "openai_api_key", "context_window")
 SettingValue = Annotated[str, Field(max_length=2000)]
 
 
@@ -233,6 +233,7 @@ class PanelSettingValues(_Wire):
     gemini_base_url: SettingValue | None = None
     openai_base_url: SettingValue | None = None
     openai_api_key: SettingValue | None = None
+    context_window: SettingValue | None = None  # tokens, as text ("8192"); null: asked of the model's server
 
 
 class SettingsGetMessage(_Wire):

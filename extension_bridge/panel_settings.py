@@ -1,5 +1,6 @@
-"""The settings the side panel shows and changes: which model answers and how
-to reach it. They live in the user's settings file (the one `chatagent config`
+"""The settings the side panel shows and changes: which model answers, how
+to reach it, and its window (`context_window`, empty: asked of its server).
+They live in the user's settings file (the one `chatagent config`
 writes, private to the user), never in the extension's storage; the
 environment still comes first, and the panel is told when it does.
 
@@ -40,6 +41,7 @@ PANEL_NAMES = {
     "gemini_base_url": "Gemini endpoint",
     "openai_base_url": "Server URL",
     "openai_api_key": "Server API key",
+    "context_window": "Context window",
 }
 
 
@@ -67,6 +69,8 @@ def _fix_in_panel(code: str, setting: str) -> str:
         return f"Ask again, or choose another model in {field}."
     if setting == "deadline":
         return "Ask again; a narrower question, or fewer tabs, is answered sooner."
+    if setting == "context_window":  # a window too small for the question
+        return f"Ask about fewer tabs, or, if the model's server gives it more, enter that in {field}."
     return ""
 
 

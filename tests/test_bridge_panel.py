@@ -442,6 +442,43 @@ async def test_settings_offer_the_servers_models_and_a_connection_test_says_what
     await panel.click("#settings-cancel")
 
 
+async def test_the_context_window_is_set_in_settings_and_emptied_back_to_the_servers(
+    ctx: Any, pages: str,
+) -> None:
+    """Settings → Context window: empty (the model's server says), saved as
+    typed, shown again from the settings file, emptied back to the server's;
+    the offline model, which has none, does not show it."""
+    _, panel = await _open(ctx, [f"{pages}/museum.html"])
+    await panel.click("#settings-button")
+    await expect(panel.locator("#settings-message")).to_have_text("", timeout=30_000)  # the host's settings, shown
+    field = panel.locator("#context-window")
+    assert await field.input_value() == ""
+    settings_file = Path((await panel.evaluate("window.chatagentTest.settings()"))["path"])
+    before = settings_file.read_text()
+    try:
+        await panel.check("input[name=provider][value=gemini]")
+        await panel.fill("#gemini-model", "gemini-2.5-flash")
+        await expect(field).to_be_visible()
+        await field.fill("8192")
+        await panel.click("#settings-save")
+        await expect(panel.locator("#settings-message")).to_have_text(
+            "Saved. gemini-2.5-flash answers the next question.", timeout=30_000)
+        assert "context_window = 8192" in settings_file.read_text()
+        shown = await panel.evaluate("window.chatagentTest.settings()")
+        assert shown["settings"]["contextWindow"]["value"] == "8192"
+        await panel.check("input[name=provider][value=extractive]")
+        await expect(field).to_be_hidden()
+        await panel.check("input[name=provider][value=gemini]")
+        await field.fill("")
+        await panel.click("#settings-save")
+        await expect(panel.locator("#settings-message")).to_have_text(
+            "Saved. gemini-2.5-flash answers the next question.", timeout=30_000)
+        assert "context_window" not in settings_file.read_text()
+    finally:
+        settings_file.write_text(before)
+        await panel.click("#settings-cancel")
+
+
 async def test_what_is_chosen_in_settings_before_they_come_from_the_host_stays_when_they_do(tmp_path: Path) -> None:
     """Settings opened while the host is still starting: the provider chosen and
     the model typed meanwhile are still there once the host's settings arrive,

@@ -27,6 +27,8 @@ from chatagent.testing.gemini_server import GeminiServer
 from chatagent.testing.ollama_server import OllamaModel, OllamaServer
 from chatagent.testing.ports import free_port
 from chatagent.testing.openai_server import ChatReply, LlamaCppServer, LMStudioModel, LMStudioServer, VLLMServer
+from extension_bridge import panel_settings
+from extension_bridge.messages import PanelSettingValues
 
 from test_settings import CLI, cli  # noqa: F401 - the in-process CLI fixture
 
@@ -240,6 +242,18 @@ def test_ask_and_chat_take_the_flag_and_the_daemon_compares_it_with_its_own() ->
     assert request.flags.context_window == 4096
     assert "context_window" in ASK_FLAGS and "context_window" not in PER_ASK
     assert AskSettings.of(Settings(context_window=4096)).settings != AskSettings.of(Settings()).settings
+
+
+def test_the_panel_shows_saves_and_clears_the_context_window(private_settings: Path) -> None:
+    panel_settings.save(PanelSettingValues(context_window="8192"))
+    assert "context_window = 8192" in private_settings.read_text()
+    shown = panel_settings.describe("s1", Settings.load(), {}).to_wire()["settings"]["contextWindow"]
+    assert shown["value"] == "8192" and shown["source"] == "file"
+    with pytest.raises(panel_settings.PanelSettingError, match="^Context window: "):
+        panel_settings.save(PanelSettingValues(context_window="100"))
+    panel_settings.save(PanelSettingValues(context_window=None))
+    assert Settings.load().context_window is None
+    assert panel_settings.describe("s2", Settings.load(), {}).to_wire()["settings"]["contextWindow"]["value"] is None
 
 
 def test_models_check_prints_the_window_and_where_it_came_from(cli: CLI) -> None:  # noqa: F811

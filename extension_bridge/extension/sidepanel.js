@@ -192,13 +192,15 @@ function fillSettingsForm(msg) {
   $("openai-model").value = provider === "openai" ? model : "";
   $("gemini-base-url").value = s.geminiBaseUrl.value || "";
   $("openai-base-url").value = baseUrl || s.openaiBaseUrl.value || "";
+  $("context-window").value = s.contextWindow?.value || "";
   for (const field of Object.keys(KEY_FIELDS)) $(field).value = "";
   showKeys(msg);
   for (const [hint, key] of [
     ["gemini-base-url-hint", "geminiBaseUrl"],
     ["openai-base-url-hint", "openaiBaseUrl"],
+    ["context-window-hint", "contextWindow"],
   ]) {
-    $(hint).textContent = envHint(s[key]);
+    $(hint).textContent = s[key] ? envHint(s[key]) : "";
   }
   els.settingsPath.textContent = msg.path ? ` (${msg.path})` : "";
   showProviderGroup();
@@ -236,6 +238,7 @@ function showProviderGroup() {
   const provider = els.settingsForm.elements.provider.value;
   for (const group of els.settingsForm.querySelectorAll(".group")) group.hidden = group.dataset.provider !== provider;
   $("model-test-row").hidden = provider !== "gemini" && provider !== "openai";
+  $("context-window-row").hidden = provider !== "gemini" && provider !== "openai"; // the offline model has none
 }
 
 // The form's values for `provider`, as Save sends them (an OpenAI-compatible model's name may be missing).
@@ -253,6 +256,8 @@ function formValues(provider) {
     values.openaiBaseUrl = $("openai-base-url").value.trim() || null;
     if ($("openai-api-key").value.trim()) values.openaiApiKey = $("openai-api-key").value.trim();
   }
+  // Empty: the model's server says (the setting is removed from the settings file).
+  if (provider === "gemini" || provider === "openai") values.contextWindow = $("context-window").value.trim() || null;
   return values;
 }
 
@@ -1193,6 +1198,7 @@ function renderMeta(turn, ev, run) {
   if (ev.cached) parts.push("from memory");
   if (ev.stop_reason === "max_turns") parts.push("gave up after the most steps allowed");
   if (ev.stop_reason === "input_budget") parts.push("stopped at its token budget");
+  if (ev.stop_reason === "window") parts.push("stopped: the model's window was full");
   if (ev.truncated) parts.push("cut at its length limit");
   const text = document.createElement("span");
   text.className = "meta-text";
