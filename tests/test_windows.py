@@ -20,7 +20,7 @@ from chatagent.daemon.early import ask_request, parse_ask
 from chatagent.daemon.protocol import PER_ASK, AskRequest, AskSettings
 from chatagent.models import ModelRegistry, load_model, provider_for
 from chatagent.models import window as windows
-from chatagent.models.openai import LlamaCpp, LMStudio, Ollama
+from chatagent.models.openai import LlamaCpp, LMStudio, Ollama, OpenAIProvider
 from chatagent.models.window import Window, ask_server
 from chatagent.settings import Settings
 from chatagent.testing.gemini_server import GeminiServer
@@ -196,6 +196,20 @@ async def test_a_server_that_does_not_answer_in_time_gets_the_default(
     window = await ModelRegistry(openai_at(silent_server)).window()
     assert (window.tokens, window.origin, window.settled) == (2048, "default", False)
     assert window.source.startswith("provider default: its server could not be asked")
+
+
+def test_the_defaults_are_the_documented_ones() -> None:
+    defaults = {
+        "ollama:llama3.2": 4096, "lmstudio:qwen": 4096, "llamacpp:local": 2048, "gemini-2.5-flash": 1_048_576,
+        "gemma-3-27b-it": 32_768, "extractive": 1_000_000,
+    }
+    assert {name: provider_for(name).default_window(name, "") for name in defaults} == defaults
+    openai = OpenAIProvider()
+    assert openai.default_window("openai:x", "http://127.0.0.1:8000/v1") == 2048
+    assert openai.default_window("openai:x", "https://api.example.com/v1") == 128_000
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "models.md").read_text()
+    for figure in ("4,096", "2,048", "1,048,576", "32,768", "128,000"):
+        assert figure in docs
 
 
 # --- context_window over all of it ------------------------------------------------------------
