@@ -29,9 +29,12 @@ from .events import (
 from .history import History, message_tokens
 from .hooks import RunHooks
 from .models import Model
+from .models.window import Window
 from .prompts import (
-    browser_state_message, build_messages, message_text, screenshot_message, tool_result_text, without_image,
+    browser_state_message, build_messages, message_text, screenshot_message, system_prompt, tool_result_text,
+    without_image,
 )
+from .request_fit import PASS2_RESERVE, Room, drop_oldest_step, fit as fit_request
 from .retry import RetryPolicy, stream_reply
 from .selection import Selection
 from .limits import (
@@ -66,7 +69,10 @@ class _Run:
         self.pass1_request: list[BaseMessage] = []
         self.counted: dict[str, int] = {}  # a message's text → its tokens, where the server reported none
         self.answer_tokens = 0  # of the text shown, as the budgets count tokens (tiktoken)
-        self.cut = False  # the answer reached max_answer_tokens
+        self.cut = False  # the answer reached its limit
+        self.room: Room | None = None  # what the model's window leaves each request (None: not bounded by one)
+        self.history_tokens: int | None = None  # the history budget of this question's requests (None: the standing one)
+        self.selection: Selection | None = None
 
     def spent(self) -> int:
         """Input tokens so far: the provider's count, or our estimate where that is higher."""
@@ -190,7 +196,16 @@ class ChatAgent:
                 f"The question is {len(question):,} characters long; the limit is {MAX_QUESTION_CHARS:,}. Shorten it."
             )))
             return
-        ctx = await self._context(self.builder, question, emit, selection=selection)
+        run.selection = selection
+        # Asked while the tabs are read (a server's answer, the first time only: then it is remembered).
+        window = None if self.model.provider.reads_context else asyncio.ensure_future(self.model.window())
+        try:
+            ctx = await self._context(self.builder, question, emit, selection=selection)
+            if window is not None and any(t.ok for t in ctx.tabs):
+                ctx = await self._within_window(ctx, await window, question, emit, run, selection)
+        finally:
+            if window is not None and not window.done():
+                window.cancel()
         self.hooks.context_built(ctx)
         if not any(t.ok for t in ctx.tabs):
             emit(ErrorEvent(code="no_readable_tabs", message="None of the tabs could be read; the notes say why."))
@@ -200,7 +215,7 @@ class ChatAgent:
             self._replay(question, hit, ctx, emit, run)
             return
         try:
-            done = await self._passes(ctx, question, emit, run)
+            done = await self._passes(ctx, question, emit, run, run.history_tokens)
         except ContextOverflowError:
             if run.first_token_ms is not None or self.builder.budget_per_tab // 2 < MIN_OVERFLOW_BUDGET:
                 raise
@@ -211,6 +226,39 @@ class ChatAgent:
             done = await self._passes(ctx, question, emit, run, history_tokens=self.history.budget_tokens // 2)
         if self.cache is not None and done.stop_reason == "answered" and done.answer:
             self.cache.put(key, CachedAnswer(done.answer, done.pass_, done.citations, done.dropped_citations))
+
+    async def _within_window(
+        self, ctx: PageContext, window: Window | None, question: str, emit: Emit, run: _Run, selection: Selection | None,
+        *, tools: bool = False,
+    ) -> PageContext:
+        """`ctx`, or a smaller one, and the history this question keeps, so that its request
+        and its answer fit the model's `window` (`request_fit`); in pass 2 (`tools`), with
+        room kept for the tools' schemas and results."""
+        if window is not None:
+            run.room = Room.of(window, self.max_answer_tokens)
+        assert run.room is not None
+        room = run.room
+        if tools:
+            room = replace(room, prompt=int(room.prompt * (1 - PASS2_RESERVE)))
+        fence = self.history.fence
+        fixed = (count_tokens(system_prompt(ctx, fence, tools=tools)) + count_tokens(question)
+                 + self.history.tokens + 16)
+
+        def request(c: PageContext, history_tokens: int | None) -> list[BaseMessage]:
+            history = self.history.messages(tools=tools, budget_tokens=history_tokens)
+            return build_messages(c, question, history, fence=fence, tools=tools)
+
+        async def build(builder: ContextBuilder) -> PageContext:
+            return await self._context(builder, question, emit, notes=False, selection=selection)
+
+        builder = self.builder.with_budget(ctx.budget_per_tab)
+        fitted = await fit_request(room, self.model.name, builder, ctx, build, request, fixed=fixed,
+                                   history_tokens=self.history.tokens if run.history_tokens is None
+                                   else min(run.history_tokens, self.history.tokens))
+        run.history_tokens = fitted.history_tokens
+        if fitted.note:
+            emit(Note(text=fitted.note))
+        return fitted.context
 
     async def _context(
         self, builder: ContextBuilder, question: str, emit: Emit, *, notes: bool = True,
@@ -312,6 +360,10 @@ class ChatAgent:
     async def _pass2(
         self, ctx: PageContext, question: str, emit: Emit, run: _Run, history_tokens: int | None,
     ) -> Done:
+        if run.room is not None:  # the tools' schemas and results need room in the window too
+            ctx = await self._within_window(ctx, None, question, emit, run, run.selection, tools=True)
+            history_tokens = run.history_tokens
+            self._runner.builder = self.builder.with_budget(ctx.budget_per_tab)  # a re-read tab: no larger
         self._runner.start(question, ctx)
         prompt_tokens = _request_tokens(run.pass1_request)
         run.sent_tokens += prompt_tokens
@@ -322,6 +374,15 @@ class ChatAgent:
         turn_start = len(messages) - 1  # this question's messages: kept in the history afterwards
         for turn in range(1, self.max_turns + 1):
             need = _request_tokens(messages)
+            # Over the window: this question's oldest browser steps go first, then it stops.
+            while run.room is not None and need > run.room.prompt and drop_oldest_step(messages, turn_start):
+                need = _request_tokens(messages)
+            if run.room is not None and need > run.room.prompt:
+                stop = AIMessage(
+                    f"I stopped looking: another step would not fit {self.model.name}'s window of "
+                    f"{run.room.window.tokens:,} tokens. Ask about fewer tabs, or a more specific question."
+                )
+                return self._finish([*messages[turn_start:], stop], 2, ctx, emit, run, stop_reason="window")
             if self.model.provider.metered and run.spent() + need > run.input_budget:
                 stop = AIMessage(
                     f"I stopped looking: another step would take this question past its input-token budget "
@@ -403,10 +464,11 @@ class ChatAgent:
     def _cut(self, run: _Run, emit: Emit) -> bool:
         """Whether the answer has reached `max_answer_tokens`: then its stream is
         closed (a provider stops generating when its stream is) and a note says so."""
-        if run.cut or run.answer_tokens < self.max_answer_tokens:
+        limit = min(self.max_answer_tokens, run.room.answer) if run.room else self.max_answer_tokens
+        if run.cut or run.answer_tokens < limit:
             return run.cut
         run.cut = True
-        emit(Note(text=f"The answer reached its length limit ({self.max_answer_tokens:,} tokens) and was cut there."))
+        emit(Note(text=f"The answer reached its length limit ({limit:,} tokens) and was cut there."))
         return True
 
     def _finish(

@@ -149,7 +149,7 @@ class Timings(BaseModel):
 
 # answered: the model gave its answer; max_turns: pass 2 ran out of model turns;
 # input_budget: another pass-2 turn would have sent more input tokens than allowed.
-StopReason = Literal["answered", "max_turns", "input_budget"]
+StopReason = Literal["answered", "max_turns", "input_budget", "window"]
 
 
 class Done(_Event):

@@ -30,6 +30,7 @@ SOURCE_QUOTE_CHARS = 300  # of a quote shown under the answer
 _STOP_WHY = {
     "max_turns": "the model used all its turns in the browser",
     "input_budget": "the question's input-token budget was spent (--input-budget allows more)",
+    "window": "another step would not fit the model's window (--context-window, if it runs with more)",
 }
 
 

@@ -56,7 +56,7 @@ async def test_pass_1_streams_with_no_tools_and_carries_the_page_text(gemini: Ge
     assert isinstance(done, Done) and done.pass_ == 1
     assert done.answer == "The Aurora X14 Pro costs $1,349.00 [Tab 1]."
     assert len([e for e in events if isinstance(e, Token)]) > 1
-    [req] = gemini.requests
+    [req] = gemini.generate_requests
     assert req.action == "streamGenerateContent"
     assert req.tool_names() == [] and not req.tools
     assert "$1,349.00" in req.text() and "<page_context-" in req.text()
@@ -78,7 +78,7 @@ async def test_pass_2_declares_exactly_the_three_tools_and_the_image_is_sent_onc
     assert isinstance(done, Done) and done.pass_ == 2 and "B12" in done.answer
     assert ESCALATION_MARKER not in "".join(e.text for e in events if isinstance(e, Token))
     assert [e.pass_ for e in events if isinstance(e, PassStart)] == [1, 2]
-    p1, *p2 = gemini.requests
+    p1, *p2 = gemini.generate_requests
     assert p1.tool_names() == []
     assert len(p2) == 3
     assert all(sorted(r.tool_names()) == sorted(TOOL_NAMES) for r in p2)
@@ -113,7 +113,7 @@ async def test_a_page_changed_after_load_is_picked_up_by_refresh(site: Site, ope
                 bumped.set()
     done = events[-1]
     assert isinstance(done, Done) and done.pass_ == 2
-    first, _, last = gemini.requests
+    first, _, last = gemini.generate_requests
     assert "NP-7730-2291-SE" not in first.text()
     assert "NP-7730-2291-SE" in last.text() and "Status: shipped" in last.text()
     assert any(isinstance(e, ToolResult) and e.name == "refresh_browser_state_tool" and e.ok for e in events)

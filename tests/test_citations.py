@@ -61,7 +61,7 @@ async def test_cited_blocks_of_two_tabs_become_verbatim_quotes_with_links_to_the
 
     gemini.responder = reply
     done = await _done(_agent(gemini, tabs), "Can I bring my dog, when is the first boat, is there a day pass?")
-    request = gemini.requests[0]
+    request = gemini.generate_requests[0]
     assert "[1.4]" in request.system_text() and "[Tab N]" in request.system_text()  # the model is told how to cite
     # The answer keeps the ids as the model wrote them; the unknown one is dropped and counted, never a source.
     assert "[7.99]" in done.answer and done.dropped_citations == 1
@@ -166,7 +166,7 @@ async def test_only_what_the_page_shows_is_quoted_and_what_it_hides_has_no_id(
 
     gemini.responder = reply
     done = await _done(_agent(gemini, [tab]), "How do I look after the kayak?")
-    request = gemini.requests[0]
+    request = gemini.generate_requests[0]
     unnumbered = _lines_without_id(request)
     # The model still reads what the page collapses or shows otherwise, but cannot cite it:
     # a closed <details>' text, a paragraph the page shows in capitals, extraction's own heading.

@@ -193,7 +193,7 @@ async def test_a_tab_closed_during_an_answer_is_reported_to_the_model(site: Site
         events = await ask(agent, "Which order code is further down the second page?")
         (result,) = [e for e in events if isinstance(e, ToolResult)]
         assert not result.ok
-        assert "closed" in str(gemini.requests[-1].function_responses())
+        assert "closed" in str(gemini.generate_requests[-1].function_responses())
     assert isinstance(events[-1], Done) and events[-1].pass_ == 2
 
 
@@ -217,7 +217,7 @@ async def test_a_hostile_page_cannot_add_tools_escape_its_delimiters_or_loop_for
         agent = ChatAgent(load_model("gemini-2.5-flash", Settings(google_api_key="test", gemini_base_url=gemini.url)), tabs,
                           input_budget_factor=1000)
         events = await ask(agent, "How long does the cake bake?")
-        requests = gemini.requests
+        requests = gemini.generate_requests
 
     first = requests[0]
     assert "untrusted" in first.system_text()

@@ -156,10 +156,12 @@ def test_selection_ranks_with_the_ranker_it_is_given() -> None:
     assert cached == fitted and Overlap.built
 
 
-def test_selection_without_matching_terms_keeps_the_head() -> None:
+def test_selection_without_matching_terms_shows_the_page_from_its_start_to_its_end() -> None:
     text = "# Port Elm\n\n" + "\n\n".join(f"Paragraph {i} tells of the weather." for i in range(200))
     fitted = fit_text(text, 200, "Who designed the lighthouse?", ranker=Overlap)
-    assert fitted.truncated and not fitted.selected and fitted.text.startswith("# Port Elm")
+    assert fitted.truncated and not fitted.selected and fitted.overview
+    # Its title is the tab's header's (the prompt names it there); its first paragraph and its last stretch are here.
+    assert fitted.text.startswith("Paragraph 0 ") and "Paragraph 169 " in fitted.text
 
 
 def pass1(model: ExtractiveChatModel, text: str, question: str) -> str:

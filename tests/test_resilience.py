@@ -62,9 +62,9 @@ async def test_rate_limits_then_success_the_answer_arrives(gemini: GeminiServer,
     events = await ask(await agent(gemini, open_tabs, site))
     done = events[-1]
     assert isinstance(done, Done) and done.answer == ANSWER
-    assert len(gemini.requests) == 3
+    assert len(gemini.generate_requests) == 3
     assert "rate-limiting" in notes(events) and "try 2 of 4" in notes(events), "each retry is announced"
-    first, second = gemini.requests[:2]
+    first, second = gemini.generate_requests[:2]
     assert second.arrived_at - first.arrived_at >= 0.3, "the provider's RetryInfo delay is honoured"
 
 
@@ -76,7 +76,7 @@ async def test_persistent_server_errors_end_with_a_clear_error_after_bounded_tri
     err = events[-1]
     assert isinstance(err, ErrorEvent) and err.code == "model_unavailable"
     assert "500" in err.message and "Gave up after 4 tries" in err.message
-    assert len(gemini.requests) == FAST.attempts
+    assert len(gemini.generate_requests) == FAST.attempts
     assert not any(isinstance(e, Token) for e in events)
 
 
@@ -87,7 +87,7 @@ async def test_a_stream_that_stalls_before_answering_times_out_and_is_retried(
     events = await ask(await agent(gemini, open_tabs, site, retry=STALLS))
     assert isinstance(events[-1], Done) and events[-1].answer == ANSWER
     assert "stalled" in notes(events)
-    assert len(gemini.requests) == 2
+    assert len(gemini.generate_requests) == 2
 
 
 async def test_a_stream_that_stalls_mid_answer_ends_with_a_clear_error(gemini: GeminiServer, site: Site, open_tabs) -> None:
@@ -97,7 +97,7 @@ async def test_a_stream_that_stalls_mid_answer_ends_with_a_clear_error(gemini: G
     assert isinstance(err, ErrorEvent) and err.code == "model_interrupted"
     assert "stalled" in err.message and "Ask again" in err.message
     assert "".join(e.text for e in events if isinstance(e, Token)) == "The Aurora X14 Pro"
-    assert len(gemini.requests) == 1, "no retry once part of the answer was shown"
+    assert len(gemini.generate_requests) == 1, "no retry once part of the answer was shown"
 
 
 async def test_a_malformed_stream_is_retried(gemini: GeminiServer, site: Site, open_tabs) -> None:
@@ -111,7 +111,7 @@ async def test_a_dropped_connection_is_retried(gemini: GeminiServer, site: Site,
     gemini.enqueue(DropReply(send_headers=False), DropReply(), TextReply(text=ANSWER))
     events = await ask(await agent(gemini, open_tabs, site))
     assert isinstance(events[-1], Done) and events[-1].answer == ANSWER
-    assert len(gemini.requests) == 3
+    assert len(gemini.generate_requests) == 3
 
 
 async def test_a_connection_dropped_mid_answer_says_the_answer_was_cut(gemini: GeminiServer, site: Site, open_tabs) -> None:
@@ -133,7 +133,7 @@ async def test_configuration_errors_stop_at_once_naming_the_setting(
     events = await ask(await agent(gemini, open_tabs, site))
     err = events[-1]
     assert isinstance(err, ErrorEvent) and err.code == error and says in err.message
-    assert len(gemini.requests) == 1, "retrying cannot fix a key or a model name"
+    assert len(gemini.generate_requests) == 1, "retrying cannot fix a key or a model name"
 
 
 async def test_context_overflow_shrinks_the_page_budget_and_retries_once(gemini: GeminiServer, site: Site, open_tabs) -> None:
@@ -144,7 +144,7 @@ async def test_context_overflow_shrinks_the_page_budget_and_retries_once(gemini:
     events = await ask(a)
     assert isinstance(events[-1], Done) and events[-1].answer == ANSWER
     assert "too long for the model" in notes(events)
-    first, second = gemini.requests
+    first, second = gemini.generate_requests
     assert len(second.text()) < len(first.text()), "the retry sends less page text"
     assert [e.pass_ for e in events if isinstance(e, PassStart)] == [1, 1]
 
@@ -154,7 +154,7 @@ async def test_context_overflow_twice_is_a_clear_error(gemini: GeminiServer, sit
     events = await ask(await agent(gemini, open_tabs, site))
     err = events[-1]
     assert isinstance(err, ErrorEvent) and err.code == "context_overflow" and "context window" in err.message
-    assert len(gemini.requests) == 2
+    assert len(gemini.generate_requests) == 2
 
 
 async def test_the_question_deadline_ends_a_run_that_would_hang(gemini: GeminiServer, site: Site, open_tabs) -> None:

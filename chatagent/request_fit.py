@@ -1,0 +1,152 @@
+"""Every request within the window of the model that answers it.
+
+A model reads its prompt and writes its answer in one window (`models.window.Window`):
+Ollama runs a model with 4,096 tokens unless told otherwise and drops the start of a
+longer prompt without a word (the instructions and the first tabs go first); llama.cpp's
+server refuses it. So before a question is sent, its request is held to the window:
+
+- `Room.of`: of the window, WINDOW_USE is the request's (cl100k counts other tokenizers'
+  tokens only about: the rest is the margin), and of that, room for the answer
+  (`max_answer_tokens`, at most ANSWER_SHARE of a small window); the prompt gets the rest.
+- `fit`: when the prompt is over its room, the conversation so far is pruned first (oldest
+  turns first, whole turns: no tool result without its call), then every tab's budget
+  shrinks, never below MIN_TAB_BUDGET (a tab's title and its best lines). A note says what
+  was shrunk, once. A window too small for even that is `WindowTooSmallError`, naming the
+  model and the `context_window` setting.
+
+A prompt well within its room (a hosted model's window of a million tokens) is not
+counted at all: an upper bound from the tabs' own counts decides, so no first token
+waits on tokenizing ten tabs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from .context import ContextBuilder, PageContext
+from .errors import ChatAgentError
+from .history import message_tokens
+from .limits import MIN_TAB_BUDGET
+from .models.window import Window
+from .tokens import count_tokens
+
+WINDOW_USE = 0.9  # of the window, what a request (prompt and answer) may take as cl100k counts it
+ANSWER_SHARE = 0.25  # of the request's room, the answer's at most: a small window keeps most of it for the pages
+MIN_ANSWER_TOKENS = 64  # ...but never less than this
+TAB_FRAME_TOKENS = 24  # a tab's header and tags in the prompt, besides its url, title and notes
+SURE_SHARE = 0.8  # a prompt whose upper bound is within this share of its room is not counted exactly
+MAX_REFITS = 4  # tabs fitted again into a smaller budget at most this many times
+PASS2_RESERVE = 0.25  # of the prompt's room, kept in pass 2 for the tools' schemas, results and screenshots
+
+
+class WindowTooSmallError(ChatAgentError):
+    """Not even each tab's title and best lines fit the model's window with the question."""
+
+    code = "window_too_small"
+    setting = "context_window"
+
+
+@dataclass(frozen=True)
+class Room:
+    """What a request may take of `window`: `prompt` tokens (cl100k), `answer` tokens for the reply."""
+
+    window: Window
+    prompt: int
+    answer: int
+
+    @classmethod
+    def of(cls, window: Window, max_answer_tokens: int) -> "Room":
+        usable = int(window.tokens * WINDOW_USE)
+        answer = max(min(max_answer_tokens, int(usable * ANSWER_SHARE)), min(MIN_ANSWER_TOKENS, usable // 2))
+        return cls(window, max(usable - answer, 0), answer)
+
+
+@dataclass(frozen=True)
+class Fitted:
+    context: PageContext
+    history_tokens: int | None  # the history budget of this request (None: the conversation's own)
+    note: str | None  # what was shrunk to fit, in words; None: nothing was
+
+
+# Builds the page context at a per-tab budget; makes the request's messages from a context
+# and a history budget (None: the conversation's own).
+Build = Callable[[ContextBuilder], Awaitable[PageContext]]
+Request = Callable[[PageContext, "int | None"], list[BaseMessage]]
+
+
+def request_tokens(messages: list[BaseMessage]) -> int:
+    return sum(message_tokens(m) for m in messages)
+
+
+def upper_bound(ctx: PageContext, fixed: int) -> int:
+    """The prompt's tokens at most, from what is already counted: each tab's text with its ids,
+    its frame, and `fixed` (the instructions, the question, the history)."""
+    tabs = sum(t.prompt_tokens + count_tokens(f"{t.url} {t.title} {' '.join(t.notes)}") + TAB_FRAME_TOKENS
+               for t in ctx.tabs)
+    return tabs + fixed
+
+
+async def fit(
+    room: Room, model: str, builder: ContextBuilder, ctx: PageContext, build: Build, request: Request, *,
+    fixed: int, history_tokens: int,
+) -> Fitted:
+    """`ctx` (built by `builder`), or the context and history budget that fit `room`.
+    `fixed`: the tokens of the request besides its tabs, history included (an upper bound);
+    `history_tokens`: what the history costs of it."""
+    if upper_bound(ctx, fixed) <= room.prompt * SURE_SHARE:
+        return Fitted(ctx, None, None)
+    need = request_tokens(request(ctx, None))
+    if need <= room.prompt:
+        return Fitted(ctx, None, None)
+    shrunk: list[str] = []
+    # The conversation so far goes first: this request keeps only what the room leaves of it.
+    keep = max(history_tokens - (need - room.prompt), 0) if history_tokens else None
+    if keep is not None:
+        need = request_tokens(request(ctx, keep))
+        shrunk.append("the earlier turns")
+        if need <= room.prompt:
+            return Fitted(ctx, keep, _note(room, model, shrunk, ctx, builder.budget_per_tab))
+    budget = builder.budget_per_tab
+    readable = max(sum(t.ok for t in ctx.tabs), 1)
+    for _ in range(MAX_REFITS):
+        pages = sum(t.prompt_tokens for t in ctx.tabs if t.ok)
+        over = need - room.prompt
+        if budget <= MIN_TAB_BUDGET:
+            break
+        # The pages' part shrinks by what is over, a little more: block ids and cuts do not shrink exactly.
+        budget = max(int(budget * max(pages - over * 1.1, 0) / max(pages, 1)), MIN_TAB_BUDGET)
+        ctx = await build(builder.with_budget(budget))
+        need = request_tokens(request(ctx, keep))
+        if need <= room.prompt:
+            return Fitted(ctx, keep, _note(room, model, [*shrunk, "the tabs"], ctx, budget))
+    raise WindowTooSmallError(
+        f"{model} reads {room.window.describe()}: too few for this question with {readable} tab"
+        f"{'s' if readable != 1 else ''}, even at {MIN_TAB_BUDGET} tokens a tab ({need:,} tokens, "
+        f"room for {room.prompt:,} with {room.answer:,} kept for the answer). Ask about fewer tabs, or set "
+        "--context-window (context_window) to the window the server really runs the model with.",
+        reason=f"{model}'s window ({room.window.tokens:,} tokens) is too small for this question with "
+               f"{readable} tab{'s' if readable != 1 else ''}.",
+    )
+
+
+def _note(room: Room, model: str, shrunk: list[str], ctx: PageContext, budget: int) -> str:
+    tabs = [t for t in ctx.tabs if t.ok]
+    what = " and ".join(shrunk)
+    each = (f"; the tabs got about {budget:,} tokens each ({sum(t.tokens for t in tabs):,} in all)"
+            if "the tabs" in shrunk else "")
+    return (f"{model} reads {room.window.describe()}: to fit it, {what} were shortened, "
+            f"with {room.answer:,} tokens kept for the answer{each}.")
+
+
+def drop_oldest_step(messages: list[BaseMessage], question_at: int) -> bool:
+    """Drop this question's oldest browser step from `messages` (its model turn with its tool
+    calls, their results and what they showed, up to the next model turn), never the latest;
+    False when there is no older step to drop. A call never loses its result, nor a result its call."""
+    turns = [i for i in range(question_at + 1, len(messages)) if isinstance(messages[i], AIMessage)]
+    if len(turns) < 2:
+        return False
+    del messages[turns[0]:turns[1]]
+    return True
