@@ -70,8 +70,8 @@ TABLE_SAMPLE_ROWS = 50  # rows checked per table when deciding whether the main 
 # (or, with none, the HTML's head up to the caps).
 MAX_HTML_CHARS = 5_000_000
 MAX_HTML_ELEMENTS = 20_000
-# Text beyond this is not kept, a bound on memory and time: ~6M tokens, twice the
-# 10 MB test page; the budgeter analyses this much in ~8.5 s (CPU) into ~310 MB.
+# Text beyond this is not kept, a bound on memory and time: ~6M tokens, twice a
+# 10 MB page's text; the budgeter analyses this much in ~8.5 s (CPU) into ~310 MB.
 # A question's answer may be anywhere on a page, so nothing less is cut.
 MAX_TEXT_CHARS = 20_000_000
 # The extraction cache keeps no more text than this, pages' rendered text included

@@ -222,6 +222,16 @@ async def test_huge_html_is_not_given_to_trafilatura_whole() -> None:
     assert "|RE 11999|Town 68|23:00|" in ex.text
 
 
+async def test_html_over_the_character_cap_with_few_elements_is_read_from_its_visible_text() -> None:
+    # Over MAX_HTML_CHARS (5,000,000) with a handful of elements: too big for trafilatura all the same.
+    line = "Departures to Haldenby leave from platform 7B every hour on the hour."
+    html = f"<html><head><title>Log</title></head><body><pre>{(line + chr(10)) * 73_000}</pre></body></html>"
+    assert len(html) > extraction.MAX_HTML_CHARS and html.count("<") < 20
+    ex = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/t.html", html=html, visible_text=line))
+    assert ex.method == "rendered" and line in ex.text
+    assert any("very large" in n and "5.1 MB of HTML" in n and "visible text" in n for n in ex.notes), ex.notes
+
+
 @pytest.mark.slow
 async def test_huge_html_without_rendered_text_reads_the_start() -> None:
     ex = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/t.html", html=_huge_html(12_000)))
@@ -241,9 +251,9 @@ async def test_huge_page_note_survives_the_extraction_cache() -> None:
 
 
 @pytest.mark.slow
-async def test_a_fact_deep_in_a_10_mb_page_is_selected_from_all_of_its_text(site: Site, open_tabs) -> None:
-    # 10 MB of HTML with the fact 90% of the way down: its whole visible text
-    # is read, and the question selects the fact from all of it.
+async def test_a_fact_deep_in_a_page_too_big_to_parse_is_selected_from_all_of_its_text(site: Site, open_tabs) -> None:
+    # 24k elements, 1.2M characters of text, the fact 90% of the way down: its
+    # whole visible text is read, and the question selects the fact from all of it.
     (tab,) = await open_tabs([site.url("/huge_deep.html")], timeout_s=60)
     assert isinstance(tab, Tab), tab
     builder = ContextBuilder(EXTRACTOR, budget_per_tab=2000)

@@ -139,8 +139,8 @@ async def test_pages_that_are_not_pages_get_notes_and_the_good_tab_answers(
 
 @pytest.mark.slow
 async def test_a_huge_page_gets_a_note_and_still_answers_next_to_a_normal_tab(site: Site, open_tabs) -> None:
-    # ~11 MB of HTML: too big for main-text extraction, so its visible text is
-    # used and the user is told; the other tab is unaffected.
+    # 24k elements (1.1 MB of HTML): too big for main-text extraction, so its
+    # visible text is used and the user is told; the other tab is unaffected.
     tabs = await open_tabs([site.url("product"), site.url("/huge.html")], timeout_s=20)
     agent = extractive(tabs)
     events = await ask(agent, PRICE_Q)
@@ -155,8 +155,8 @@ async def test_a_huge_page_gets_a_note_and_still_answers_next_to_a_normal_tab(si
 
 
 @pytest.mark.slow
-async def test_a_fact_deep_in_a_10_mb_page_is_answered_in_pass_1(site: Site, open_tabs) -> None:
-    # The fact is 90% of the way down 10 MB of HTML. The model answers only
+async def test_a_fact_deep_in_a_page_too_big_to_parse_is_answered_in_pass_1(site: Site, open_tabs) -> None:
+    # The fact is 90% of the way down a page of 24k elements. The model answers only
     # from what it is sent: the page line naming a locker, else it asks for the
     # browser tools. The fact must reach pass 1, with no tools needed.
     def reads_the_page(req: RecordedRequest) -> Reply:
