@@ -89,7 +89,10 @@ async def ask_server(provider: "Provider", model: str, settings: "Settings",
 
     try:
         if http is None:
-            async with httpx.AsyncClient(timeout=WINDOW_TIMEOUT_S, follow_redirects=False) as own:
+            # Made off the event loop: a client loads its certificates (tens of ms of CPU), which
+            # would hold the question's first token when its window is asked while the tabs are read.
+            own = await asyncio.to_thread(httpx.AsyncClient, timeout=WINDOW_TIMEOUT_S, follow_redirects=False)
+            async with own:
                 found = await asyncio.wait_for(provider.window(model, settings, own), WINDOW_TIMEOUT_S)
         else:
             found = await asyncio.wait_for(provider.window(model, settings, http), WINDOW_TIMEOUT_S)
