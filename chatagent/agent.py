@@ -363,7 +363,7 @@ class ChatAgent:
         if run.room is not None:  # the tools' schemas and results need room in the window too
             ctx = await self._within_window(ctx, None, question, emit, run, run.selection, tools=True)
             history_tokens = run.history_tokens
-            self._runner.builder = self.builder.with_budget(ctx.budget_per_tab)  # a re-read tab: no larger
+        self._runner.builder = self.builder.with_budget(ctx.budget_per_tab)  # a re-read tab: no larger
         self._runner.start(question, ctx)
         prompt_tokens = _request_tokens(run.pass1_request)
         run.sent_tokens += prompt_tokens
