@@ -483,7 +483,10 @@ async def test_what_is_chosen_in_settings_before_they_come_from_the_host_stays_w
     """Settings opened while the host is still starting: the provider chosen and
     the model typed meanwhile are still there once the host's settings arrive,
     and "Loading the settings…" goes."""
-    slow_host = ["sh", "-c", 'sleep 8; exec "$@"', "sh", *command(module="extension_bridge")]
+    # The host starts once the test has made its choices (the gate file appears), however long they take.
+    gate = tmp_path / "host-may-start"
+    slow_host = ["sh", "-c", 'while [ ! -e "$0" ]; do sleep 0.05; done; exec "$@"', str(gate),
+                 *command(module="extension_bridge")]
     async with chromium_with_extension(tmp_path, env=_env(tmp_path / "config.toml"), host=slow_host) as browser:
         panel = await browser.new_page()
         await panel.goto(PANEL_URL)
@@ -492,6 +495,7 @@ async def test_what_is_chosen_in_settings_before_they_come_from_the_host_stays_w
         await panel.check("input[name=provider][value=gemini]")
         await panel.fill("#gemini-model", "gemini-2.5-pro")
         assert await panel.get_attribute("#host-status", "data-state") != "ready", "chosen before the host answered"
+        gate.touch()
         await panel.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
         await expect(panel.locator("#settings-message")).to_have_text("", timeout=60_000)
         assert await panel.is_checked("input[name=provider][value=gemini]")
