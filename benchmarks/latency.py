@@ -469,13 +469,15 @@ async def run_latency(
     browser: PlaywrightBrowser | None = None,
     site: PageServer | None = None,
     data_dir: Path = DEFAULT_DATA_DIR,
+    warm_up: bool = True,
 ) -> dict[str, Any]:
     """Run every scenario `reps` times; see the module docstring. `pages`: local
     .html/.html.gz files (served on 127.0.0.1) or URLs; the first 10 are used.
     `model`: a real model by name instead of the local server. `browser` and
     `site`: the caller's, reused (the tabs opened here are closed again), else our own.
     `preload`: `Runtime.warm()` (model and text pipeline) before the questions;
-    without it only the model is warmed (`runtime.models.warm`)."""
+    without it only the model is warmed (`runtime.models.warm`). `warm_up`: the
+    untimed questions first (a sample's look at the section leaves them out)."""
     pages = list(pages) if pages else list(default_pages(data_dir=data_dir))
     started = time.perf_counter()
     load_at_start = list(os.getloadavg())
@@ -514,9 +516,10 @@ async def run_latency(
             # Untimed questions first, so the process-level one-offs (imports, first
             # use of the thread pool, extraction in this process for a session's
             # runtime) do not land on whichever scenario runs first.
-            await bench.ask(bench.conversation([tabs[-1]]), "What is this page about?")
-            if server is not None:
-                await bench.first_warm(len(tabs) - 1)
+            if warm_up:
+                await bench.ask(bench.conversation([tabs[-1]]), "What is this page about?")
+                if server is not None:
+                    await bench.first_warm(len(tabs) - 1)
 
             scenarios = bench.scenarios()
             task = progress.add_task(f"latency, {model or 'local server'}", total=reps * len(scenarios)) if progress else None
@@ -542,6 +545,7 @@ async def run_latency(
             "pages": urls,
             "page_files": [str(p) for p in pages if isinstance(p, Path)],
             "preload": preload,
+            "warm_up": warm_up,
             "model": model or MODEL_NAME,
             "service": "real" if model else "local server",
         },

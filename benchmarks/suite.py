@@ -56,7 +56,7 @@ from chatagent.tokens import count_tokens
 from .citations import bench_citations
 from .context_bench import DEFAULT_BUDGET, bench_extraction, bench_hotpot, bench_wtq, process_pool
 from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_wcxb, load_wtq, sample
-from .e2e import run_e2e
+from .e2e import GAP_S, run_e2e
 from .latency import GOALS_MS, fixture_pages, run_latency
 from .local_model import DEFAULT_PAGES as LOCAL_PAGES, DEFAULT_REPS as LOCAL_REPS, goal as local_goal, run_local_model
 from .mcp_bench import run_mcp_bench
@@ -157,19 +157,23 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
+            # A sample (--limit) is a look at every section, its figures not compared: it
+            # leaves out the untimed warm-ups and the end-to-end section's pause between runs.
+            sample_run = plan.latency_fixtures
             result["latency"] = await run_latency(
                 plan.reps, SERVER_TTFT_MS, TOKENS_PER_S, fixture_pages() if plan.latency_fixtures else None,
-                progress=progress, browser=browser, site=site, data_dir=plan.data_dir,
+                progress=progress, browser=browser, site=site, data_dir=plan.data_dir, warm_up=not sample_run,
             )
             progress.advance(overall)
             if real:
                 result["real_model"] = await run_latency(
                     plan.reps, progress=progress, model=plan.model, browser=browser, site=site, data_dir=plan.data_dir,
+                    warm_up=not sample_run,
                 )
                 progress.advance(overall)
             # Its own page and model servers and processes; the bench's browser stays idle meanwhile.
             result["e2e"] = await run_e2e(plan.e2e_pairs, SERVER_TTFT_MS, plan.e2e_tabs, data_dir=plan.data_dir,
-                                          progress=progress, warm_up=not plan.latency_fixtures)
+                                          progress=progress, warm_up=not sample_run, gap_s=0.0 if sample_run else GAP_S)
             progress.advance(overall)
             with process_pool() as pool:
                 result["wtq"] = await bench_wtq(plan.data_dir, questions, plan.budget, browser, site, pool, progress)
