@@ -198,13 +198,16 @@ class ChatAgent:
             return
         run.selection = selection
         # Asked while the tabs are read (a server's answer, the first time only: then it is remembered).
-        window = None if self.model.provider.reads_context else asyncio.ensure_future(self.model.window())
+        window: Window | asyncio.Future[Window] | None = None
+        if not self.model.provider.reads_context:
+            window = self.model.known_window() or asyncio.ensure_future(self.model.window())
         try:
             ctx = await self._context(self.builder, question, emit, selection=selection)
             if window is not None and any(t.ok for t in ctx.tabs):
-                ctx = await self._within_window(ctx, await window, question, emit, run, selection)
+                known = window if isinstance(window, Window) else await window
+                ctx = await self._within_window(ctx, known, question, emit, run, selection)
         finally:
-            if window is not None and not window.done():
+            if isinstance(window, asyncio.Future) and not window.done():
                 window.cancel()
         self.hooks.context_built(ctx)
         if not any(t.ok for t in ctx.tabs):
@@ -241,8 +244,8 @@ class ChatAgent:
         if tools:
             room = replace(room, prompt=int(room.prompt * (1 - PASS2_RESERVE)))
         fence = self.history.fence
-        fixed = (count_tokens(system_prompt(ctx, fence, tools=tools)) + count_tokens(question)
-                 + self.history.tokens + 16)
+        # An upper bound (a token is at least a byte): counted exactly only where it is close.
+        fixed = len(system_prompt(ctx, fence, tools=tools).encode()) + len(question.encode()) + self.history.tokens + 16
 
         def request(c: PageContext, history_tokens: int | None) -> list[BaseMessage]:
             history = self.history.messages(tools=tools, budget_tokens=history_tokens)

@@ -31,7 +31,6 @@ from .errors import ChatAgentError
 from .history import message_tokens
 from .limits import MIN_TAB_BUDGET
 from .models.window import Window
-from .tokens import count_tokens
 
 WINDOW_USE = 0.9  # of the window, what a request (prompt and answer) may take as cl100k counts it
 ANSWER_SHARE = 0.25  # of the request's room, the answer's at most: a small window keeps most of it for the pages
@@ -84,8 +83,8 @@ def request_tokens(messages: list[BaseMessage]) -> int:
 def upper_bound(ctx: PageContext, fixed: int) -> int:
     """The prompt's tokens at most, from what is already counted: each tab's text with its ids,
     its frame, and `fixed` (the instructions, the question, the history)."""
-    tabs = sum(t.prompt_tokens + count_tokens(f"{t.url} {t.title} {' '.join(t.notes)}") + TAB_FRAME_TOKENS
-               for t in ctx.tabs)
+    tabs = sum(t.prompt_tokens + len(f"{t.url} {t.title} {' '.join(t.notes)}".encode()) + TAB_FRAME_TOKENS
+               for t in ctx.tabs)  # a token is at least a byte
     return tabs + fixed
 
 

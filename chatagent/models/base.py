@@ -145,6 +145,10 @@ class Model:
 
         return count_tokens(text)
 
+    def known_window(self) -> "Window | None":
+        """The window when it is known without asking its server (set, or asked before)."""
+        return self.windows.known() if self.windows is not None else None
+
     async def window(self) -> "Window":
         """How many tokens this model reads at once, prompt and answer
         together, and where that was learned (`window.Window`): the
