@@ -144,6 +144,20 @@ def allocate(needs: list[int], total: int) -> list[int]:
     return shares
 
 
+def favour(needs: list[int], total: int, matching: list[bool], floor: int) -> list[int]:
+    """Split `total` across tabs as `allocate` does, but for the tabs that do not match the
+    question: those keep at most `floor` each, the matching ones share the rest, and what they
+    do not need goes back to the others."""
+    shares = [min(n, floor) if not m else 0 for n, m in zip(needs, matching)]
+    mine = [i for i, m in enumerate(matching) if m]
+    for i, s in zip(mine, allocate([needs[i] for i in mine], total - sum(shares))):
+        shares[i] = s
+    rest = [i for i, m in enumerate(matching) if not m]
+    for i, s in zip(rest, allocate([needs[i] - shares[i] for i in rest], total - sum(shares))):
+        shares[i] += s
+    return shares
+
+
 @dataclass
 class _Unit:
     """A paragraph, table row or sentence: the smallest piece kept or dropped."""
@@ -444,6 +458,11 @@ class _Page:
         return self._index([c.rank_text() for c in self.chunks])
 
     @cached_property
+    def chunk_terms(self) -> list[frozenset[str]]:
+        """Each chunk's terms, as a set: what a question is matched with across tabs (`ranking.across`)."""
+        return [frozenset(t) for t in self.chunk_index.terms]
+
+    @cached_property
     def reference(self) -> list[bool]:
         return [_is_reference_list(c) for c in self.chunks]
 
@@ -555,6 +574,10 @@ class TextFitter:
         """`count_tokens(text)`, except that a text over LONG_TEXT_CHARS is
         analysed for it (and kept): the estimate its fitting uses, counted once."""
         return self._analysed(text).total if len(text) > LONG_TEXT_CHARS else count_tokens(text)
+
+    def passages(self, text: str) -> list[frozenset[str]]:
+        """`text`'s chunks, each as its set of terms (`ranking.across.tab_relevance`)."""
+        return self._analysed(text).chunk_terms
 
     def prepare(self, text: str) -> None:
         """Analyse `text` now, ahead of the questions that will be asked about it."""

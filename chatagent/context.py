@@ -14,11 +14,12 @@ from pydantic import BaseModel, Field
 from .browser.base import PageSnapshot, Tab, TabFailure
 from .browser.localfiles import is_local
 from .blocks import across_lines, off_page, render_text
-from .budget import LONG_TEXT_CHARS, Fitted, TextFitter, allocate, fit_text, may_select
+from .budget import LONG_TEXT_CHARS, Fitted, TextFitter, allocate, favour, fit_text, may_select
 from .errors import ChatAgentError, UnnamedLocalFileError
 from .extraction import Extracted, Extractor
 from .limits import DEFAULT_TAB_BUDGET, MIN_TAB_BUDGET
 from .markers import selection_marker
+from .ranking.across import TOPIC, tab_relevance
 from .selection import Selection
 from .tokens import count_tokens
 
@@ -224,16 +225,36 @@ class ContextBuilder:
             log.info("read in %.0f ms, fitted in %.0f ms", context.extraction_ms, context.budget_ms)
         return context
 
-    def _shares(self, extracted: list[Extracted], extra: dict[str, int] | None = None) -> list[tuple[Extracted, str, int, int]]:
+    def _shares(
+        self, extracted: list[Extracted], extra: dict[str, int] | None = None, question: str | None = None,
+    ) -> list[tuple[Extracted, str, int, int]]:
         """Each tab with its text, the tokens that text needs and the tokens it
         gets (room for its block ids included; `extra`: tokens a tab needs
         besides its text, by label)."""
         bodies = [_body(e) for e in extracted]
         needs = [self._count(b) for b in bodies]
         extra = extra or {}
-        shares = allocate([n + self._id_cost(b) + extra.get(e.tab_id, 0) for e, n, b in zip(extracted, needs, bodies)],
-                          self.budget_per_tab * len(extracted))
-        return list(zip(extracted, bodies, needs, shares))
+        wants = [n + self._id_cost(b) + extra.get(e.tab_id, 0) for e, n, b in zip(extracted, needs, bodies)]
+        return list(zip(extracted, bodies, needs, self._split(bodies, wants, question)))
+
+    def _split(self, bodies: list[str], wants: list[int], question: str | None) -> list[int]:
+        """The total (the per-tab budget times the tabs) across the tabs: evenly, except that
+        when they do not all fit and the question is about some of them, those get what the
+        others, kept to their head and best lines, leave. A request for the whole of each
+        page (or a part of it) gives every tab its even part, as does a question that matches
+        every tab alike (a comparison) or none."""
+        total = self.budget_per_tab * len(bodies)
+        if len(bodies) < 2 or not (question and question.strip()) or sum(wants) <= total:
+            return allocate(wants, total)
+        if any(self._fitter.scope(b, question) in ("whole", "part") for b in bodies):
+            return allocate(wants, total)
+        scores = tab_relevance(TOPIC.terms(question), [self._fitter.passages(b) for b in bodies])
+        best = max(scores)
+        matching = [s > 0 and s >= MATCH_RATIO * best for s in scores]
+        if not any(matching) or all(matching):
+            return allocate(wants, total)
+        floor = max(MIN_TAB_BUDGET, int(self.budget_per_tab * UNMATCHED_SHARE))
+        return favour(wants, total, matching, floor)
 
     def _fit(
         self, extracted: list[Extracted], question: str | None, lead: tuple[str, str] | None = None,
@@ -243,7 +264,7 @@ class ContextBuilder:
         asked = bool(question and question.strip())
         first = fit_text(lead[1], int(self.budget_per_tab * SELECTION_SHARE)) if lead else None
         extra = {lead[0]: first.tokens + self._id_cost(first.text) + count_tokens(selection_marker())} if lead and first else {}
-        shares = self._shares(extracted, extra)
+        shares = self._shares(extracted, extra, question)
         # What the tabs' shares leave of the total: a text sent whole whose ids take more than estimated uses it.
         spare = self.budget_per_tab * len(extracted) - sum(s for *_, s in shares)
         for e, body, need, share in shares:
@@ -349,6 +370,11 @@ class ContextBuilder:
 
 
 _TOKEN_CACHE_SIZE = 64
+# Several tabs that do not all fit: a tab matches the question when its score across the tabs
+# (`ranking.across`) is at least this share of the best tab's; one that does not keeps this
+# share of the per-tab budget (its title, its best lines and a marker), at least MIN_TAB_BUDGET.
+MATCH_RATIO = 0.5
+UNMATCHED_SHARE = 0.25
 # Of the per-tab budget: block ids up to this come on top of the page text. On
 # pages of short lines (listings, collections) they take a third of the text;
 # charged to it, they cost two-tab comparisons 0.10 of their answers (docs/citations.md).

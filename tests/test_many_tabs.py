@@ -1,0 +1,83 @@
+"""Many tabs that do not all fit: the total goes to the tabs the question is about.
+
+Ten long pages written here, each about one trade in one town, asked at 800 tokens a tab
+(what `read_pages(budget_per_tab=800)` or a small window gives). A question about one of
+them gets that tab most of the 8,000; the others keep their title and a few lines. A
+comparison of two, a request to sum up every tab, and a question no tab matches still
+share the total evenly; so do tabs that all fit."""
+
+from __future__ import annotations
+
+from chatagent.browser.base import PageSnapshot
+from chatagent.context import ContextBuilder, PageContext
+
+TRADES = [("Arnhold", "bakers", "rye loaves and seed cakes"), ("Bexley", "coopers", "oak barrels and hoops"),
+          ("Corvale", "weavers", "linen looms and flax"), ("Dunmere", "smiths", "horseshoes and ploughs"),
+          ("Eastwick", "tanners", "hides and bark pits"), ("Fallow", "potters", "kilns and glazes"),
+          ("Greythorn", "chandlers", "tallow candles and wicks"), ("Harrow", "masons", "quarry stone and lime"),
+          ("Ivel", "brewers", "malt, hops and mash tuns"), ("Jessop", "dyers", "woad vats and madder")]
+
+
+def trade_page(town: str, trade: str, goods: str, fact: str = "") -> str:
+    """A long page about one trade: the same kind of paragraph, year by year, with `fact` halfway."""
+    years = [f"<p>In {1700 + k} the {town} {trade} kept the guild's book of {goods}; the master of the "
+             f"{trade} wrote down each apprentice taken on, the {goods} sold at the fair and the dues paid.</p>"
+             for k in range(80)]
+    body = "".join(years[:40]) + (f"<p>{fact}</p>" if fact else "") + "".join(years[40:])
+    return (f"<!doctype html><html><head><title>The {trade} of {town}</title></head><body><main>"
+            f"<h1>The {trade} of {town}</h1>{body}</main></body></html>")
+
+
+FACT = "The coopers' hall burned down in the winter of 1741, and the guild met in the Swan inn for nine years."
+
+
+def snapshots(fact_at: int = 1) -> list[PageSnapshot]:
+    return [PageSnapshot(tab_id=str(i + 1), url=f"http://127.0.0.1/{i}", title=f"The {trade} of {town}",
+                         html=trade_page(town, trade, goods, FACT if i == fact_at else ""))
+            for i, (town, trade, goods) in enumerate(TRADES)]
+
+
+async def build(question: str, snaps: list[PageSnapshot] | None = None, per_tab: int = 800) -> PageContext:
+    return await ContextBuilder(budget_per_tab=per_tab).build([], question, snapshots=snaps or snapshots())
+
+
+def charged(context: PageContext) -> list[int]:
+    return [t.tokens for t in context.tabs]
+
+
+async def test_the_tab_a_question_is_about_gets_what_the_others_do_not_need() -> None:
+    context = await build("where did the coopers meet after their hall burned?")
+    coopers, others = context.tabs[1], [t for i, t in enumerate(context.tabs) if i != 1]
+    assert "Swan inn" in coopers.text
+    assert coopers.tokens > 3 * 800, charged(context)
+    for t in others:
+        assert 0 < t.tokens <= 800 // 2 and t.title, (t.title, t.tokens)  # the title: in the tab's header
+    assert sum(t.tokens + t.id_tokens for t in context.tabs) <= 1.5 * 8000
+
+
+async def test_where_the_tab_sits_among_the_others_does_not_matter() -> None:
+    context = await build("where did the coopers meet after their hall burned?", snapshots(fact_at=9))
+    assert "Swan inn" in context.tabs[9].text and context.tabs[9].tokens > 3 * 800, charged(context)
+
+
+async def test_a_comparison_of_two_tabs_gives_each_its_even_part() -> None:
+    context = await build("compare what the brewers and the dyers kept in their guild books")
+    brewers, dyers = context.tabs[8], context.tabs[9]
+    assert brewers.tokens >= 700 and dyers.tokens >= 700, charged(context)
+    assert all(t.tokens <= 800 // 2 for i, t in enumerate(context.tabs) if i not in (8, 9)), charged(context)
+
+
+async def test_a_request_to_sum_up_every_tab_gives_each_its_overview() -> None:
+    context = await build("summarize these pages")
+    assert all(t.overview for t in context.tabs)
+    assert all(500 <= t.tokens <= 800 for t in context.tabs), charged(context)
+
+
+async def test_a_question_no_tab_matches_shares_the_total_evenly() -> None:
+    context = await build("what is the weather like in Lisbon tomorrow?")
+    assert all(500 <= t.tokens <= 800 for t in context.tabs), charged(context)
+
+
+async def test_tabs_that_all_fit_are_each_sent_whole() -> None:
+    context = await build("where did the coopers meet after their hall burned?", per_tab=6000)
+    assert all(t.tokens == t.original_tokens for t in context.tabs), charged(context)
