@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import pytest_asyncio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from chatagent.testing.ports import free_port
@@ -46,9 +47,42 @@ async def call(session: ClientSession, name: str, args: dict[str, Any], **kw: An
     return await session.call_tool(name, args, **kw)
 
 
-async def test_tools_are_listed_read_only_with_input_and_output_schemas() -> None:
-    async with server() as s:
-        tools = {t.name: t for t in (await s.list_tools()).tools}
+# The tests of what a call answers share one server with the default settings (its start, a
+# browser and extraction workers, is ~2 s of CPU each time); those of its start, its stop, its
+# settings or of whether a page was read before start their own. One worker holds them all.
+SHARED = pytest.mark.xdist_group("mcp-shared")
+
+
+@pytest_asyncio.fixture(scope="module", loop_scope="session")
+async def shared() -> AsyncIterator[ClientSession]:
+    """One `chatagent mcp` for the module's SHARED tests. The SDK's client must be left in the
+    task it was entered in, so a task of its own holds it open until the module is done."""
+    import asyncio
+
+    ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+    done = asyncio.Event()
+
+    async def hold() -> None:
+        try:
+            async with server() as s:
+                ready.set_result(s)
+                await done.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc)
+            raise
+
+    holder = asyncio.create_task(hold())
+    try:
+        yield await ready
+    finally:
+        done.set()
+        await holder
+
+
+@SHARED
+async def test_tools_are_listed_read_only_with_input_and_output_schemas(shared: ClientSession) -> None:
+    tools = {t.name: t for t in (await shared.list_tools()).tools}
     assert set(tools) == {"read_pages", "ask_pages"}, "list_tabs only when attached to a browser (--cdp)"
     for t in tools.values():
         assert t.annotations.read_only_hint and t.annotations.open_world_hint
@@ -119,20 +153,26 @@ def _page_words(name: str) -> str:
     return " ".join(html.unescape(text).split())
 
 
+@SHARED
 async def test_asked_in_german_to_sum_up_a_long_page_the_offline_model_quotes_a_short_cited_summary(
-    site: Site,
+    site: Site, shared: ClientSession,
 ) -> None:
     """A page of 120 years of harbour reports, far past what the offline model reads of a tab, and
     a request in German for a summary: the answer is a handful of the page's own sentences, a
     line each, each line ending in the blocks it quotes (the first of them that sentence), each
     cited block's quote found on the page, the whole short enough to read (≤ ~250 words). The
-    tab was an overview, and read_pages, asked in French for a summary, says so of the page."""
+    tab was an overview, and read_pages, asked in French for a summary, says so of the page.
+
+    And each block a line cites is that line's sentence: the line "The tanker Hekla ran aground
+    near the outer roads in April; she was refloated after 7 days without loss of life." cited
+    [1.22], that sentence, and [1.140], "The collier Brage ran aground ...; she was refloated
+    after 7 days without loss of life.": another ship's accident, whose second clause is the same
+    words. A reader who opens the second source finds a sentence the line does not say."""
     url = site.url("long")
-    async with server() as s:
-        asked = await call(s, "ask_pages", {"urls": [url], "model": "extractive",
-                                            "question": "Kannst du mir diese Seite kurz zusammenfassen?"})
-        read = await call(s, "read_pages", {"urls": [url], "question": "Peux-tu me résumer cette page ?",
-                                            "budget_per_tab": 2000})
+    asked = await call(shared, "ask_pages", {"urls": [url], "model": "extractive",
+                                             "question": "Kannst du mir diese Seite kurz zusammenfassen?"})
+    read = await call(shared, "read_pages", {"urls": [url], "question": "Peux-tu me résumer cette page ?",
+                                             "budget_per_tab": 2000})
     assert not asked.is_error and not read.is_error, (asked.content, read.content)
     out = asked.structured_content
     assert out["overviews"] == ["1"] and out["dropped_citations"] == 0 and not out["truncated"], out
@@ -150,6 +190,12 @@ async def test_asked_in_german_to_sum_up_a_long_page_the_offline_model_quotes_a_
             assert quote and quote.removesuffix("…").strip() in page, (block, quote)
         first = quotes[re.search(r"\d+\.\d+", cited.group(0)).group(0)]  # type: ignore[union-attr]
         assert first in said or said.removesuffix(" …").strip() in first, f"{line!r} first cites {first!r}"
+    wrong = []  # every block a line cites, not only its first, is that line's sentence
+    for line in lines:
+        said = re.sub(r"(?:\s*\[\d+\.\d+\])+$", "", line).removesuffix(" …").strip()
+        wrong += [(b, quotes[b]) for b in re.findall(r"\[(\d+\.\d+)\]", line)
+                  if quotes[b] not in said and said not in quotes[b]]
+    assert not wrong, wrong
     words = len(re.sub(r"\[\d+\.\d+\]", "", out["answer"]).split())
     assert 40 <= words <= 250, (words, out["answer"])
     tab, *passages = out["citations"]
@@ -161,43 +207,24 @@ async def test_asked_in_german_to_sum_up_a_long_page_the_offline_model_quotes_a_
     assert whole["tokens"] <= 2000 < count_tokens(page)
 
 
-async def test_each_block_a_summary_line_cites_is_that_lines_sentence(site: Site) -> None:
-    """The summary's line "The tanker Hekla ran aground near the outer roads in April; she was
-    refloated after 7 days without loss of life." cites [1.22], that sentence, and [1.140],
-    "The collier Brage ran aground ...; she was refloated after 7 days without loss of life.":
-    another ship's accident, whose second clause is the same words. A reader who opens the
-    second source finds a sentence the line does not say."""
-    async with server() as s:
-        asked = await call(s, "ask_pages", {"urls": [site.url("long")], "model": "extractive",
-                                            "question": "Kannst du mir diese Seite kurz zusammenfassen?"})
-    out = asked.structured_content
-    quotes = {c["block"]: c["quote"] for c in out["citations"]}
-    wrong = []
-    for line in filter(str.strip, out["answer"].splitlines()):
-        said = re.sub(r"(?:\s*\[\d+\.\d+\])+$", "", line).removesuffix(" …").strip()
-        wrong += [(b, quotes[b]) for b in re.findall(r"\[(\d+\.\d+)\]", line)
-                  if quotes[b] not in said and said not in quotes[b]]
-    assert not wrong, wrong
-
-
-async def test_read_pages_says_who_wrote_a_page_and_when_it_was_published() -> None:
-    async with server() as s:
-        result = await call(s, "read_pages", {"urls": [str(PAGES / "article.html"), str(PAGES / "table.html")]})
+@SHARED
+async def test_read_pages_says_who_wrote_a_page_and_when_it_was_published(shared: ClientSession) -> None:
+    result = await call(shared, "read_pages", {"urls": [str(PAGES / "article.html"), str(PAGES / "table.html")]})
     article, table = result.structured_content["pages"]
     assert (article["authors"], article["published"]) == (["Maren Oyelaran"], "2025-03-03")
     assert (table["authors"], table["published"]) == ([], "")
 
 
-async def test_ask_pages_answers_offline_with_progress() -> None:
+@SHARED
+async def test_ask_pages_answers_offline_with_progress(shared: ClientSession) -> None:
     progress: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, total, message))
 
-    async with server() as s:
-        result = await call(s, "ask_pages", {"urls": [str(PAGES / "product.html")],
-                                             "question": "How much does the Aurora X14 Pro cost?"},
-                            progress_callback=on_progress)
+    result = await call(shared, "ask_pages", {"urls": [str(PAGES / "product.html")],
+                                              "question": "How much does the Aurora X14 Pro cost?"},
+                        progress_callback=on_progress)
     assert not result.is_error, result.content
     out = result.structured_content
     assert "$1,349.00" in out["answer"] and out["pass"] == 1 and out["stop_reason"] == "answered"
@@ -205,7 +232,8 @@ async def test_ask_pages_answers_offline_with_progress() -> None:
     assert progress and "Opened 1 page" in (progress[0][2] or "")
 
 
-async def test_progress_rises_with_every_step_of_an_answer_that_uses_the_browser(site: Site) -> None:
+@SHARED
+async def test_progress_rises_with_every_step_of_an_answer_that_uses_the_browser(site: Site, shared: ClientSession) -> None:
     """The protocol wants progress to increase with each notification: a pass-2
     answer reports opening, escalating and each browser tool."""
     progress: list[tuple[float, str | None]] = []
@@ -213,12 +241,11 @@ async def test_progress_rises_with_every_step_of_an_answer_that_uses_the_browser
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, message))
 
-    async with server() as s:
-        result = await call(s, "ask_pages", {"urls": [site.url("article")],
-                                             "question": "What is the warehouse code for returns?"},
-                            progress_callback=on_progress)
-        again = await call(s, "ask_pages", {"urls": [site.url("article")],
-                                            "question": "What is the warehouse code for returns?"})
+    result = await call(shared, "ask_pages", {"urls": [site.url("article")],
+                                              "question": "What is the warehouse code for returns?"},
+                        progress_callback=on_progress)
+    again = await call(shared, "ask_pages", {"urls": [site.url("article")],
+                                             "question": "What is the warehouse code for returns?"})
     assert not result.is_error and result.structured_content["pass"] == 2, result.content
     assert len(progress) >= 3 and any((m or "").endswith(" Tab 1…") for _, m in progress), "each tool, in words"
     assert not any("_tool" in (m or "") for _, m in progress)
@@ -263,7 +290,8 @@ async def test_ask_pages_returns_the_cited_passages_with_their_quotes_and_links(
     assert cited["url"] == site.url("coastal_bus") + "#:~:text=Day%20pass%3A%20%E2%82%AC7%2C%20valid%20on%20bus%207%20and%20on%20the%20Brenna%20ferry"
 
 
-async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
+@SHARED
+async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving(shared: ClientSession) -> None:
     page = str(PAGES / "product.html")
     bad = [
         ("read_pages", {"urls": []}, "at least 1 item"),
@@ -273,40 +301,39 @@ async def test_bad_calls_are_tool_errors_and_the_server_keeps_serving() -> None:
         ("ask_pages", {"urls": [page], "question": "   "}, "empty"),
         ("list_tabs", {}, "list_tabs"),
     ]
-    async with server() as s:
-        for name, args, words in bad:
-            result = await call(s, name, args)
-            assert result.is_error, (name, args)
-            assert words in result.content[0].text, result.content[0].text
-        ok = await call(s, "read_pages", {"urls": [page], "question": ""})  # "": no question, as none
+    for name, args, words in bad:
+        result = await call(shared, name, args)
+        assert result.is_error, (name, args)
+        assert words in result.content[0].text, result.content[0].text
+    ok = await call(shared, "read_pages", {"urls": [page], "question": ""})  # "": no question, as none
     assert not ok.is_error and "$1,349.00" in ok.structured_content["pages"][0]["text"]
 
 
-async def test_bad_arguments_are_named_with_what_they_must_be() -> None:
+@SHARED
+async def test_bad_arguments_are_named_with_what_they_must_be(shared: ClientSession) -> None:
     """The caller (a model, often) reads which argument is wrong and what it
     must be, in the schema's names: not pydantic's report on a class of its own."""
     page = str(PAGES / "product.html")
-    async with server() as s:
-        said = {
-            words: (await call(s, name, args)).content[0].text
-            for name, args, words in [
-                ("read_pages", {"urls": []}, "Bad arguments to read_pages: urls must list at least 1 item (it has 0)."),
-                ("read_pages", {"urls": [page], "budget_per_tab": 5},
-                 "Bad arguments to read_pages: budget_per_tab must be at least 64 (it was 5)."),
-                ("read_pages", {"urls": "https://example.com/"},
-                 "Bad arguments to read_pages: urls must be a list (it was 'https://example.com/')."),
-                ("ask_pages", {"urls": [page]}, "Bad arguments to ask_pages: question is required."),
-            ]
-        }
+    said = {
+        words: (await call(shared, name, args)).content[0].text
+        for name, args, words in [
+            ("read_pages", {"urls": []}, "Bad arguments to read_pages: urls must list at least 1 item (it has 0)."),
+            ("read_pages", {"urls": [page], "budget_per_tab": 5},
+             "Bad arguments to read_pages: budget_per_tab must be at least 64 (it was 5)."),
+            ("read_pages", {"urls": "https://example.com/"},
+             "Bad arguments to read_pages: urls must be a list (it was 'https://example.com/')."),
+            ("ask_pages", {"urls": [page]}, "Bad arguments to ask_pages: question is required."),
+        ]
+    }
     for words, text in said.items():
         assert text == words
         assert "pydantic" not in text and "validation error" not in text and "Arguments" not in text
 
 
-async def test_a_model_it_cannot_use_is_told_as_the_model_argument() -> None:
-    async with server() as s:
-        result = await call(s, "ask_pages", {"urls": [str(PAGES / "product.html")], "question": "How much is it?",
-                                             "model": "gpt-nonsense"})
+@SHARED
+async def test_a_model_it_cannot_use_is_told_as_the_model_argument(shared: ClientSession) -> None:
+    result = await call(shared, "ask_pages", {"urls": [str(PAGES / "product.html")], "question": "How much is it?",
+                                              "model": "gpt-nonsense"})
     text = result.content[0].text
     assert result.is_error and "Unknown model 'gpt-nonsense'." in text
     assert "Name another in the model argument, or leave it out for the server's model." in text
@@ -367,22 +394,24 @@ async def test_a_browser_that_cannot_start_is_told_to_the_caller_in_one_line(tmp
     assert "no-such-chrome" in text and "browser" in text and "Traceback" not in text
 
 
-async def test_pages_that_cannot_be_read_say_why(site: Site) -> None:
+@SHARED
+async def test_pages_that_cannot_be_read_say_why(site: Site, shared: ClientSession) -> None:
     """Each page's reason reaches the caller: in read_pages by page, under the
     URL it gave; in ask_pages, with no page left to answer from, in the error."""
-    async with server() as s:
-        read = await call(s, "read_pages", {"urls": [site.url("/404"), site.url("product")]})
-        asked = await call(s, "ask_pages", {"urls": [site.url("/404")], "question": "How much is it?"})
+    read = await call(shared, "read_pages", {"urls": [site.url("/404"), site.url("product")]})
+    asked = await call(shared, "ask_pages", {"urls": [site.url("/404")], "question": "How much is it?"})
     missing, product = read.structured_content["pages"]
     assert missing["url"] == site.url("/404") and "HTTP 404" in (missing["error"] or "")
     assert "$1,349.00" in product["text"]
     assert asked.is_error and "HTTP 404" in asked.content[0].text
 
 
-async def test_a_page_that_cannot_be_read_is_named_by_its_url_not_by_a_counter_the_caller_never_saw(site: Site) -> None:
-    async with server() as s:
-        await call(s, "read_pages", {"urls": [site.url("product")]})  # the server's tabs are counted from here on
-        read = await call(s, "read_pages", {"urls": [site.url("product"), site.url("/404")]})
+@SHARED
+async def test_a_page_that_cannot_be_read_is_named_by_its_url_not_by_a_counter_the_caller_never_saw(
+    site: Site, shared: ClientSession,
+) -> None:
+    await call(shared, "read_pages", {"urls": [site.url("product")]})  # the server's tabs are counted from here on
+    read = await call(shared, "read_pages", {"urls": [site.url("product"), site.url("/404")]})
     missing = read.structured_content["pages"][1]
     assert missing["error"] == (f"The page at {site.url('/404')} is an error page: the server answered "
                                 "HTTP 404 Not Found. Check the address.")
