@@ -23,7 +23,7 @@ from .context import ContextBuilder, PageContext, TabContext
 from .errors import ChatAgentError, ContextOverflowError, ModelError
 from .escalation import EscalationGate, looks_unanswerable
 from .events import (
-    Done, ErrorEvent, Event, Note, Overview, PassStart, Screenshot, StopReason, Timings, Token, ToolCall,
+    Done, ErrorEvent, Event, Note, Overview, PassStart, Screenshot, StopReason, TabShare, Timings, Token, ToolCall,
     ToolResult, Usage,
 )
 from .history import History, message_tokens
@@ -302,7 +302,8 @@ class ChatAgent:
         self.history.recall(question, hit.answer)
         emit(Done(
             answer=hit.answer, pass_=hit.pass_, citations=hit.citations, dropped_citations=hit.dropped_citations,
-            cached=True, model=self.model.name, overviews=Overview.of(ctx.tabs),
+            cached=True, model=self.model.name,
+            overviews=Overview.of(ctx.tabs), shares=TabShare.of(ctx.tabs),
             timings=Timings(first_token_ms=run.first_token_ms, total_ms=run.ms(),
                             extraction_ms=ctx.extraction_ms, budget_ms=ctx.budget_ms),
         ))
@@ -499,6 +500,7 @@ class ChatAgent:
             truncated=run.cut,
             model=self.model.name,
             overviews=Overview.of(ctx.tabs),
+            shares=TabShare.of(ctx.tabs),
         )
         emit(done)
         return done

@@ -163,13 +163,22 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
+def _size_words(tokens: int, page_tokens: int) -> str:
+    """"1,840 tokens" for a tab sent whole; "312 of 2,204 tokens (14% of its text)" for one cut;
+    "title only (0 of 2,204 tokens)" for one whose budget left none of its lines."""
+    from .events import share_words  # imported where output is made, as rich is
+
+    if page_tokens <= tokens:
+        return f"{tokens:,} tokens"
+    words = share_words(tokens, page_tokens)
+    counts = f"{tokens:,} of {page_tokens:,} tokens"
+    return f"{words} ({counts})" if tokens <= 0 else f"{counts} ({words})"
+
+
 def _tab_header(t: TabContext) -> Text:
     head = safe_text(("url       ", "dim"), t.url or "(none)", "\n")
     if t.ok:
-        size = f"{t.tokens:,} tokens"
-        if t.original_tokens != t.tokens:
-            size += f" (of {t.original_tokens:,})"
-        head.append("size      ", style="dim").append(size)
+        head.append("size      ", style="dim").append(_size_words(t.tokens, t.original_tokens))
         if t.overview:  # from its typed fields, not from its text's marker
             from .events import overview_words
 

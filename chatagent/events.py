@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, model_validator
 
 from .errors import ChatAgentError
 
@@ -132,6 +132,53 @@ def overview_words(scope: str, parts: int, parts_shown: int) -> str:
     return f"{what}: {shown}"
 
 
+class TabShare(BaseModel):
+    """How much of one tab's text the model was given: all of it, a share ("14% of its text"),
+    or its title only (its budget left no line of it). Front ends show it beside the sources,
+    as `context` does per tab."""
+
+    tab_id: str  # as citations name it: its label, or the front end's own id (the side panel's)
+    url: str = ""
+    title: str = ""
+    tokens: int = 0  # of its text, given to the model
+    page_tokens: int = 0  # of its text in all, as read
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def share(self) -> float:
+        """Of its text, the share given: 1.0 for all of it (or a tab with no text)."""
+        return 1.0 if self.page_tokens <= 0 else round(min(self.tokens / self.page_tokens, 1.0), 3)
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def title_only(self) -> bool:
+        return self.tokens <= 0 < self.page_tokens
+
+    @property
+    def whole(self) -> bool:
+        return self.page_tokens <= self.tokens
+
+    @classmethod
+    def of(cls, tabs: Iterable[Any]) -> list["TabShare"]:
+        """The tabs read of a page context (`context.TabContext`s, or any with their fields)."""
+        return [cls(tab_id=t.tab_id, url=t.url, title=t.title, tokens=t.tokens, page_tokens=t.original_tokens)
+                for t in tabs if getattr(t, "error", None) is None]
+
+    def in_words(self) -> str:
+        """"all of its text", "14% of its text", "under 1% of its text", "title only"."""
+        return share_words(self.tokens, self.page_tokens)
+
+
+def share_words(tokens: int, page_tokens: int) -> str:
+    """How much of a tab's text went to the model, in words (from the counts, never from its text)."""
+    if page_tokens <= tokens:
+        return "all of its text"
+    if tokens <= 0:
+        return "title only"
+    pct = 100 * tokens / page_tokens
+    return "under 1% of its text" if pct < 1 else f"{min(round(pct), 99)}% of its text"
+
+
 class Usage(BaseModel):
     input_tokens: int = 0
     output_tokens: int = 0
@@ -168,6 +215,8 @@ class Done(_Event):
     # The tabs it was given as an overview of the page (a request about the page as a whole), not a
     # selection: front ends say so with its sources. Empty: every tab was its matching parts, or whole.
     overviews: list[Overview] = Field(default_factory=list)
+    # How much of each tab read went to the model (after any fitting to its window), in tab order.
+    shares: list[TabShare] = Field(default_factory=list)
 
 
 class ErrorEvent(_Event):

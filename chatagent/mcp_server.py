@@ -28,7 +28,7 @@ import socket
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -41,12 +41,15 @@ from .browser.base import Tab, TabFailure
 from .browser.targets import normalize_target
 from .errors import ChatAgentError, UnnamedLocalFileError
 from .exit_status import EXIT_INTERRUPTED, EXIT_TERMINATED
-from .events import Done, ErrorEvent, Note, PassStart, ToolCall
+from .events import Done, ErrorEvent, Note, PassStart, TabShare, ToolCall
 from .prompts import Fence
 from .runtime import Runtime
 from .limits import MAX_QUESTION_CHARS, MIN_TAB_BUDGET
 from .scrub import Scrubber
 from .settings import Settings
+
+if TYPE_CHECKING:
+    from .context import TabContext  # the runtime imports it, off the start-up path
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -64,6 +67,9 @@ class PageText(BaseModel):
     title: str = ""
     text: str = Field("", description="the page text, inside untrusted-content markers")
     tokens: int = 0
+    page_tokens: int = Field(0, description="the page's text in all, as read: `tokens` of it were kept")
+    share: float = Field(1.0, description="of the page's text, the share kept (1.0: all of it)")
+    title_only: bool = Field(False, description="its budget kept none of its text: its title only")
     cut: bool = Field(False, description="the page was longer than its budget: its start was kept")
     selected: bool = Field(False, description="the page was longer than its budget: the parts the question needs were kept")
     overview: bool = Field(False, description="the page was longer than its budget and the question is about it as a "
@@ -231,17 +237,18 @@ class PageTools:
 
             # The bare text, not the ids a model is shown ("[1.4]"): none of the budget goes to them.
             ctx = await self.runtime.builder.with_budget(budget_per_tab, ids=False).build(tabs, question, read=read)
-        pages = [
-            PageText(
-                url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",
-                # An overview is no cut start (the budgeter marks it `truncated` too): said as an overview.
-                tokens=t.tokens, cut=t.truncated and not t.overview, selected=t.selected, overview=t.overview,
-                scope=t.scope, reused=t.reused, notes=t.notes,
-                error=t.error, authors=t.authors, published=t.published,
-            )
-            for t in ctx.tabs
-        ]
-        return ReadResult(pages=pages, tokens=ctx.tokens)
+        return ReadResult(pages=[self._page_text(t) for t in ctx.tabs], tokens=ctx.tokens)
+
+    def _page_text(self, t: TabContext) -> PageText:
+        share = TabShare(tab_id=t.tab_id, tokens=t.tokens, page_tokens=t.original_tokens if t.ok else 0)
+        return PageText(
+            url=t.url, title=t.title, text=self.fence.wrap("page_context", t.text) if t.ok else "",
+            tokens=t.tokens, page_tokens=share.page_tokens, share=share.share, title_only=share.title_only,
+            # An overview is no cut start (the budgeter marks it `truncated` too): said as an overview.
+            cut=t.truncated and not t.overview, selected=t.selected, overview=t.overview,
+            scope=t.scope, reused=t.reused, notes=t.notes,
+            error=t.error, authors=t.authors, published=t.published,
+        )
 
     async def ask_pages(self, urls: list[str], question: str, model: str | None, progress: Any) -> AskResult:
         question = question.strip()

@@ -20,7 +20,9 @@ from rich.segment import Segment
 from rich.spinner import Spinner
 
 from . import startup
-from .events import Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, Token, ToolCall, ToolResult
+from .events import (
+    Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, TabShare, Token, ToolCall, ToolResult,
+)
 from .scrub import EventStream, Scrubber
 from .terminal import json_safe, link, safe_text, sanitize
 
@@ -171,6 +173,8 @@ class EventPrinter:
         bits.append(f"total {t.total_ms:,.0f} ms")
         counted = " (counted: the server reported none)" if done.usage.counted else ""
         bits.append(f"{done.usage.input_tokens:,} tokens in / {done.usage.output_tokens:,} out{counted}")
+        if given := _given(done.shares):
+            bits.append(given)
         self._err((" · ".join(bits), "dim"))
 
     def _tabs(self, done: Done) -> None:
@@ -220,6 +224,21 @@ class EventPrinter:
             self.out.write("\n")
             self.out.flush()
             self._mid_line = False
+
+
+SHARES_LISTED = 3  # cut tabs named one by one; more are said as a range
+
+
+def _given(shares: list[TabShare]) -> str:
+    """What the model read of the tabs it was not given whole: "tab 2: 14% of its text", or for
+    many, "7 tabs cut to fit: 3% to 41% of their text"; empty when every tab went whole."""
+    cut = [s for s in shares if not s.whole]
+    if len(cut) <= SHARES_LISTED:
+        return ", ".join(f"tab {s.tab_id}: {s.in_words()}" for s in cut)
+    pcts = sorted(s.share for s in cut)
+    titles = sum(s.title_only for s in cut)
+    only = f", {titles} of them title only" if titles else ""
+    return f"{len(cut)} tabs cut to fit: {pcts[0]:.0%} to {pcts[-1]:.0%} of their text{only}"
 
 
 def _one_line(text: str) -> str:

@@ -44,7 +44,8 @@ def _to_chrome(event: Event, tabs: Sequence[BridgeTab]) -> Event:
     if isinstance(event, Done):
         cites = [c.model_copy(update={"tab_id": chrome(c.tab_id)}) for c in event.citations]
         overviews = [o.model_copy(update={"tab_id": chrome(o.tab_id)}) for o in event.overviews]
-        return event.model_copy(update={"citations": cites, "overviews": overviews})
+        shares = [s.model_copy(update={"tab_id": chrome(s.tab_id)}) for s in event.shares]
+        return event.model_copy(update={"citations": cites, "overviews": overviews, "shares": shares})
     if isinstance(event, (Screenshot, Note)) and event.tab_id:
         return event.model_copy(update={"tab_id": chrome(event.tab_id)})
     if isinstance(event, ToolCall):

@@ -513,7 +513,8 @@ async def test_summarize_is_one_click_on_an_empty_thread_and_the_answer_says_the
 ) -> None:
     """Offline model, a 57,000-token page: the empty thread offers "Summarize this page"; a
     click asks it as if typed; the answer cites the page, and its sources say the tab was
-    given as an overview of the whole page, also once the panel is opened again."""
+    given as an overview of the whole page, also once the panel is opened again. A question
+    about a fact there after it is given the parts it needs: its sources say how much."""
     url = site.url("long")
     await _tabs(panel_browser, [url])
     panel = await open_panel(panel_browser, [url])
@@ -548,6 +549,23 @@ async def test_summarize_is_one_click_on_an_empty_thread_and_the_answer_says_the
         assert await line.locator(".overview-tag").inner_text() == words
 
     await says_overview(panel)
+
+    # A question about a fact on the same long page: the parts it needs, and the sources say how much that was.
+    fact = await ask(panel, "Where is the emergency generator for the east pier kept?")
+    assert fact["ok"], fact.get("error")
+    [share] = [e for e in fact["events"] if e["type"] == "done"][0]["shares"]
+    assert share["tab_id"] == str(tab_id) and 0 < share["tokens"] < share["page_tokens"] // 2
+    pct = round(100 * share["tokens"] / share["page_tokens"])
+    given = "under 1% of its text" if pct < 1 else f"{pct}% of its text"
+
+    async def says_share(page: Any) -> None:
+        line = page.locator(".turn").nth(1).locator(".sources .source-share")
+        await line.wait_for()
+        assert await line.locator(".chip").get_attribute("data-tab-id") == str(tab_id)
+        assert await line.locator(".share-tag").inner_text() == given
+
+    await says_share(panel)
     await panel.reload()
     await panel.wait_for_selector("#host-status[data-state=ready]", timeout=60_000)
     await says_overview(panel)  # the thread, restored from the browser's storage
+    await says_share(panel)

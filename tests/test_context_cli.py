@@ -57,8 +57,12 @@ def test_human_output_shows_each_tab(site: Site) -> None:
     out = proc.stdout
     assert "tab 1: Bergholm Harbour Board" in out and "tab 2: 2024 Lakeside Marathon" in out
     assert site.url("long") in out and Site.path("table").as_uri() in out
-    assert "selected" in out and "(of " in out  # "N tokens (of M)" for the cut tab
-    assert "shed 41-C" in out and "Henrik Solvang" in out
+    assert "selected" in out
+    assert re.search(r"\d+ of [\d,]+ tokens \(\d+% of its text\)", out), out  # the cut tab's share
+    assert "shed 41-C" in out
+    # The tab the question is not about keeps a few of its lines, and says how much that is of it.
+    table = out[out.index("tab 2:"):]
+    assert re.search(r"size +\d+ of [\d,]+ tokens \(\d+% of its text\)", table) and "[2.1]" in table, table
     assert "2 tabs" in proc.stderr
     # What the page's markup says of itself is shown, as the model is given it.
     article = run_cli("context", site.url("article")).stdout
@@ -269,8 +273,9 @@ def test_a_request_about_the_whole_page_is_given_an_overview_and_each_tab_says_s
     _no_traceback(human)
     sizes = [line for line in _panel_lines(human.stdout) if line.startswith("size")]
     assert len(sizes) == 2, human.stdout
-    assert f"{long_tab['tokens']:,} tokens (of {long_tab['original_tokens']:,})  overview of the whole page: {shown}" \
-        in sizes[0], sizes[0]
+    pct = round(100 * long_tab["tokens"] / long_tab["original_tokens"])
+    assert (f"{long_tab['tokens']:,} of {long_tab['original_tokens']:,} tokens ({pct}% of its text)  "
+            f"overview of the whole page: {shown}") in sizes[0], sizes[0]
     assert "truncated" not in sizes[0] and "selected" not in sizes[0], "an overview is no cut start, no selection"
     assert "overview" not in sizes[1], sizes[1]
 

@@ -8,8 +8,20 @@ share the total evenly; so do tabs that all fit."""
 
 from __future__ import annotations
 
+import io
+import json
+import re
+
+import pytest
+
+from chatagent.agent import ChatAgent
 from chatagent.browser.base import PageSnapshot
+from chatagent.browser.static import StaticTab
 from chatagent.context import ContextBuilder, PageContext
+from chatagent.events import Done, TabShare
+from chatagent.render import EventPrinter
+from chatagent.scrub import Scrubber
+from chatagent.testing.scripted_model import ScriptedChatModel, Text
 
 TRADES = [("Arnhold", "bakers", "rye loaves and seed cakes"), ("Bexley", "coopers", "oak barrels and hoops"),
           ("Corvale", "weavers", "linen looms and flax"), ("Dunmere", "smiths", "horseshoes and ploughs"),
@@ -81,3 +93,58 @@ async def test_a_question_no_tab_matches_shares_the_total_evenly() -> None:
 async def test_tabs_that_all_fit_are_each_sent_whole() -> None:
     context = await build("where did the coopers meet after their hall burned?", per_tab=6000)
     assert all(t.tokens == t.original_tokens for t in context.tabs), charged(context)
+
+
+def static_tabs(fact_at: int = 1) -> list[StaticTab]:
+    return [StaticTab(s.tab_id, s.url, s.html, title=s.title) for s in snapshots(fact_at)]
+
+
+async def test_the_answer_says_how_much_of_each_tab_the_model_was_given() -> None:
+    model = ScriptedChatModel(replies=[Text("In the Swan inn [Tab 2].")])
+    agent = ChatAgent(model, static_tabs(), builder=ContextBuilder(budget_per_tab=800))
+    events = [e async for e in agent.ask("where did the coopers meet after their hall burned?")]
+    done = events[-1]
+    assert isinstance(done, Done), done
+    assert [s.tab_id for s in done.shares] == [str(i + 1) for i in range(10)]
+    coopers = done.shares[1]
+    assert coopers.title == "The coopers of Bexley" and 0 < coopers.share < 1
+    assert all(s.share < coopers.share for i, s in enumerate(done.shares) if i != 1), [s.share for s in done.shares]
+    sent = " ".join(str(m.content) for m in model.requests[0].messages)
+    for s in done.shares:  # the counts are the context's: what the prompt holds of each tab
+        assert 0 < s.tokens < s.page_tokens and not s.title_only
+    assert "Swan inn" in sent
+    # In the terminal: beside the tokens, how much of the tabs it read.
+    err = io.StringIO()
+    printer = EventPrinter(scrubber=Scrubber(), out=io.StringIO(), err=err, markdown=False)
+    for e in events:
+        printer(e)
+    said = err.getvalue()
+    assert re.search(r"10 tabs cut to fit: \d+% to \d+% of their text", said), said
+    # As JSON (`ask --json`), the same figures, typed.
+    wire = json.loads(done.to_json())["shares"][1]
+    assert wire["tokens"] == coopers.tokens and wire["page_tokens"] == coopers.page_tokens
+    assert wire["share"] == pytest.approx(coopers.tokens / coopers.page_tokens, abs=0.001)
+    assert wire["title_only"] is False
+
+
+def test_share_in_words() -> None:
+    assert TabShare(tab_id="1", tokens=300, page_tokens=300).in_words() == "all of its text"
+    assert TabShare(tab_id="1", tokens=140, page_tokens=1000).in_words() == "14% of its text"
+    assert TabShare(tab_id="1", tokens=999, page_tokens=1000).in_words() == "99% of its text"  # never "100%" when cut
+    assert TabShare(tab_id="1", tokens=3, page_tokens=1000).in_words() == "under 1% of its text"
+    share = TabShare(tab_id="1", tokens=0, page_tokens=1000)
+    assert share.in_words() == "title only" and share.title_only
+
+
+def test_a_few_cut_tabs_are_named_one_by_one() -> None:
+    err = io.StringIO()
+    printer = EventPrinter(scrubber=Scrubber(), out=io.StringIO(), err=err, markdown=False)
+    shares = [TabShare(tab_id="1", tokens=500, page_tokens=500), TabShare(tab_id="2", tokens=120, page_tokens=1000),
+              TabShare(tab_id="3", tokens=0, page_tokens=900)]
+    printer(Done(answer="Yes [Tab 1].", pass_=1, shares=shares))
+    said = err.getvalue()
+    assert "tab 2: 12% of its text, tab 3: title only" in said and "tab 1" not in said, said
+    quiet = io.StringIO()
+    EventPrinter(scrubber=Scrubber(), out=io.StringIO(), err=quiet, markdown=False)(
+        Done(answer="Yes [Tab 1].", pass_=1, shares=shares[:1]))
+    assert "of its text" not in quiet.getvalue()  # every tab whole: nothing to say

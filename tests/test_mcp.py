@@ -116,6 +116,9 @@ async def test_read_pages_fits_the_budget_and_marks_page_text_untrusted(site: Si
     assert all(p["reused"] for p in asked.structured_content["pages"]), "unchanged pages are not extracted again"
     long_whole, long_asked = whole.structured_content["pages"][0], asked.structured_content["pages"][0]
     assert long_whole["cut"] and not long_whole["selected"]
+    # How much of the page that is, for a caller to say so.
+    assert long_whole["page_tokens"] > 2 * long_whole["tokens"] > 0 and not long_whole["title_only"]
+    assert long_whole["share"] == round(long_whole["tokens"] / long_whole["page_tokens"], 3)
     assert "$1,349.00" in asked.structured_content["pages"][1]["text"]
 
 

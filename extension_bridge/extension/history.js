@@ -4,7 +4,7 @@
 //
 // A record: { id (the thread's conversation id), tabs: [{tabId, url, title,
 // fingerprint}] as last read, labels: [[label, tabId]], turns: [{question,
-// selection?, answer, citations, overviews?, state, meta, error?}], updated (ms) }.
+// selection?, answer, citations, overviews?, shares?, state, meta, error?}], updated (ms) }.
 
 const KEY = "threads";
 export const MAX_THREADS = 30;

@@ -898,7 +898,7 @@ function finish(ev) {
   let state;
   if (ev.type === "done") {
     renderAnswer(turn, ev.answer, thread, ev.citations); // authoritative: replaces the streamed text
-    renderSources(turn, ev.citations || [], thread, ev.overviews || []);
+    renderSources(turn, ev.citations || [], thread, ev.overviews || [], ev.shares || []);
     renderMeta(turn, ev, run);
     addCopy(turn, ev.answer);
     state = "done";
@@ -950,6 +950,7 @@ async function keep(run, ev, state) {
     answer: ev.type === "done" ? ev.answer : run.text,
     citations: ev.type === "done" ? ev.citations || [] : [],
     overviews: ev.type === "done" ? ev.overviews || [] : [],
+    shares: ev.type === "done" ? ev.shares || [] : [],
     state,
     meta: turn.querySelector(".meta-text")?.textContent || "",
     ...(state === "error" ? { error: turn.querySelector(".turn-error p")?.textContent || ev.message || "" } : {}),
@@ -973,9 +974,10 @@ function restoredThread(record, tabIds) {
     // Its sources point at the tabs as they are now (a closed one's chip says so when clicked).
     const citations = (t.citations || []).map((c) => ({ ...c, tab_id: String(now(c.tab_id) ?? -1) }));
     const overviews = (t.overviews || []).map((o) => ({ ...o, tab_id: String(now(o.tab_id) ?? -1) }));
+    const shares = (t.shares || []).map((o) => ({ ...o, tab_id: String(now(o.tab_id) ?? -1) }));
     if (t.answer) renderAnswer(turn, t.answer, thread, t.state === "done" ? citations : null);
     if (t.state === "done") {
-      renderSources(turn, citations, thread, overviews);
+      renderSources(turn, citations, thread, overviews, shares);
       addCopy(turn, t.answer);
     }
     if (t.error) showTurnError(turn, { message: t.error });
@@ -1138,7 +1140,30 @@ function overviewSource(o) {
   return line;
 }
 
-function renderSources(turn, citations, thread, overviews = []) {
+// How much of a tab's text the model was given, from the done event's counts (as the CLI says it).
+function shareInWords(s) {
+  if (s.page_tokens <= s.tokens) return "all of its text";
+  if (s.tokens <= 0) return "title only";
+  const pct = (100 * s.tokens) / s.page_tokens;
+  return pct < 1 ? "under 1% of its text" : `${Math.min(Math.round(pct), 99)}% of its text`;
+}
+
+// A cited tab the model was given part of: its chip, and a tag saying how much.
+function shareSource(s) {
+  const line = document.createElement("span");
+  line.className = "source-share";
+  line.dataset.tabId = String(s.tab_id);
+  const tag = document.createElement("span");
+  tag.className = "share-tag";
+  tag.textContent = shareInWords(s);
+  tag.title = s.tokens > 0
+    ? "The page was longer than its share of the model's budget: the model was given the parts most related to the question."
+    : "The page's share of the model's budget left room for its title only.";
+  line.append(citationChip({ tabId: Number(s.tab_id), title: s.title || tabInfo(s.tab_id).title, url: s.url }), tag);
+  return line;
+}
+
+function renderSources(turn, citations, thread, overviews = [], shares = []) {
   const box = turn.querySelector(".sources");
   if (!citations.length) return;
   const label = document.createElement("span");
@@ -1150,10 +1175,17 @@ function renderSources(turn, citations, thread, overviews = []) {
   const cited = new Set(citations.map((c) => Number(c.tab_id)));
   overviews = overviews.filter((o) => cited.has(Number(o.tab_id)));
   const overviewed = new Set(overviews.map((o) => Number(o.tab_id)));
+  // A cited tab given part of its text (not as an overview, which says so itself): how much, on its own line.
+  shares = shares.filter((s) => cited.has(Number(s.tab_id)) && !overviewed.has(Number(s.tab_id)) && s.tokens < s.page_tokens);
+  const shared = new Set(shares.map((s) => Number(s.tab_id)));
   // A tab whose passages are listed needs no chip of its own here (the answer's text keeps its [Tab N] chip),
   // nor one given as an overview: its line has the chip.
   const whole = citations.filter(
-    (c) => !c.block && !quoted.some((p) => p.tabId === Number(c.tab_id)) && !overviewed.has(Number(c.tab_id)),
+    (c) =>
+      !c.block &&
+      !quoted.some((p) => p.tabId === Number(c.tab_id)) &&
+      !overviewed.has(Number(c.tab_id)) &&
+      !shared.has(Number(c.tab_id)),
   );
   const passages = quoted.map((p) => {
     const li = document.createElement("li");
@@ -1180,6 +1212,7 @@ function renderSources(turn, citations, thread, overviews = []) {
     label,
     ...whole.map((c) => citationChip({ tabId: Number(c.tab_id), title: c.title || tabInfo(c.tab_id).title, url: c.url })),
     ...overviews.map(overviewSource),
+    ...shares.map(shareSource),
     ...(passages.length ? [list] : []),
   );
   box.hidden = false;
