@@ -255,7 +255,8 @@ def render_text(
 
 
 def render(tab: TabContext) -> str:
-    return render_text(tab.tab_id, tab.text, tab.first_block, tab.title, tab.off_page)
+    kept = tab.kept_with_ids()  # as fitting the tab rendered it: not again while the first token waits
+    return kept if kept is not None else render_text(tab.tab_id, tab.text, tab.first_block, tab.title, tab.off_page)
 
 
 def next_block(tab: TabContext) -> int:

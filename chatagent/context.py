@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, PrivateAttr
 
 from .browser.base import PageSnapshot, Tab, TabFailure
 from .browser.localfiles import is_local
@@ -64,10 +64,26 @@ class TabContext(BaseModel):
     # starts and ends there, which a link to it names (`blocks.across_lines`).
     across: dict[int, list[str]] = Field(default_factory=dict)
 
+    # Its text with its block ids, as fitting it rendered them (`blocks.render_text`), for the
+    # prompt to reuse: with what it was rendered from, so a copy with another label or text renders again.
+    _with_ids: tuple[tuple[str, str, int, str], str] | None = PrivateAttr(default=None)
+
     @property
     def prompt_tokens(self) -> int:
         """What the tab costs in a prompt: its text with its block ids."""
         return self.tokens + self.id_tokens
+
+    def _ids_key(self) -> tuple[str, str, int, str]:
+        return (self.tab_id, self.text, self.first_block, self.title)
+
+    def keep_with_ids(self, rendered: str) -> None:
+        """Remember `rendered`, its text with its block ids as they are now."""
+        self._with_ids = (self._ids_key(), rendered)
+
+    def kept_with_ids(self) -> str | None:
+        """Its text with its block ids, if rendered as it is now; None: render them."""
+        kept = self._with_ids
+        return kept[1] if kept is not None and kept[0] == self._ids_key() else None
 
     @property
     def ok(self) -> bool:
@@ -273,13 +289,14 @@ class ContextBuilder:
                 continue
             budget = self._fit_budget(body, need, share, asked=asked, ids=self._id_cost(body))
             limit = share + spare if budget is None else budget
-            f, with_ids = self._fit_with_ids(e, body, need, limit, budget, question)
+            f, with_ids, rendered = self._fit_with_ids(e, body, need, limit, budget, question)
             text_tokens = f.tokens if f else need
             spare -= max(self._charged(with_ids, text_tokens) - share, 0) if budget is None else 0
             out[e.tab_id] = _tab(
                 e, self.ids, text=f.text if f else body, tokens=text_tokens, id_tokens=max(with_ids - text_tokens, 0),
                 original_tokens=need, truncated=bool(f and f.truncated), selected=bool(f and f.selected),
-                notes=[*e.notes, f.note] if f and f.note else e.notes, **self._scope(f, body, question),
+                notes=[*e.notes, f.note] if f and f.note else e.notes, rendered=rendered,
+                **self._scope(f, body, question),
             )
         return out
 
@@ -299,7 +316,7 @@ class ContextBuilder:
         marker = selection_marker()
         room = max(room, 0)
         budget = self._fit_budget(body, need, room, asked=True, ids=self._id_cost(body))
-        rest, _ = self._fit_with_ids(e, body, need, room if budget is None else budget, budget,
+        rest, *_ = self._fit_with_ids(e, body, need, room if budget is None else budget, budget,
                                      f"{question or ''}\n{selection}")
         text = f"{lead.text}\n\n{marker}\n\n{rest.text if rest else body}"
         tokens = lead.tokens + count_tokens(marker) + (rest.tokens if rest else need)
@@ -313,25 +330,26 @@ class ContextBuilder:
 
     def _fit_with_ids(
         self, e: Extracted, body: str, need: int, limit: int, budget: int | None, question: str | None,
-    ) -> tuple[Fitted | None, int]:
+    ) -> tuple[Fitted | None, int, str | None]:
         """The fit of `body` whose text, with the block ids beyond their allowance
         (`_charged`), takes at most `limit` tokens; and the tokens of the text
-        with all its ids (`blocks.render_text`)."""
+        with all its ids (`blocks.render_text`), and that text (None without ids)."""
         if not self.ids:
             f = self._fitter.fit(body, budget, question) if budget is not None else None
-            return f, f.tokens if f else need
+            return f, f.tokens if f else need, None
         if budget is not None:  # the text's part: what the charged ids of a text that long leave of it
             ids = _ids(body) * min(budget, need) // max(need, 1)
             budget = max(budget - max(ids - self._id_allowance, 0), _ID_FLOOR)
         f = self._fitter.fit(body, budget, question) if budget is not None else None
         while True:
             text, tokens = (f.text, f.tokens) if f else (body, need)
-            with_ids = count_tokens(render_text(e.tab_id, text, title=e.title))
+            rendered = render_text(e.tab_id, text, title=e.title)
+            with_ids = count_tokens(rendered)
             charged = self._charged(with_ids, tokens)
             # Fit again into what the ids leave, keeping a margin: a cut changes how the ids tokenize.
             smaller = max(min(tokens, budget or tokens) - (charged - limit) - _ID_MARGIN, _ID_FLOOR)
             if charged <= limit or (budget is not None and smaller >= budget):
-                return f, with_ids
+                return f, with_ids, rendered
             budget = smaller
             f = self._fitter.fit(body, budget, question)
 
@@ -384,22 +402,28 @@ _ID_FLOOR = MIN_TAB_BUDGET // 2  # the smallest budget a text is refitted into t
 _ID_MARGIN = 8  # tokens kept back on a refit: a cut changes how the ids tokenize
 
 
-def _tab(e: Extracted, ids: bool, **fitted: Any) -> TabContext:
+def _tab(e: Extracted, ids: bool, rendered: str | None = None, **fitted: Any) -> TabContext:
     """A tab's context: what its extraction says of the page, and how its text was `fitted`.
     `ids`: its text is shown with block ids, so what each block quotes of the page is worked
-    out; a reader given the bare text cites no blocks (on a WTQ page, 7 of its fitting's ~30 ms spared)."""
+    out; a reader given the bare text cites no blocks (on a WTQ page, 7 of its fitting's ~30 ms spared).
+    `rendered`: its text with its ids, as fitting it rendered them (no lines off the page known)."""
     if not ids:
         return TabContext(tab_id=e.tab_id, url=e.url, title=e.title, method=e.method, content_hash=e.content_hash,
                           reused=e.reused, authors=e.authors, published=e.published, **fitted)
     off = off_page(e.tab_id, fitted["text"], e.title, e.page)
     if off and fitted.get("id_tokens"):  # lines with no id: fewer ids than the fit counted
-        fitted["id_tokens"] = max(count_tokens(render_text(e.tab_id, fitted["text"], title=e.title, off_page=off))
-                                  - fitted["tokens"], 0)
-    return TabContext(
+        rendered = render_text(e.tab_id, fitted["text"], title=e.title, off_page=off)
+        fitted["id_tokens"] = max(count_tokens(rendered) - fitted["tokens"], 0)
+    elif off:
+        rendered = None
+    tab = TabContext(
         tab_id=e.tab_id, url=e.url, title=e.title, method=e.method, content_hash=e.content_hash,
         reused=e.reused, authors=e.authors, published=e.published, off_page=off,
         across=across_lines(e.tab_id, fitted["text"], e.title, e.page, off), **fitted,
     )
+    if rendered is not None:
+        tab.keep_with_ids(rendered)
+    return tab
 
 
 def _body(e: Extracted) -> str:
