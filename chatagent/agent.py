@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from contextlib import suppress
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from langchain_core.messages import (
@@ -34,7 +35,7 @@ from .prompts import (
     browser_state_message, build_messages, message_text, screenshot_message, system_prompt, tool_result_text,
     without_image,
 )
-from .request_fit import PASS2_RESERVE, Room, drop_oldest_step, fit as fit_request
+from .request_fit import PASS2_RESERVE, Room, drop_oldest_step, fit as fit_request, own_count
 from .retry import RetryPolicy, stream_reply
 from .selection import Selection
 from .limits import (
@@ -67,7 +68,7 @@ class _Run:
         self.sent_tokens = 0  # our estimate of the input tokens sent so far
         self.input_budget = 0  # set from the pass-1 request when pass 2 starts
         self.pass1_request: list[BaseMessage] = []
-        self.counted: dict[str, int] = {}  # a message's text → its tokens, where the server reported none
+        self.counted: dict[str, int | None] = {}  # a message's text → its tokens by the model's tokenizer
         self.answer_tokens = 0  # of the text shown, as the budgets count tokens (tiktoken)
         self.cut = False  # the answer reached its limit
         self.room: Room | None = None  # what the model's window leaves each request (None: not bounded by one)
@@ -87,17 +88,22 @@ class _Run:
             self.usage.input_tokens += meta.get("input_tokens", 0)
             self.usage.output_tokens += meta.get("output_tokens", 0)
 
+    async def own_tokens(self, model: Model, text: str) -> int | None:
+        """`text`'s tokens by the model's own tokenizer (its server's), None where it cannot
+        say. Message by message, each counted once per question: fitting the request to the
+        window counts it, a pass-2 turn resends every earlier message, and a local server's
+        tokenizer is a request each."""
+        if text not in self.counted:
+            self.counted[text] = await model.own_tokens(text)
+        return self.counted[text]
+
     async def count_usage(self, model: Model, request: list[BaseMessage], output: str) -> None:
         """A reply the server reported no usage for (or that was cut short
         before it did): count it ourselves, by the model's own tokenizer where
         its server has one, and say so."""
-        texts = [message_text(m) for m in request]
-        # Message by message, each counted once per question: a pass-2 turn
-        # resends every earlier message, and a local server's tokenizer is a request each.
-        for text in texts:
-            if text not in self.counted:
-                self.counted[text] = await model.count_tokens(text)
-        self.usage.input_tokens += sum(self.counted[t] for t in texts)
+        for text in (message_text(m) for m in request):
+            own = await self.own_tokens(model, text)
+            self.usage.input_tokens += own if own is not None else count_tokens(text)
         self.usage.output_tokens += await model.count_tokens(output) if output else 0
         self.usage.counted = True
 
@@ -255,10 +261,14 @@ class ChatAgent:
             return await self._context(builder, question, emit, notes=False, selection=selection)
 
         builder = self.builder.with_budget(ctx.budget_per_tab)
-        fitted = await fit_request(room, self.model.name, builder, ctx, build, request, fixed=fixed,
+        count = own_count(partial(run.own_tokens, self.model)) if self.model.counts_own_tokens else None
+        fitted = await fit_request(room, self.model.name, builder, ctx, build, request, fixed=fixed, count=count,
                                    history_tokens=self.history.tokens if run.history_tokens is None
                                    else min(run.history_tokens, self.history.tokens))
         run.history_tokens = fitted.history_tokens
+        if fitted.answer_tokens is not None:  # the answer gave way to the tabs: for the rest of the question
+            run.room = replace(run.room, prompt=run.room.prompt + run.room.answer - fitted.answer_tokens,
+                               answer=fitted.answer_tokens)
         if fitted.note:
             emit(Note(text=fitted.note))
         return fitted.context

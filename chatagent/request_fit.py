@@ -5,8 +5,9 @@ Ollama runs a model with 4,096 tokens unless told otherwise and drops the start 
 longer prompt without a word (the instructions and the first tabs go first); llama.cpp's
 server refuses it. So before a question is sent, its request is held to the window:
 
-- `Room.of`: of the window, WINDOW_USE is the request's (cl100k counts other tokenizers'
-  tokens only about: the rest is the margin), and of that, room for the answer
+- `Room.of`: of the window, WINDOW_USE is the request's (counted with the model's own
+  tokenizer where its server has one, llama.cpp's /tokenize; else cl100k, which counts
+  other tokenizers' tokens only about: the rest is the margin), and of that, room for the answer
   (`max_answer_tokens`, at most ANSWER_SHARE of a small window); the prompt gets the rest.
 - `fit`: when the prompt is over its room, the conversation so far is pruned first (oldest
   turns first, whole turns: no tool result without its call), then every tab's budget
@@ -21,23 +22,28 @@ waits on tokenizing ten tabs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from .context import ContextBuilder, PageContext
 from .errors import ChatAgentError
 from .history import message_tokens
+from .prompts import message_text
+from .tokens import count_tokens
 from .limits import MIN_TAB_BUDGET
 from .models.window import Window
 
-WINDOW_USE = 0.9  # of the window, what a request (prompt and answer) may take as cl100k counts it
+WINDOW_USE = 0.9  # of the window, what a request (prompt and answer) may take
 ANSWER_SHARE = 0.25  # of the request's room, the answer's at most: a small window keeps most of it for the pages
 MIN_ANSWER_TOKENS = 64  # ...but never less than this
+ANSWER_FLOOR = 128  # when the tabs cannot shrink further, the answer's room gives way down to this (~100 words)
 TAB_FRAME_TOKENS = 24  # a tab's header and tags in the prompt, besides its url, title and notes
 SURE_SHARE = 0.8  # a prompt whose upper bound is within this share of its room is not counted exactly
 MAX_REFITS = 4  # tabs fitted again into a smaller budget at most this many times
+KEEP_SHARE = 0.95  # of what a refit would leave of the pages, what it aims at
 PASS2_RESERVE = 0.25  # of the prompt's room, kept in pass 2 for the tools' schemas, results and screenshots
 
 
@@ -68,6 +74,7 @@ class Fitted:
     context: PageContext
     history_tokens: int | None  # the history budget of this request (None: the conversation's own)
     note: str | None  # what was shrunk to fit, in words; None: nothing was
+    answer_tokens: int | None = None  # the answer's room, where it gave way to the prompt (None: as it was)
 
 
 # Builds the page context at a per-tab budget; makes the request's messages from a context
@@ -76,8 +83,30 @@ Build = Callable[[ContextBuilder], Awaitable[PageContext]]
 Request = Callable[[PageContext, "int | None"], list[BaseMessage]]
 
 
+# A request's tokens by the model's own tokenizer; None: it cannot say (cl100k counts then).
+Count = Callable[[list[BaseMessage]], Awaitable["int | None"]]
+
+
 def request_tokens(messages: list[BaseMessage]) -> int:
     return sum(message_tokens(m) for m in messages)
+
+
+def own_count(count_text: Callable[[str], Awaitable["int | None"]]) -> Count:
+    """A request counted by the model's own tokenizer (`count_text`: its server's, llama.cpp's
+    /tokenize), message by message, so a caller that remembers each text's count asks once
+    for a message resent; each message's framing, images and tool calls as cl100k counts them."""
+
+    async def count(messages: list[BaseMessage]) -> int | None:
+        total = 0
+        for m in messages:
+            text = message_text(m)
+            n = await count_text(text)
+            if n is None:
+                return None
+            total += n + message_tokens(m) - count_tokens(json.dumps(text) if isinstance(m, ToolMessage) else text)
+        return total
+
+    return count
 
 
 def upper_bound(ctx: PageContext, fixed: int) -> int:
@@ -90,21 +119,28 @@ def upper_bound(ctx: PageContext, fixed: int) -> int:
 
 async def fit(
     room: Room, model: str, builder: ContextBuilder, ctx: PageContext, build: Build, request: Request, *,
-    fixed: int, history_tokens: int,
+    fixed: int, history_tokens: int, count: Count | None = None,
 ) -> Fitted:
     """`ctx` (built by `builder`), or the context and history budget that fit `room`.
     `fixed`: the tokens of the request besides its tabs, history included (an upper bound);
-    `history_tokens`: what the history costs of it."""
-    if upper_bound(ctx, fixed) <= room.prompt * SURE_SHARE:
+    `history_tokens`: what the history costs of it; `count`: the model's own tokenizer, where
+    its server has one (else cl100k counts)."""
+
+    async def tokens(messages: list[BaseMessage]) -> int:
+        own = await count(messages) if count is not None else None
+        return own if own is not None else request_tokens(messages)
+
+    # The bound is in cl100k's tokens for the tabs: a model's own tokenizer may count more.
+    if count is None and upper_bound(ctx, fixed) <= room.prompt * SURE_SHARE:
         return Fitted(ctx, None, None)
-    need = request_tokens(request(ctx, None))
+    need = await tokens(request(ctx, None))
     if need <= room.prompt:
         return Fitted(ctx, None, None)
     shrunk: list[str] = []
     # The conversation so far goes first: this request keeps only what the room leaves of it.
     keep = max(history_tokens - (need - room.prompt), 0) if history_tokens else None
     if keep is not None:
-        need = request_tokens(request(ctx, keep))
+        need = await tokens(request(ctx, keep))
         shrunk.append("the earlier turns")
         if need <= room.prompt:
             return Fitted(ctx, keep, _note(room, model, shrunk, ctx, builder.budget_per_tab))
@@ -113,14 +149,26 @@ async def fit(
     for _ in range(MAX_REFITS):
         pages = sum(t.prompt_tokens for t in ctx.tabs if t.ok)
         over = need - room.prompt
+        if count is not None:  # in the pages' tokens (cl100k's), not the model's own
+            over = over * request_tokens(request(ctx, keep)) / max(need, 1)
         if budget <= MIN_TAB_BUDGET:
             break
-        # The pages' part shrinks by what is over, a little more: block ids and cuts do not shrink exactly.
-        budget = max(int(budget * max(pages - over * 1.1, 0) / max(pages, 1)), MIN_TAB_BUDGET)
+        # The pages' part shrinks by what is over, and a little more of what is left (KEEP_SHARE):
+        # block ids and cuts do not shrink exactly. The budget bounds a tab's text (its ids come
+        # on top) and is shared (a short tab leaves the rest to the others): so from the text the
+        # tabs hold, not from the budget they had.
+        text = sum(t.tokens for t in ctx.tabs if t.ok)
+        smaller = int(KEEP_SHARE * text * max(pages - over, 0) / max(pages, 1) / readable)
+        budget = max(min(smaller, budget - 1), MIN_TAB_BUDGET)
         ctx = await build(builder.with_budget(budget))
-        need = request_tokens(request(ctx, keep))
+        need = await tokens(request(ctx, keep))
         if need <= room.prompt:
             return Fitted(ctx, keep, _note(room, model, [*shrunk, "the tabs"], ctx, budget))
+    # Last, the answer's room, down to ANSWER_FLOOR: in a small window, a shorter answer over every tab.
+    if room.answer - ANSWER_FLOOR >= need - room.prompt > 0:
+        given = replace(room, prompt=need, answer=room.answer - (need - room.prompt))
+        return Fitted(ctx, keep, _note(given, model, [*shrunk, "the tabs", "the answer's room"], ctx, budget),
+                      answer_tokens=given.answer)
     raise WindowTooSmallError(
         f"{model} reads {room.window.describe()}: too few for this question with {readable} tab"
         f"{'s' if readable != 1 else ''}, even at {MIN_TAB_BUDGET} tokens a tab ({need:,} tokens, "
@@ -133,7 +181,7 @@ async def fit(
 
 def _note(room: Room, model: str, shrunk: list[str], ctx: PageContext, budget: int) -> str:
     tabs = [t for t in ctx.tabs if t.ok]
-    what = " and ".join(shrunk)
+    what = " and ".join(shrunk) if len(shrunk) < 3 else f"{', '.join(shrunk[:-1])} and {shrunk[-1]}"
     each = (f"; the tabs got about {budget:,} tokens each ({sum(t.tokens for t in tabs):,} in all)"
             if "the tabs" in shrunk else "")
     return (f"{model} reads {room.window.describe()}: to fit it, {what} were shortened, "

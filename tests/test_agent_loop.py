@@ -190,6 +190,8 @@ async def test_counting_a_pass_2_run_sends_each_message_to_the_servers_tokenizer
     heard: list[str] = []
 
     class Counter:
+        available = True
+
         async def count(self, text: str) -> int:
             heard.append(text)
             return count_tokens(text)
@@ -210,6 +212,8 @@ async def test_counting_a_pass_2_run_sends_each_message_to_the_servers_tokenizer
     assert len(silent.requests) == 4
     system = message_text(silent.requests[-1].messages[0])
     assert sum(system in text for text in heard) == 1, "the page context went to the tokenizer once"
+    pages = [text for text in heard if text.startswith("<page_context-")]
+    assert len(pages) == 1, "counted once, though fitting the window counted it first"
     assert done.usage.input_tokens == sum(count_tokens(message_text(m)) for r in silent.requests for m in r.messages)
 
 

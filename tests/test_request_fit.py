@@ -6,6 +6,8 @@ written here."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from chatagent.agent import ChatAgent
@@ -63,6 +65,42 @@ async def test_ten_tabs_to_a_local_model_fit_the_window_its_server_uses(server: 
         [(r.prompt_tokens, r.window) for r in chats]
     said = [e.text for e in events if isinstance(e, Note) and "reads" in e.text]
     assert len(said) == 1 and f"{window:,} tokens" in said[0] and "the tabs were shortened" in said[0], said
+
+
+async def test_a_model_whose_tokenizer_counts_more_is_held_to_its_own_count() -> None:
+    """A small model's tokenizer splits some text far finer than cl100k (a page in a language
+    its vocabulary hardly knows): here 1.6 times. Fitted by cl100k's count, three long tabs
+    would be refused by its 2,048; its server counts them (/tokenize), and the request is held
+    to that count."""
+    with LlamaCppServer(n_ctx=2048, token_ratio=1.6) as server:
+        model = load_model("openai:local", openai_at(server.url))
+        agent = ChatAgent(model, tabs()[:3], builder=ContextBuilder(budget_per_tab=2000))
+        events = await ask(agent, "Which day does the Corvale market open?")
+        chats = [r for r in server.requests if r.is_chat]
+        counted = [r for r in server.requests if r.path == "/tokenize"]
+    assert isinstance(events[-1], Done) and any(isinstance(e, Token) for e in events), events[-1]
+    assert chats and all(r.fits and r.prompt_tokens <= WINDOW_USE * 2048 for r in chats), \
+        [r.prompt_tokens for r in chats]
+    assert counted, "the request was counted by the model's server"
+    # Not shrunk further than the count asks: the room is used.
+    assert all(r.prompt_tokens >= 0.5 * WINDOW_USE * 2048 for r in chats), [r.prompt_tokens for r in chats]
+
+
+async def test_when_the_tabs_can_shrink_no_further_the_answers_room_gives_way() -> None:
+    """Ten tabs at their floor (title and best lines) to that fine-splitting tokenizer in 2,048:
+    not room for them and a quarter of the window for the answer, so the answer's room gives
+    way, and the note says so; prompt and answer still fit."""
+    with LlamaCppServer(n_ctx=2048, token_ratio=1.35) as server:
+        model = load_model("openai:local", openai_at(server.url))
+        agent = ChatAgent(model, tabs(), builder=ContextBuilder(budget_per_tab=2000))
+        events = await ask(agent, "Which day does the Corvale market open?")
+        chats = [r for r in server.requests if r.is_chat]
+    assert isinstance(events[-1], Done), events[-1]
+    [note] = [e.text for e in events if isinstance(e, Note) and "reads" in e.text]
+    assert "the tabs and the answer's room were shortened" in note, note
+    answer = int(re.search(r"with ([\d,]+) tokens kept for the answer", note).group(1).replace(",", ""))
+    assert 128 <= answer < 460 and chats, note  # 460: a quarter of the window's usable part
+    assert all(r.prompt_tokens + answer <= WINDOW_USE * 2048 for r in chats), [r.prompt_tokens for r in chats]
 
 
 async def test_the_conversation_so_far_gives_way_before_the_tabs() -> None:

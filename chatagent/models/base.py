@@ -33,6 +33,10 @@ class ServerTokenizer(Protocol):
     async def count(self, text: str) -> int | None:
         """`text`'s tokens by the model's own tokenizer; None: not counted (the caller's tokenizer counts)."""
 
+    @property
+    def available(self) -> bool:
+        """Whether it may count: False once its server showed it cannot."""
+
 
 class Provider:
     """One model provider. Subclasses set the class attributes and `create`."""
@@ -136,9 +140,18 @@ class Model:
         # One per model, so what it learns of its server (which route counts) lasts.
         return self.provider.tokenizer(self.endpoint) if self.endpoint else None
 
+    @property
+    def counts_own_tokens(self) -> bool:
+        """Whether its server may count tokens with the model's own tokenizer (llama.cpp's)."""
+        return self._server_tokenizer is not None and self._server_tokenizer.available
+
+    async def own_tokens(self, text: str) -> int | None:
+        """`text`'s tokens by the model's own tokenizer, asked of its server; None: it cannot say."""
+        return await self._server_tokenizer.count(text) if self._server_tokenizer else None
+
     async def count_tokens(self, text: str) -> int:
         """`text`'s tokens: by the model's server where it can count them, else by the tokenizer (cl100k)."""
-        own = await self._server_tokenizer.count(text) if self._server_tokenizer else None
+        own = await self.own_tokens(text)
         if own is not None:
             return own
         from ..tokens import count_tokens

@@ -137,6 +137,10 @@ class LlamaCppTokenizer:
         self.root = endpoint.rstrip("/").removesuffix("/v1")
         self.routes: tuple[tuple[str, str], ...] = self.ROUTES  # those worth asking
 
+    @property
+    def available(self) -> bool:
+        return bool(self.routes)
+
     async def count(self, text: str) -> int | None:
         import httpx
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
+import math
 import socket
 import threading
 import time
@@ -225,6 +226,10 @@ class OpenAICompatibleServer:
         """The window `model` runs with, as a request meets it (and loads it)."""
         return self.window
 
+    def count(self, text: str) -> int:
+        """`text`'s tokens as the model served counts them (cl100k here)."""
+        return count_tokens(text)
+
     def model_entry(self, model: str) -> dict[str, Any]:
         """`model`'s entry in `GET /v1/models`."""
         return {"id": model, "object": "model", "created": 1_700_000_000, "owned_by": self.owned_by}
@@ -249,7 +254,7 @@ class OpenAICompatibleServer:
             handler.send_json(404, self.not_found(model), rec)
             return
         rec.window = self.window_for(model)
-        rec.prompt_tokens = count_tokens(rec.text())
+        rec.prompt_tokens = self.count(rec.text())
         if not rec.fits:
             refused = self.refuse(rec)
             if refused is not None:
@@ -369,15 +374,21 @@ class LlamaCppServer(OpenAICompatibleServer):
     """llama.cpp's `llama-server` run with `-c n_ctx` (one slot): `/props`
     says `n_ctx`, `/tokenize` counts (cl100k here), `/v1/models` gives the
     model's own `n_ctx_train`; a prompt longer than `n_ctx` is refused with
-    its `exceed_context_size_error`. It answers any model name."""
+    its `exceed_context_size_error`. It answers any model name. With `token_ratio`,
+    its model's tokenizer counts that many times cl100k's tokens (a smaller vocabulary's,
+    as SmolLM2's), in /tokenize and against `n_ctx` alike."""
 
     owned_by = "llamacpp"
 
     def __init__(self, *, n_ctx: int = 4096, n_ctx_train: int = 8192, alias: str = "local", props: bool = True,
-                 **kwargs: Any) -> None:
+                 token_ratio: float = 1.0, **kwargs: Any) -> None:
         super().__init__([alias], window=n_ctx, **kwargs)
         self.n_ctx_train = n_ctx_train
         self.props = props  # False: a server without /props (as llama-cpp-python's)
+        self.token_ratio = token_ratio
+
+    def count(self, text: str) -> int:
+        return math.ceil(count_tokens(text) * self.token_ratio)
 
     def serves(self, model: str) -> bool:
         return True
@@ -397,10 +408,8 @@ class LlamaCppServer(OpenAICompatibleServer):
                                     "build_info": "b0000-standin"}, rec)
             return True
         if rec.method == "POST" and rec.path == "/tokenize":
-            from ..tokens import encoding
-
             text = rec.body.get("content", "") if isinstance(rec.body, dict) else ""
-            handler.send_json(200, {"tokens": encoding().encode_ordinary(str(text))}, rec)
+            handler.send_json(200, {"tokens": list(range(self.count(str(text))))}, rec)
             return True
         if rec.method == "GET" and rec.path == "/health":
             handler.send_json(200, {"status": "ok"}, rec)
