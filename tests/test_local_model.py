@@ -22,7 +22,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from chatagent.agent import ChatAgent
-from chatagent.events import Done, Token
+from chatagent.events import Done, ErrorEvent, Note, Token
 from chatagent.hooks import RunHooks
 from chatagent.models import load_model
 from chatagent.prompts import message_text
@@ -84,6 +84,45 @@ async def test_counted_tokens_are_within_five_percent_of_the_models_own_count(
     own_out = llama.tokens(answer) if answer else 0
     assert abs(done.usage.input_tokens - own_in) <= 0.05 * own_in, (done.usage.input_tokens, own_in)
     assert abs(done.usage.output_tokens - own_out) <= max(3, 0.05 * own_out), (done.usage.output_tokens, own_out)
+
+
+TEN_PAGES = ["article", "product", "listing", "long", "table", "forum_thread", "instructions", "catalogue",
+             "orchard_guide", "kayak_care"]
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_ten_tabs_to_a_model_run_with_a_small_window_fit_it_by_its_own_count(
+    site: Site, open_tabs: Any, tmp_path: Path,
+) -> None:
+    """llama.cpp run with `--n_ctx 3072`, which refuses a longer request (llama-cpp-python's
+    server does not say its window: `context_window` does): ten tabs are answered, each
+    request held to 90% of the window as the model's own tokenizer counts it. Told 2,048,
+    ten tabs do not fit even at their titles and best lines: the error names the setting,
+    and nothing is sent."""
+    sent: list[str] = []
+
+    class Record(RunHooks):
+        def request_sent(self, pass_: int, turn: int, messages: list[Any]) -> None:
+            sent.append("\n".join(message_text(m) for m in messages))
+
+    question = "Where is the emergency generator for the east pier kept?"
+    with LlamaServer(n_ctx=3072, log=tmp_path / "server.log") as small:
+        tabs = await open_tabs([site.url(p) for p in TEN_PAGES])
+        model = load_model(small.model, Settings(openai_base_url=small.url, context_window=3072))
+        events = [e async for e in ChatAgent(model, tabs, hooks=Record()).ask(question)]
+        own = [small.tokens(request) for request in sent]
+        tight = load_model(small.model, Settings(openai_base_url=small.url, context_window=2048))
+        refused = [e async for e in ChatAgent(tight, tabs, hooks=Record()).ask(question)]
+    done = events[-1]
+    assert isinstance(done, Done) and any(isinstance(e, Token) for e in events), done
+    assert len(own) == 1 and own[0] <= 0.9 * 3072, own
+    said = [e.text for e in events if isinstance(e, Note) and "reads" in e.text]
+    assert len(said) == 1 and "3,072 tokens" in said[0] and "the tabs were shortened" in said[0], said
+    assert done.usage.counted and len(done.shares) == 10
+    assert sum(s.tokens for s in done.shares) < sum(s.page_tokens for s in done.shares) / 2, done.shares
+    error = refused[-1]
+    assert isinstance(error, ErrorEvent) and error.code == "window_too_small" and error.setting == "context_window"
+    assert "2,048 tokens" in error.message and small.model in error.message and len(sent) == 1
 
 
 @pytest.mark.asyncio(loop_scope="session")

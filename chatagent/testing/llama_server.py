@@ -47,8 +47,9 @@ def available() -> str | None:
 class LlamaServer:
     """`python -m llama_cpp.server` on a free loopback port, stopped on exit."""
 
-    def __init__(self, *, threads: int | None = None, log: Path | None = None) -> None:
+    def __init__(self, *, threads: int | None = None, log: Path | None = None, n_ctx: int = CONTEXT_TOKENS) -> None:
         self.port = free_port()
+        self.n_ctx = n_ctx  # the window it runs the model with (`--n_ctx`)
         self.threads = threads or max(1, (os.cpu_count() or 2))
         self.log = log
         self._proc: subprocess.Popen[bytes] | None = None
@@ -70,7 +71,7 @@ class LlamaServer:
         out = open(self.log, "wb") if self.log else subprocess.DEVNULL  # noqa: SIM115 - closed with the process
         self._proc = subprocess.Popen(
             [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", ALIAS,
-             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(CONTEXT_TOKENS),
+             "--host", "127.0.0.1", "--port", str(self.port), "--n_ctx", str(self.n_ctx),
              "--n_threads", str(self.threads)],
             stdout=out, stderr=subprocess.STDOUT,
         )
