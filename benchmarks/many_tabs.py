@@ -113,6 +113,11 @@ def summarise(rows: Sequence[dict[str, Any]], totals: Sequence[int], tabs: int) 
     }
 
 
+def headline(r: dict[str, Any]) -> dict[str, Any]:
+    """The figures without the rows, for the bench's summary."""
+    return {k: v for k, v in r.items() if k != "rows"}
+
+
 def goals(r: dict[str, Any]) -> dict[str, dict[str, Any]]:
     """The issue's goal on this set, as `suite` reports goals."""
     many = r["many"].get(str(GOAL_TOTAL))

@@ -226,6 +226,10 @@ def figures_table(result: dict[str, Any]) -> Table:
                   _n(r["whole"]["tokens_median"]), _n(r["head"]["tokens_median"]))
         t.add_row("two tabs: both answers in the context", _f3(r["chatagent"]["comparisons_recall"]),
                   _f3(r["whole"]["comparisons_recall"]), _f3(r["head"]["comparisons_recall"]))
+    if m := s.get("many_tabs"):
+        for total, v in m["many"].items():
+            t.add_row(f"{m['tabs']} tabs, {int(total):,} tokens in all: answer in its tab's context",
+                      _f3(v["recall"]), "", "")
     t.add_row("extraction F1: AEB / WCXB", f"{_f3(s['extraction_f1'].get('aeb'))} / {_f3(s['extraction_f1'].get('wcxb'))}", "", "")
     if h := s.get("hotpot"):
         t.add_row("HotpotQA tokens/question (median)", _n(h["tokens_per_question_median"]["chatagent"]),
@@ -339,6 +343,11 @@ def markdown_report(result: dict[str, Any], plots: dict[str, str]) -> str:
         from .whole_page import markdown_section as whole_page_section
 
         out += ["", f"## Whole-page requests ({plural(w['pages'], 'long page')})", "", whole_page_section(w).rstrip()]
+    if m := result.get("many_tabs"):
+        from .many_tabs import markdown_section as many_tabs_section
+
+        out += ["", f"## Many tabs ({plural(m['questions'], 'question')}, {m['tabs']} tabs each)", "",
+                many_tabs_section(m).rstrip()]
     if ex := result.get("extraction"):
         out += [
             "", "## Extraction quality (word F1, through headless Chromium, for information)", "",

@@ -11,7 +11,8 @@
    and articles, and two-tab comparisons, against the whole rendered text.
    Whole-page requests (`whole_page`): whether the context of "tldr" and the
    like stands for the whole of a long page, the offline model's summary, and
-   the decision's errors both ways.
+   the decision's errors both ways. Many tabs (`many_tabs`): each of those
+   questions over its page and nine others, 4,000 and 8,000 tokens in all.
 4. Extraction word F1 on AEB and WCXB (per page type, for information), and
    multi-tab cost on HotpotQA (`context_bench`).
 5. Pass-1 rate and pass-2 cost on the fixture question set (`pass1`).
@@ -59,6 +60,8 @@ from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_
 from .e2e import GAP_S, run_e2e
 from .latency import GOALS_MS, fixture_pages, run_latency
 from .local_model import DEFAULT_PAGES as LOCAL_PAGES, DEFAULT_REPS as LOCAL_REPS, goal as local_goal, run_local_model
+from .many_tabs import DEFAULT_TABS as MANY_TABS, DEFAULT_TOTALS as MANY_TOTALS, bench_many_tabs
+from .many_tabs import goals as many_tabs_goals, headline as many_tabs_headline
 from .mcp_bench import run_mcp_bench
 from .offline import OfflinePlan, headline as offline_headline, run_offline
 from .pass1 import run_pass1
@@ -153,7 +156,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
     at_start = machine()
     result: dict[str, Any] = {"machine": {**at_start, "loadavg_at_start": at_start["loadavg"]}}
     with progress_bar(console) as progress, PageServer() as site:
-        overall = progress.add_task("chatagent bench", total=13 if real else 12)
+        overall = progress.add_task("chatagent bench", total=14 if real else 13)
         async with launch_browser() as browser:
             result["machine"]["browser"] = browser_version(browser)
             # Latency first, while nothing else of ours is running.
@@ -187,6 +190,9 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
                                            plan.budget, browser, site, pool, progress, realistic)
                     if (plan.data_dir / "whole-page" / "coverage.py").is_file()
                     else {"skipped": f"no whole-page set at {plan.data_dir / 'whole-page'}"})
+                progress.advance(overall)
+                result["many_tabs"] = await bench_many_tabs(plan.data_dir, realistic, MANY_TOTALS, MANY_TABS,
+                                                            browser, site, pool, progress)
                 progress.advance(overall)
                 result["extraction"] = await bench_extraction(plan.data_dir, aeb, wcxb, browser, site, pool, progress)
                 progress.advance(overall)
@@ -287,6 +293,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         summary["whole_page"] = whole_page_headline(w)
     elif w:
         summary["whole_page"] = {"skipped": w["skipped"]}
+    if m := result.get("many_tabs"):
+        summary["many_tabs"] = many_tabs_headline(m)
     if local := result.get("local_model"):
         summary["local_model"] = local.get("summary") or {"skipped": local.get("skipped")}
     if real := result.get("real_model"):
@@ -315,6 +323,8 @@ def summarise(result: dict[str, Any]) -> dict[str, Any]:
         goals.update(realistic_goals(r))
     if (w := result.get("whole_page")) and "skipped" not in w:
         goals.update(whole_page_goals(w))
+    if m := result.get("many_tabs"):
+        goals.update(many_tabs_goals(m))
     if (g := local_goal(result.get("local_model", {}))) is not None:
         goals["local_model_ttft"] = g
     for n, row in result.get("e2e", {}).get("rows", {}).items():

@@ -140,6 +140,11 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
     assert all(0 <= v["coverage"] <= 1 and 0 < v["tokens_max"] <= 2000 for v in w["wordings"].values())
     assert {"whole_page_coverage", "whole_page_starved", "whole_page_summary_verbatim"} <= set(s["goals"])
     assert s["whole_page"]["pages"] == 1
+    # Many tabs: the question over its page and nine others, at each total; the goal's figure reported.
+    m = result["many_tabs"]
+    assert m["questions"] == 1 and m["tabs"] == 10 and set(m["many"]) == {"4000", "8000"}
+    assert all(0 < v["all_tokens_median"] <= 1.1 * int(t) for t, v in m["many"].items())
+    assert "many_tabs_recall" in s["goals"] and "rows" not in s["many_tabs"]
     assert result["hotpot"]["questions"] == 1 and result["hotpot"]["tabs_median"] >= 2
     p = result["pass1"]
     assert {r["needs"] for r in p["questions_detail"]} == {"text", "scroll", "screenshot", "cost"}
@@ -167,7 +172,7 @@ def test_bench_quick_runs_end_to_end_and_writes_every_output(tmp_path: Path) -> 
 
     report = (out / "report.md").read_text(encoding="utf-8")
     for heading in ("## Goals", "## Latency", "## Token cost", "## Pages of every kind", "## Whole-page requests",
-                    "## Extraction quality",
+                    "## Many tabs", "## Extraction quality",
                     "## Multi-tab", "## Pass-1 rate",
                     "## Offline answers"):
         assert heading in report
