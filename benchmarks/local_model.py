@@ -2,7 +2,7 @@
 before its first token.
 
     python -m benchmarks.local_model [--data DIR] [--pages 4] [--reps 2] [--budget 2000] [--set realistic|wtq]
-                                     [--census] [--out FILE.json]
+                                     [--census] [--ten-tabs 4] [--out FILE.json]
 
 Setup: llama.cpp's OpenAI-compatible server (`chatagent.testing.llama_server`,
 the `local` extra) serving SmolLM2-135M-Instruct on 127.0.0.1, asked through
@@ -25,6 +25,11 @@ request finds the one before it in the server's prompt cache beyond the
 shared system prompt). Reported: time to first token and total time (answers
 capped at `MAX_ANSWER_TOKENS`), p50 per context and set; the answers, for
 information only: a 135M model's are not judged.
+
+Ten tabs in a small window (`--ten-tabs N`): N realistic questions, each over
+its page and nine others, asked through chatagent's agent (the real request fit,
+counted by the model's tokenizer) to a second server run with `--n_ctx 3072`:
+answered, within the window, the answer in its tab's context, and times.
 
 Timing a few pages says little of a whole set: `--census` also counts, with
 the model's tokenizer and no answers, the prompt tokens of chatagent's context
@@ -68,6 +73,8 @@ PROMPT_ROOM = llama_server.CONTEXT_TOKENS - MAX_ANSWER_TOKENS - 96
 GOAL_SHARE = 1 / 3  # chatagent's TTFT p50 within this share of the whole page's, on the realistic set
 DEFAULT_PAGES = 4
 DEFAULT_REPS = 2
+SMALL_WINDOW = 3072  # the window the ten-tab questions' server runs with (`--n_ctx`)
+SMALL_WINDOW_QUESTIONS = 4
 
 
 class Question:
@@ -158,8 +165,10 @@ async def census(data_dir: Path, budget: int, browser: PlaywrightBrowser, site: 
 async def run_local_model(
     data_dir: Path, pages: int, reps: int, budget: int, browser: PlaywrightBrowser, site: PageServer,
     progress: Progress, sets: Sequence[str] = SETS, with_census: bool = False,
+    ten_tabs: int = SMALL_WINDOW_QUESTIONS,
 ) -> dict[str, Any]:
-    """Every question's three prompts, `reps` rounds back to back; or why it cannot run here."""
+    """Every question's three prompts, `reps` rounds back to back, then `ten_tabs` questions over
+    ten tabs in a small window (`small_window`); or why it cannot run here."""
     if (why := llama_server.available()) is not None:
         return {"skipped": why}
     from chatagent.models import load_model
@@ -201,10 +210,71 @@ async def run_local_model(
                    for key, _label in CONTEXTS},
             })
         counted = await census(data_dir, budget, browser, site, progress, server, sets) if with_census else None
+    ten = await small_window(data_dir, ten_tabs, browser, site, progress) if ten_tabs else None
     return {"model": f"SmolLM2-135M-Instruct (Q4_1) on llama.cpp's server, {server.threads} threads",
             "context_window": llama_server.CONTEXT_TOKENS, "max_answer_tokens": MAX_ANSWER_TOKENS,
             "budget": budget, "reps": reps, "rows": rows, "summary": summarise(rows),
-            **({"census": counted} if counted is not None else {})}
+            **({"census": counted} if counted is not None else {}), **({"ten_tabs": ten} if ten else {})}
+
+
+async def small_window(data_dir: Path, count: int, browser: PlaywrightBrowser, site: PageServer,
+                       progress: Progress) -> dict[str, Any]:
+    """Realistic questions, each over its page and nine others (`many_tabs.tabs_for`), asked
+    through the agent of a llama.cpp server run with `--n_ctx SMALL_WINDOW` (which refuses a
+    longer request; `context_window` tells chatagent, as llama-cpp-python's server does not):
+    whether each is answered, its request within 90% of the window by the model's own count,
+    the answer in its tab's context, and the time to first token and to the end."""
+    from chatagent.agent import ChatAgent
+    from chatagent.browser.static import StaticTab
+    from chatagent.events import Done, ErrorEvent
+    from chatagent.hooks import RunHooks
+    from chatagent.models import load_model
+
+    from .many_tabs import DEFAULT_TABS, tabs_for
+    from .realistic import scorer
+
+    hit = scorer(str(data_dir)).hit
+    everyone, _ = load_realistic(data_dir)
+    pages = sorted({q.page for q in everyone})
+    chosen = [(q, *tabs_for(q, pages, DEFAULT_TABS)) for q in sample(everyone, count)]
+    snaps = await load_snapshots(browser, {p: site.file_url(data_dir / p) for _, ps, _ in chosen for p in ps},
+                                 progress, "load pages for ten tabs")
+    task = progress.add_task(f"ten tabs, llama.cpp at {SMALL_WINDOW:,} tokens", total=len(chosen))
+    rows = []
+    with llama_server.LlamaServer(n_ctx=SMALL_WINDOW) as server:
+        model = load_model(server.model, bench_settings(model=server.model, openai_base_url=server.url,
+                                                        context_window=SMALL_WINDOW))
+        for q, ps, at in chosen:
+            seen: dict[str, Any] = {"sent": []}
+
+            class Record(RunHooks):
+                def context_built(self, context: PageContext) -> None:
+                    seen["context"] = context
+
+                def request_sent(self, pass_: int, turn: int, messages: list[Any]) -> None:
+                    seen["sent"].append("\n".join(message_text(m) for m in messages))
+
+            tabs = [StaticTab(str(i + 1), snaps[p].url, snaps[p].html, title=snaps[p].title,
+                              visible_text=snaps[p].visible_text) for i, p in enumerate(ps)]
+            events = [e async for e in ChatAgent(model, tabs, hooks=Record(), deadline_s=None).ask(q.question)]
+            end = events[-1]
+            own = [await asyncio.to_thread(server.tokens, text) for text in seen["sent"]]
+            ctx = seen.get("context")
+            rows.append({
+                "id": q.id, "answered": isinstance(end, Done) and end.stop_reason == "answered",
+                "error": end.code if isinstance(end, ErrorEvent) else None,
+                "prompt_tokens": max(own, default=0), "within": bool(own) and max(own) <= 0.9 * SMALL_WINDOW,
+                "reached": bool(ctx is not None and ctx.tabs[at].ok and hit(ctx.tabs[at].text, q.answers)),
+                "ttft_ms": end.timings.first_token_ms if isinstance(end, Done) else None,
+                "total_ms": end.timings.total_ms if isinstance(end, Done) else None,
+            })
+            progress.advance(task)
+    done = [r for r in rows if r["answered"]]
+    return {"window": SMALL_WINDOW, "tabs": DEFAULT_TABS, "questions": len(rows), "answered": len(done),
+            "within": sum(r["within"] for r in rows), "reached": sum(r["reached"] for r in rows),
+            "prompt_tokens_p50": median(r["prompt_tokens"] for r in rows),
+            "ttft_ms_p50": median(r["ttft_ms"] for r in done), "total_ms_p50": median(r["total_ms"] for r in done),
+            "rows": rows}
 
 
 def summarise(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -254,6 +324,14 @@ def report(result: dict[str, Any]) -> str:
     lines.append("")
     for set_name, s in result["summary"].items():
         lines.append(f"{set_name}: chatagent's TTFT p50 is {s['share_of_whole']:.2f} of the whole text's.")
+    if t := result.get("ten_tabs"):
+        lines += ["", f"Ten tabs in a small window: {plural(t['questions'], 'realistic question')}, each over its "
+                  f"page and {t['tabs'] - 1} others, through chatagent's agent to llama.cpp run with "
+                  f"`--n_ctx {t['window']:,}`: answered {t['answered']} of {t['questions']}, every request within "
+                  f"90% of the window by the model's own count {t['within']} of {t['questions']}, the answer in "
+                  f"its tab's context {t['reached']} of {t['questions']}; prompt tokens p50 "
+                  f"{t['prompt_tokens_p50']:,.0f}, first token p50 {t['ttft_ms_p50'] / 1000:,.1f} s, "
+                  f"total p50 {t['total_ms_p50'] / 1000:,.1f} s."]
     for set_name, c in result.get("census", {}).items():
         lines.append(f"{set_name}, every page ({c['pages']}): prompt tokens p50 {c['chatagent_tokens_p50']:,.0f} with "
                      f"chatagent's context, {c['whole_tokens_p50']:,.0f} with the whole text ({c['share_of_p50s']:.2f}; "
@@ -262,16 +340,19 @@ def report(result: dict[str, Any]) -> str:
 
 
 async def run(data_dir: Path, pages: int, reps: int, budget: int, console: Console,
-              sets: Sequence[str] = SETS, with_census: bool = False) -> dict[str, Any]:
+              sets: Sequence[str] = SETS, with_census: bool = False,
+              ten_tabs: int = SMALL_WINDOW_QUESTIONS) -> dict[str, Any]:
     started = time.perf_counter()
     at_start = machine()
     with progress_bar(console) as progress, PageServer() as site:
         async with launch_browser() as browser:
             version = browser_version(browser)
-            result = await run_local_model(data_dir, pages, reps, budget, browser, site, progress, sets, with_census)
+            result = await run_local_model(data_dir, pages, reps, budget, browser, site, progress, sets, with_census,
+                                           ten_tabs)
     result.update(browser=version, machine={**machine(), "loadavg_at_start": at_start["loadavg"]},
                   wall_s=time.perf_counter() - started,
-                  config={"pages": pages, "reps": reps, "budget": budget, "sets": list(sets), "census": with_census})
+                  config={"pages": pages, "reps": reps, "budget": budget, "sets": list(sets), "census": with_census,
+                          "ten_tabs": ten_tabs})
     return result
 
 
@@ -288,10 +369,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="only this set (repeatable; default: both)")
     ap.add_argument("--census", action="store_true",
                     help="also count the prompt tokens (no answers) on every page of each set")
+    ap.add_argument("--ten-tabs", type=int, default=SMALL_WINDOW_QUESTIONS, metavar="N",
+                    help=f"questions over ten tabs in a {SMALL_WINDOW:,}-token window (default "
+                         f"{SMALL_WINDOW_QUESTIONS}; 0: none)")
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     err = Console(stderr=True)
-    result = asyncio.run(run(args.data, args.pages, args.reps, args.budget, err, args.sets or SETS, args.census))
+    result = asyncio.run(run(args.data, args.pages, args.reps, args.budget, err, args.sets or SETS, args.census,
+                             args.ten_tabs))
     print(report(result))
     if (g := goal(result)) is not None:
         print(f"\nGoal: {g['what']}: {g['measured']} (target {g['target']}): {'met' if g['met'] else 'NOT met'}.")

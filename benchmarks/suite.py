@@ -60,6 +60,7 @@ from .data import DEFAULT_DATA_DIR, load_aeb, load_hotpot, load_realistic, load_
 from .e2e import GAP_S, run_e2e
 from .latency import GOALS_MS, fixture_pages, run_latency
 from .local_model import DEFAULT_PAGES as LOCAL_PAGES, DEFAULT_REPS as LOCAL_REPS, goal as local_goal, run_local_model
+from .local_model import SMALL_WINDOW_QUESTIONS as LOCAL_TEN_TABS
 from .many_tabs import DEFAULT_TABS as MANY_TABS, DEFAULT_TOTALS as MANY_TOTALS, bench_many_tabs
 from .many_tabs import goals as many_tabs_goals, headline as many_tabs_headline
 from .mcp_bench import run_mcp_bench
@@ -209,7 +210,7 @@ async def measure(plan: Plan, console: Console) -> dict[str, Any]:
                 {"skipped": "a sample run (--limit) leaves it out: `python -m benchmarks.local_model` runs it alone"}
                 if plan.latency_fixtures else await run_local_model(
                     plan.data_dir, LOCAL_PAGES // 2 if plan.quick else LOCAL_PAGES, LOCAL_REPS, plan.budget,
-                    browser, site, progress))
+                    browser, site, progress, ten_tabs=LOCAL_TEN_TABS // 2 if plan.quick else LOCAL_TEN_TABS))
             progress.advance(overall)
         # Its own Chromium (with a debugging port, for the MCP server to attach to) and page server.
         mcp_pages = plan.wtq_pages if plan.wtq_pages is not None and plan.wtq_pages < 8 else (8 if plan.quick else 20)

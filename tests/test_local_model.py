@@ -194,9 +194,9 @@ def test_the_census_counts_every_pages_prompts_with_the_models_tokenizer(tmp_pat
     (tmp_path / "realistic" / "comparisons.jsonl").write_text("")
     out = tmp_path / "census.json"
     assert local_model.main(["--data", str(tmp_path), "--pages", "0", "--set", "realistic", "--census",
-                             "--budget", "500", "--out", str(out)]) == 0
+                             "--budget", "500", "--ten-tabs", "0", "--out", str(out)]) == 0
     result = json.loads(out.read_text())
     census = result["census"]["realistic"]
-    assert result["rows"] == [] and census["pages"] == 2
+    assert result["rows"] == [] and census["pages"] == 2 and "ten_tabs" not in result
     # The long page is cut to the budget; the short one is sent whole either way.
     assert census["chatagent_tokens_p50"] < census["whole_tokens_p50"] and census["share_p50"] < 1
