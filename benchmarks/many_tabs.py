@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.table import Table
 
 from chatagent.browser.base import PageSnapshot
 from chatagent.context import ContextBuilder
@@ -38,7 +37,7 @@ from chatagent.context import ContextBuilder
 from .context_bench import load_snapshots, process_pool, run_pool
 from .data import DEFAULT_DATA_DIR, RealisticQuestion, load_realistic
 from .realistic import DataError, scorer
-from .report import machine, md_table, progress_bar, write_json
+from .report import machine, md_table, print_with_goals, progress_bar, write_json
 from .server import PageServer, browser_version, launch_browser
 
 DEFAULT_TOTALS = (4000, 8000)
@@ -141,14 +140,8 @@ def table_rows(r: dict[str, Any]) -> list[list[str]]:
 
 
 def print_report(r: dict[str, Any], console: Console) -> None:
-    t = Table(title=f"Realistic questions, each over its page and {r['tabs'] - 1} others ({r['questions']} questions)")
-    for i, col in enumerate(HEAD):
-        t.add_column(col, justify="left" if i == 0 else "right", no_wrap=i > 0)
-    for row in table_rows(r):
-        t.add_row(*row)
-    console.print(t)
-    for g in goals(r).values():
-        console.print(f"{'✓' if g['met'] else '✗'} {g['what']}: {g['measured']} (goal {g['target']})")
+    print_with_goals(f"Realistic questions, each over its page and {r['tabs'] - 1} others ({r['questions']} questions)",
+                     HEAD, table_rows(r), goals(r), console)
 
 
 def markdown_section(r: dict[str, Any]) -> str:

@@ -39,7 +39,6 @@ from typing import Any
 
 from rich.console import Console
 from rich.progress import Progress
-from rich.table import Table
 
 from chatagent.browser.base import PageSnapshot
 from chatagent.browser.playwright import PlaywrightBrowser
@@ -49,7 +48,7 @@ from chatagent.tokens import count_tokens
 
 from .context_bench import load_snapshots, process_pool, run_pool
 from .data import DEFAULT_DATA_DIR, RealisticComparison, RealisticQuestion, load_realistic
-from .report import machine, progress_bar, write_json
+from .report import machine, print_with_goals, progress_bar, write_json
 from .server import PageServer, browser_version, launch_browser
 
 DEFAULT_BUDGET = 2000
@@ -217,15 +216,9 @@ def table_rows(r: dict[str, Any]) -> list[list[str]]:
 
 
 def print_report(r: dict[str, Any], console: Console) -> None:
-    t = Table(title=f"Side-panel questions over pages of every kind: answer in the context at {r['budget']:,} "
-              "tokens/tab, and median tokens (of both tabs for a comparison)")
-    for i, col in enumerate(HEAD):
-        t.add_column(col, justify="left" if i == 0 else "right", no_wrap=i > 0)
-    for row in table_rows(r):
-        t.add_row(*row)
-    console.print(t)
-    for g in goals(r).values():
-        console.print(f"{'✓' if g['met'] else '✗'} {g['what']}: {g['measured']} (goal {g['target']})")
+    print_with_goals(f"Side-panel questions over pages of every kind: answer in the context at {r['budget']:,} "
+                     "tokens/tab, and median tokens (of both tabs for a comparison)", HEAD, table_rows(r), goals(r),
+                     console)
 
 
 def markdown_section(r: dict[str, Any]) -> str:

@@ -275,6 +275,19 @@ def print_summary(result: dict[str, Any], console: Console) -> None:
 # ---------------------------------------------------------------- Markdown
 
 
+def print_with_goals(title: str, head: Sequence[str], rows: Sequence[Sequence[str]],
+                     goals: dict[str, dict[str, Any]], console: Console) -> None:
+    """A benchmark's table (first column left, the figures right), then each goal met or not."""
+    t = Table(title=title)
+    for i, col in enumerate(head):
+        t.add_column(col, justify="left" if i == 0 else "right", no_wrap=i > 0)
+    for row in rows:
+        t.add_row(*row)
+    console.print(t)
+    for g in goals.values():
+        console.print(f"{'✓' if g['met'] else '✗'} {g['what']}: {g['measured']} (goal {g['target']})")
+
+
 def md_table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     lines = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
