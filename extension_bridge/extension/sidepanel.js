@@ -1126,18 +1126,23 @@ function overviewInWords(o) {
   return `${what}: ${o.parts_shown >= o.parts ? `all ${o.parts} parts` : `${o.parts_shown} of ${o.parts} parts`}`;
 }
 
-// A tab the model was given an overview of: its chip, and a tag saying so.
-function overviewSource(o) {
+// A source tab on a line of its own: its chip, and a tag saying what the model was given of it.
+function taggedSource(tabId, title, url, lineClass, tagClass, words, why) {
   const line = document.createElement("span");
-  line.className = "source-overview";
-  line.dataset.tabId = String(o.tab_id);
+  line.className = lineClass;
+  line.dataset.tabId = String(tabId);
   const tag = document.createElement("span");
-  tag.className = "overview-tag";
-  tag.textContent = overviewInWords(o);
-  tag.title =
-    "The answer was drawn from an overview of the page (each part's opening, in page order), not from all of its text.";
-  line.append(citationChip({ tabId: Number(o.tab_id), title: o.title || tabInfo(o.tab_id).title, url: o.url }), tag);
+  tag.className = tagClass;
+  tag.textContent = words;
+  tag.title = why;
+  line.append(citationChip({ tabId: Number(tabId), title: title || tabInfo(tabId).title, url }), tag);
   return line;
+}
+
+// A tab the model was given an overview of.
+function overviewSource(o) {
+  return taggedSource(o.tab_id, o.title, o.url, "source-overview", "overview-tag", overviewInWords(o),
+    "The answer was drawn from an overview of the page (each part's opening, in page order), not from all of its text.");
 }
 
 // How much of a tab's text the model was given, from the done event's counts (as the CLI says it).
@@ -1148,19 +1153,11 @@ function shareInWords(s) {
   return pct < 1 ? "under 1% of its text" : `${Math.min(Math.round(pct), 99)}% of its text`;
 }
 
-// A cited tab the model was given part of: its chip, and a tag saying how much.
+// A cited tab the model was given part of.
 function shareSource(s) {
-  const line = document.createElement("span");
-  line.className = "source-share";
-  line.dataset.tabId = String(s.tab_id);
-  const tag = document.createElement("span");
-  tag.className = "share-tag";
-  tag.textContent = shareInWords(s);
-  tag.title = s.tokens > 0
+  return taggedSource(s.tab_id, s.title, s.url, "source-share", "share-tag", shareInWords(s), s.tokens > 0
     ? "The page was longer than its share of the model's budget: the model was given the parts most related to the question."
-    : "The page's share of the model's budget left room for its title only.";
-  line.append(citationChip({ tabId: Number(s.tab_id), title: s.title || tabInfo(s.tab_id).title, url: s.url }), tag);
-  return line;
+    : "The page's share of the model's budget left room for its title only.");
 }
 
 function renderSources(turn, citations, thread, overviews = [], shares = []) {
