@@ -176,7 +176,12 @@ def message_tokens(message: BaseMessage) -> int:
     """An estimate of what `message` costs in a request."""
     text = message_text(message)
     # A tool result travels as a JSON string: its newlines and quotes escaped.
-    n = count_tokens(json.dumps(text) if isinstance(message, ToolMessage) else text) + 4  # role and framing
+    return count_tokens(json.dumps(text) if isinstance(message, ToolMessage) else text) + message_extra_tokens(message)
+
+
+def message_extra_tokens(message: BaseMessage) -> int:
+    """What `message` costs besides its text: its role and framing, its images, its tool calls."""
+    n = 4
     if isinstance(message.content, list):
         n += IMAGE_TOKENS * sum(1 for b in message.content if isinstance(b, dict) and b.get("type") == "image_url")
     if isinstance(message, AIMessage):

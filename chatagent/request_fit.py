@@ -22,19 +22,17 @@ waits on tokenizing ten tabs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from .context import ContextBuilder, PageContext
 from .errors import ChatAgentError
-from .history import message_tokens
-from .prompts import message_text
-from .tokens import count_tokens
+from .history import message_extra_tokens, message_tokens
 from .limits import MIN_TAB_BUDGET
 from .models.window import Window
+from .prompts import message_text
 
 WINDOW_USE = 0.9  # of the window, what a request (prompt and answer) may take
 ANSWER_SHARE = 0.25  # of the request's room, the answer's at most: a small window keeps most of it for the pages
@@ -103,7 +101,7 @@ def own_count(count_text: Callable[[str], Awaitable["int | None"]]) -> Count:
             n = await count_text(text)
             if n is None:
                 return None
-            total += n + message_tokens(m) - count_tokens(json.dumps(text) if isinstance(m, ToolMessage) else text)
+            total += n + message_extra_tokens(m)
         return total
 
     return count
