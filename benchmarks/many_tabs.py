@@ -37,7 +37,7 @@ from chatagent.context import ContextBuilder
 from .context_bench import load_snapshots, process_pool, run_pool
 from .data import DEFAULT_DATA_DIR, RealisticQuestion, load_realistic
 from .realistic import DataError, scorer
-from .report import machine, md_table, print_with_goals, progress_bar, write_json
+from .report import machine, md_table, print_with_goals, progress_bar, report_run
 from .server import PageServer, browser_version, launch_browser
 
 DEFAULT_TOTALS = (4000, 8000)
@@ -178,16 +178,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.tabs < 2:
         err.print("error: --tabs must be at least 2")
         return 2
-    try:
-        result = asyncio.run(run(args.data, args.limit, args.totals, args.tabs, err))
-    except (DataError, FileNotFoundError) as exc:
-        err.print(f"error: {exc}")
-        return 1
-    print_report(result, Console())
-    err.print(f"total {result['wall_s']:.0f} s")
-    if args.out:
-        write_json(args.out, result)
-    return 0
+    return report_run(run(args.data, args.limit, args.totals, args.tabs, err), print_report, err, args.out,
+                      failures=(DataError, FileNotFoundError))
 
 
 if __name__ == "__main__":

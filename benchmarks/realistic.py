@@ -48,7 +48,7 @@ from chatagent.tokens import count_tokens
 
 from .context_bench import load_snapshots, process_pool, run_pool
 from .data import DEFAULT_DATA_DIR, RealisticComparison, RealisticQuestion, load_realistic
-from .report import machine, print_with_goals, progress_bar, write_json
+from .report import machine, print_with_goals, progress_bar, report_run
 from .server import PageServer, browser_version, launch_browser
 
 DEFAULT_BUDGET = 2000
@@ -252,16 +252,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     err = Console(stderr=True)
-    try:
-        result = asyncio.run(run(args.data, args.limit, args.budget, err))
-    except (DataError, FileNotFoundError) as exc:
-        err.print(f"error: {exc}")
-        return 1
-    print_report(result, Console())
-    err.print(f"total {result['wall_s']:.0f} s")
-    if args.out:
-        write_json(args.out, result)
-    return 0
+    return report_run(run(args.data, args.limit, args.budget, err), print_report, err, args.out,
+                      failures=(DataError, FileNotFoundError))
 
 
 if __name__ == "__main__":

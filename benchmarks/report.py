@@ -7,10 +7,11 @@ loaded back); the section helpers skip whatever part a run did not measure.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import platform
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -273,6 +274,24 @@ def print_summary(result: dict[str, Any], console: Console) -> None:
 
 
 # ---------------------------------------------------------------- Markdown
+
+
+def report_run(
+    run: Coroutine[Any, Any, dict[str, Any]], print_report: Callable[[dict[str, Any], Console], None],
+    err: Console, out: Path | None, *, failures: tuple[type[Exception], ...], console: Console | None = None,
+) -> int:
+    """A benchmark's `main` once its arguments are read: `run` it, print its report (stdout) and
+    wall time (stderr), write its figures to `out` as JSON; 1, said in words, on one of `failures`."""
+    try:
+        result = asyncio.run(run)
+    except failures as exc:
+        err.print(f"error: {exc}")
+        return 1
+    print_report(result, console or Console())
+    err.print(f"total {result['wall_s']:.0f} s")
+    if out:
+        write_json(out, result)
+    return 0
 
 
 def print_with_goals(title: str, head: Sequence[str], rows: Sequence[Sequence[str]],

@@ -66,7 +66,7 @@ from chatagent.tokens import count_tokens
 
 from .context_bench import load_snapshots, process_pool, run_pool
 from .data import DEFAULT_DATA_DIR, RealisticQuestion, load_realistic, sample
-from .report import machine, md_table, progress_bar, rich_table, write_json
+from .report import machine, md_table, progress_bar, report_run, rich_table
 from .server import PageServer, bench_settings, browser_version, launch_browser
 from .stats import median
 
@@ -631,16 +631,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=None, help="write the figures as JSON here")
     args = ap.parse_args(argv)
     err = Console(stderr=True)
-    try:
-        result = asyncio.run(run(args.data, args.limit, args.budget, err))
-    except (DataError, FileNotFoundError) as exc:
-        err.print(f"error: {exc}")
-        return 1
-    print_report(result, Console(highlight=False, width=None if sys.stdout.isatty() else 200))
-    err.print(f"total {result['wall_s']:.0f} s")
-    if args.out:
-        write_json(args.out, result)
-    return 0
+    return report_run(run(args.data, args.limit, args.budget, err), print_report, err, args.out,
+                      failures=(DataError, FileNotFoundError),
+                      console=Console(highlight=False, width=None if sys.stdout.isatty() else 200))
 
 
 if __name__ == "__main__":
