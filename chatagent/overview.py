@@ -187,11 +187,13 @@ def overview(pieces: Sequence[Piece], budget: int, original_tokens: int, *, whol
     kept = [i for i, s in enumerate(cut) if s.pieces]
     if not kept or sum(floors) > room:
         return None
+    # Where a stretch went: before each kept one, and after the last (a gap the text must say).
+    holes = [i - before > 1 for before, i in zip([-1, *kept], [*kept, len(cut)])]
     cut, floors = [cut[i] for i in kept], [floors[i] for i in kept]
     needs = [s.tokens + gap for s in cut]
     while True:
         shares = _shares(needs, floors, room)
-        shown, used, lines = _render(cut, shares)
+        shown, used, lines = _render(cut, shares, holes)
         seen = len({section[id(p)] for p in shown})
         text = "\n\n".join(lines)
         tokens = count_tokens(text)
@@ -202,13 +204,15 @@ def overview(pieces: Sequence[Piece], budget: int, original_tokens: int, *, whol
         room -= tokens - limit + 8  # the pieces' counts missed joins: take it off the shares and try again
 
 
-def _render(cut: list[Stretch], shares: list[int]) -> tuple[list[Piece], int, list[str]]:
-    """The page's pieces the overview shows some of, the tokens it shows, and its paragraphs."""
+def _render(cut: list[Stretch], shares: list[int], holes: list[bool]) -> tuple[list[Piece], int, list[str]]:
+    """The page's pieces the overview shows some of, the tokens it shows, and its paragraphs.
+    `holes`: whether a stretch left out lies before each of `cut`, and after the last."""
     out: list[str] = []
     shown: list[Piece] = []
     used = 0
     whole_before = True  # all of the page before this stretch is shown
-    for seg, share in zip(cut, shares):
+    for seg, share, hole in zip(cut, shares, holes):
+        whole_before = whole_before and not hole
         opening = _opening(seg, max(share - count_tokens(GAP) - 2, 0))
         if not opening:
             whole_before = False
@@ -219,6 +223,6 @@ def _render(cut: list[Stretch], shares: list[int]) -> tuple[list[Piece], int, li
         whole_before = len(opening) == len(seg.pieces) and all(a is b for a, b in zip(opening, seg.pieces))
         shown += [p.of or p for p in opening]
         used += sum(p.tokens for p in opening)
-    if not whole_before:
+    if not whole_before or holes[-1]:
         out.append(GAP)
     return shown, used, out
