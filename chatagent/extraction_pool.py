@@ -47,7 +47,7 @@ _EXTRACTION = "chatagent.extraction"  # what the fork server imports once for ev
 
 
 class ExtractionLimit(Exception):
-    """A page passed a worker's limit: `reason` says which, in a tab's note's words."""
+    """A page passed a worker's limit, or its extraction failed: `reason` says which, in a tab's note's words."""
 
     def __init__(self, reason: str) -> None:
         super().__init__(reason)
@@ -217,8 +217,9 @@ class ExtractionPool:
             self._replace(worker)
             raise ExtractionLimit(self._too_large())
         self._idle.put_nowait(worker)
-        if kind == "error":
-            raise RuntimeError(value)
+        if kind == "error":  # a parser's error on odd input: this page's, the worker is fine
+            log.warning("extraction of %s failed: %s", snapshot.url, value)
+            raise ExtractionLimit(f"could not be read ({value})")
         return value
 
     def _too_large(self) -> str:
