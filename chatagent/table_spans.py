@@ -63,6 +63,13 @@ class _Page:
     def __init__(self) -> None:
         self.added = 0  # cells made
         self.chars = 0  # text in the copies
+        self._empty: dict[str, _Twin] = {}
+
+    def empty(self, tag: str) -> _Twin:
+        """Empty cells of `tag` to fill places with."""
+        if tag not in self._empty:
+            self._empty[tag] = _Twin(etree.Element(tag), self)
+        return self._empty[tag]
 
 
 class _Twin:
@@ -109,7 +116,7 @@ def fill_spans(doc: etree._Element) -> int:
         if not any(c.get("rowspan") or c.get("colspan") for tr in rows for c in tr if c.tag in _CELLS):
             continue
         below: dict[int, tuple[_Twin, int]] = {}  # column → (what to repeat there, rows left)
-        empty = _Twin(etree.Element("td"), page)
+        empty = page.empty("td")
         for tr in rows:
             if page.added >= MAX_ADDED:
                 return page.added
@@ -128,7 +135,7 @@ def fill_spans(doc: etree._Element) -> int:
                     continue
                 twin = _Twin(cell, page)
                 # A data cell spanning columns is followed by empty ones: its value is one, not several.
-                across = twin if cell.tag == "th" and several else _Twin(etree.Element(cell.tag), page)
+                across = twin if cell.tag == "th" and several else page.empty(cell.tag)
                 for k in range(cols_spanned):
                     out.append(cell if k == 0 else across.place())
                     if rows_spanned > 1:
