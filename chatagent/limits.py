@@ -31,4 +31,6 @@ DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds the side panel's tab waits for the exte
 # A page's extraction (`extraction_pool`): its worker is stopped past either. On 2 cores a page within
 # extraction's caps takes 8 s at most (2 MB of 19,000 paragraphs); a PDF's reading stops itself at 20 s (`pdf`).
 DEFAULT_EXTRACT_TIMEOUT_S = 30.0
-DEFAULT_EXTRACT_MEMORY_MB = 1024.0  # a worker's address space; a warm one uses ~170 MB of it
+# A worker's address space: warm, it peaks at ~250 MB; the largest page within extraction's caps
+# (20 MB of visible text) at ~460 MB.
+DEFAULT_EXTRACT_MEMORY_MB = 1024.0
