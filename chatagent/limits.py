@@ -28,3 +28,9 @@ INPUT_BUDGET_FACTOR = 8.0
 DEFAULT_LOAD_TIMEOUT_S = 15.0  # seconds a tab waits for its page to load (`browser.playwright`)
 DEFAULT_MAX_RESPONSE_MB = 50.0  # a page, or a file it loads, larger than this is not loaded (`browser.playwright`)
 DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds the side panel's tab waits for the extension to run one tool
+# A page's extraction (`extraction_pool`): its worker is stopped past either. On 2 cores a page within
+# extraction's caps takes 8 s at most (2 MB of 19,000 paragraphs); a PDF's reading stops itself at 20 s (`pdf`).
+DEFAULT_EXTRACT_TIMEOUT_S = 30.0
+# A worker's address space: warm, it peaks at ~250 MB; the largest page within extraction's caps
+# (20 MB of visible text) at ~460 MB.
+DEFAULT_EXTRACT_MEMORY_MB = 1024.0

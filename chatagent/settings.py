@@ -55,6 +55,8 @@ from pydantic_settings import (
 from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import (
     DEFAULT_DEADLINE_S,
+    DEFAULT_EXTRACT_MEMORY_MB,
+    DEFAULT_EXTRACT_TIMEOUT_S,
     DEFAULT_LOAD_TIMEOUT_S,
     DEFAULT_MAX_ANSWER_TOKENS,
     DEFAULT_MAX_RESPONSE_MB,
@@ -131,6 +133,10 @@ class Settings(BaseSettings):
     deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="seconds after which a question is given up")
     max_response_mb: float = Field(DEFAULT_MAX_RESPONSE_MB, gt=0, description="a page, or a file it loads, larger than this many "
                                    "MB is not loaded (the tab says so)")
+    extract_timeout_s: float = Field(DEFAULT_EXTRACT_TIMEOUT_S, gt=0, description="a page taking longer than "
+                                     "this many seconds to read is given up (its visible text is used)")
+    extract_memory_mb: float = Field(DEFAULT_EXTRACT_MEMORY_MB, ge=256, description="a page needing more than this "
+                                     "many MB to read is given up (its visible text is used)")
     max_tabs: int = Field(20, ge=1, description="`chatagent mcp` and the daemon: tabs open at once across "
                           "calls; a call beyond waits its turn")
     max_answer_tokens: int = Field(DEFAULT_MAX_ANSWER_TOKENS, ge=MIN_ANSWER_TOKENS, description="an answer is cut "
