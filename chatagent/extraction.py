@@ -49,7 +49,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trafilatura.metadata import examine_meta, extract_meta_json
 from trafilatura.utils import load_html
 
-from . import pdf
+from . import pdf, pdf_worker
 from .browser.base import PageSnapshot
 from .page_lines import OTHER_TEXT_HEADING, other_text, rendered_lines
 from .page_text import PageText
@@ -462,10 +462,13 @@ def _pages(n: int) -> str:
 
 
 def extract_pdf(snapshot: PageSnapshot) -> Extracted:
-    """A PDF's text layer, page by page (see `chatagent.pdf`)."""
+    """A PDF's text layer, page by page, within its bounds (see `chatagent.pdf_worker`)."""
     notes = list(snapshot.notes)
     try:
-        doc = pdf.read_text(snapshot.pdf)
+        doc = pdf_worker.read_text(snapshot.pdf)
+    except pdf_worker.PdfLimitError as exc:
+        doc = pdf.PdfText()
+        notes.append(f"This PDF could not be read: {exc}")
     except pdf.PdfError as exc:
         doc = pdf.PdfText()
         notes.append(f"This PDF could not be read (it may be damaged, or protected by a password): {exc}.")
@@ -475,11 +478,7 @@ def extract_pdf(snapshot: PageSnapshot) -> Extracted:
             f"This PDF has no text layer ({_pages(doc.page_count)}, scanned or drawn): there is no text to read "
             "here; a screenshot shows its current page."
         )
-    elif len(doc.pages) < doc.page_count:
-        notes.append(
-            f"This PDF has {doc.page_count:,} pages; the text of its first {len(doc.pages):,} was read "
-            f"(the reading stops at {pdf.MAX_PDF_TEXT_CHARS:,} characters or {pdf.MAX_PDF_READ_S:g} s)."
-        )
+    notes += doc.notes
     return Extracted(
         tab_id=snapshot.tab_id,
         url=snapshot.url,
