@@ -62,6 +62,7 @@ class PdfText:
     page_count: int = 0
     title: str = ""
     notes: list[str] = field(default_factory=list)  # what the bounds left out (`pdf_worker`)
+    left_out: set[int] = field(default_factory=set)  # pages (from 0) given up at a bound: their lines are empty
 
     @property
     def pages(self) -> list[str]:
@@ -69,8 +70,9 @@ class PdfText:
 
     @property
     def scanned(self) -> bool:
-        """No page read has a text layer worth the name."""
-        return bool(self.lines) and all(len(p.strip()) < MIN_PAGE_CHARS for p in self.pages)
+        """No page read has a text layer worth the name (a page given up is not one read)."""
+        read = [p for i, p in enumerate(self.pages) if i not in self.left_out]
+        return bool(read) and all(len(p.strip()) < MIN_PAGE_CHARS for p in read)
 
     @cached_property
     def body_size(self) -> float:

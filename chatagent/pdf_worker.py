@@ -188,6 +188,7 @@ def read_text(data: bytes, limits: PdfLimits | None = None) -> PdfText:
                         + ", so its text is left out; the other pages are used."
                     )
                     out.lines.append([])
+                    out.left_out.add(page)
                     page += 1
                 break
         except (KeyError, TypeError, ValueError) as exc:  # a message that is not what the child says
