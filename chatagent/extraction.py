@@ -571,7 +571,10 @@ _EXTRACTING = threading.Lock()
 
 
 def extract_in_process(snapshot: PageSnapshot) -> Extracted:
-    """`extract_snapshot` on a thread of this process: one at a time."""
+    """`extract_snapshot` on a thread of this process: one at a time, but for
+    PDFs, which wait on a process of their own (`pdf_worker`) and hold no lock."""
+    if snapshot.pdf:
+        return extract_pdf(snapshot)
     with _EXTRACTING:
         return extract_snapshot(snapshot)
 

@@ -179,3 +179,27 @@ def test_a_reader_that_answers_out_of_turn_is_not_believed(monkeypatch: pytest.M
     monkeypatch.setattr(pdf_worker._Worker, "next", lambda self, timeout: {"pages": "many"})
     with pytest.raises(pdf.PdfError, match="answered wrongly"):
         pdf_worker.read_text(json.dumps({}).encode())
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads its children from /proc")
+@pytest.mark.asyncio
+async def test_a_slow_pdf_does_not_hold_a_page_extracted_beside_it_in_this_process() -> None:
+    """Extraction in this process takes turns (trafilatura is not thread-safe),
+    but a PDF waits on its own reader, not in that line."""
+    from chatagent.browser.base import PageSnapshot
+    from chatagent.extraction import Extractor
+
+    extractor = Extractor()  # no pool: this process's threads
+    before = _children()
+    slow = asyncio.create_task(extractor.extract(PageSnapshot(tab_id="1", url="http://x/slow.pdf",
+                                                              pdf=bomb_then_fact(30, FACT))))
+    for _ in range(200):
+        if _children() - before:
+            break
+        await asyncio.sleep(0.05)
+    page = asyncio.create_task(extractor.extract(PageSnapshot(
+        tab_id="2", url="http://x/page", html="<html><body><p>The ferry leaves at noon.</p></body></html>",
+        visible_text="The ferry leaves at noon.")))
+    done, _ = await asyncio.wait({slow, page}, return_when=asyncio.FIRST_COMPLETED)
+    assert done == {page} and "noon" in page.result().text
+    assert FACT in (await slow).text
