@@ -4,7 +4,7 @@ reader's memory or time limit, with a note, and the pages after it and the
 other tabs are still read; a page of any size in points is shown as a bounded
 raster; a search for a text in a PDF of 200,000 page references stops within
 its bounds and is stopped when the call is given up. The PDFs are written here
-(`hostile_pdfs`); the bombs through `chatagent ask`, MCP `read_pages`, and the
+(`chatagent.testing.hostile_pdfs`); the bombs through `chatagent ask`, MCP `read_pages`, and the
 screenshot and scroll tools as pass 2 runs them."""
 
 from __future__ import annotations
@@ -27,10 +27,10 @@ from chatagent.events import Done, Screenshot, ToolResult
 from chatagent.limits import MAX_RENDER_PIXELS, MAX_RENDER_SIDE, PDF_MEMORY_MB
 from chatagent.pdf_worker import PdfLimits
 from chatagent.prompts import ESCALATION_MARKER
+from chatagent.testing.hostile_pdfs import bomb_then_fact, huge_page, many_page_references
 from chatagent.testing.scripted_model import Calls, ScriptedChatModel, Text
 
 from conftest import ROOT, Site
-from hostile_pdfs import bomb_then_fact, huge_page, many_page_references
 from test_mcp import server as stdio_server
 
 in_session = pytest.mark.asyncio(loop_scope="session")  # Playwright objects live on the session loop
