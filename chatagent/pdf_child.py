@@ -64,7 +64,9 @@ def _read(doc: Any, request: dict[str, Any], say: Callable[..., None]) -> None:
 
 def main() -> None:
     _die_with_parent()
-    inp, out = sys.stdin.buffer, sys.stdout.buffer
+    # The answers go out on a descriptor of their own: whatever a library prints is not one of them.
+    inp, out = sys.stdin.buffer, os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
 
     def say(**msg: Any) -> None:
         out.write(json.dumps(msg, ensure_ascii=False).encode() + b"\n")
@@ -86,7 +88,7 @@ def main() -> None:
         elif op == "count":
             say(pages=len(doc))
         elif op == "text":
-            say(text=pdf.page_text(doc, int(request["index"])))
+            say(text=pdf.page_text(doc, int(request["index"]))[: pdf.MAX_PDF_TEXT_CHARS])
         elif op == "render":
             say(png=base64.b64encode(pdf.render_page(doc, int(request["index"]))).decode())
         elif op == "find":
