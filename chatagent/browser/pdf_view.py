@@ -5,7 +5,9 @@ read and which headless Chromium does not scroll. So the document is fetched
 once (in the tab's browser context: same cookies), extraction reads its text
 (`chatagent.pdf`), and the browser tools work on pages: scrolling moves from
 page to page and returns the page's text, and a screenshot is the current
-page rendered by PDFium, which is how a scanned PDF can still be read.
+page rendered by PDFium, which is how a scanned PDF can still be read. Each
+of these runs in a PDF reader process (`chatagent.pdf_worker`), bounded in
+time and memory and killed when the tool call is given up.
 """
 
 from __future__ import annotations
