@@ -99,8 +99,10 @@ class _Worker:
             if left <= 0 or not select.select([fd], [], [], left)[0]:
                 raise TimeoutError
             chunk = os.read(fd, 1 << 20)
-            if not chunk or len(self._buf) + len(chunk) > MAX_MESSAGE_BYTES:
+            if not chunk:
                 raise _Died(self._why_ended())
+            if len(self._buf) + len(chunk) > MAX_MESSAGE_BYTES:
+                raise _Died(f"its answer passed {MAX_MESSAGE_BYTES >> 20} MB")
             self._buf += chunk
         line = bytes(self._buf[:end])
         del self._buf[:end + 1]
@@ -122,7 +124,9 @@ class _Worker:
             code = self._proc.wait(timeout=1.0)
         except subprocess.TimeoutExpired:
             return "it stopped answering"
-        return "memory" if code == -signal.SIGABRT else f"PDFium stopped (exit status {code})"
+        if code == -signal.SIGABRT:  # how PDFium ends when an allocation fails at the cap
+            return "memory"
+        return "PDFium crashed on it" if code in (-signal.SIGSEGV, -signal.SIGBUS) else f"PDFium stopped (exit status {code})"
 
     def stop(self) -> None:
         with self._lock:
