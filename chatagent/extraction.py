@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from trafilatura.metadata import examine_meta, extract_meta_json
 from trafilatura.utils import load_html
 
-from . import pdf
+from . import pdf, pdf_worker
 from .browser.base import PageSnapshot
 from .extraction_pool import ExtractionLimit, ExtractionPool, PoolBroken
 from .page_lines import OTHER_TEXT_HEADING, other_text, rendered_lines
@@ -455,10 +455,13 @@ def _pages(n: int) -> str:
 
 
 def extract_pdf(snapshot: PageSnapshot) -> Extracted:
-    """A PDF's text layer, page by page (see `chatagent.pdf`)."""
+    """A PDF's text layer, page by page, within its bounds (see `chatagent.pdf_worker`)."""
     notes = list(snapshot.notes)
     try:
-        doc = pdf.read_text(snapshot.pdf)
+        doc = pdf_worker.read_text(snapshot.pdf)
+    except pdf_worker.PdfLimitError as exc:
+        doc = pdf.PdfText()
+        notes.append(f"This PDF could not be read: {exc}")
     except pdf.PdfError as exc:
         doc = pdf.PdfText()
         notes.append(f"This PDF could not be read (it may be damaged, or protected by a password): {exc}.")
@@ -468,11 +471,7 @@ def extract_pdf(snapshot: PageSnapshot) -> Extracted:
             f"This PDF has no text layer ({_pages(doc.page_count)}, scanned or drawn): there is no text to read "
             "here; a screenshot shows its current page."
         )
-    elif len(doc.pages) < doc.page_count:
-        notes.append(
-            f"This PDF has {doc.page_count:,} pages; the text of its first {len(doc.pages):,} was read "
-            f"(the reading stops at {pdf.MAX_PDF_TEXT_CHARS:,} characters or {pdf.MAX_PDF_READ_S:g} s)."
-        )
+    notes += doc.notes
     return Extracted(
         tab_id=snapshot.tab_id,
         url=snapshot.url,
@@ -565,7 +564,10 @@ _EXTRACTING = threading.Lock()
 
 
 def extract_in_process(snapshot: PageSnapshot) -> Extracted:
-    """`extract_snapshot` on a thread of this process: one at a time."""
+    """`extract_snapshot` on a thread of this process: one at a time, but for
+    PDFs, which wait on a process of their own (`pdf_worker`) and hold no lock."""
+    if snapshot.pdf:
+        return extract_pdf(snapshot)
     with _EXTRACTING:
         return extract_snapshot(snapshot)
 
