@@ -35,7 +35,7 @@ from ..limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_RESPONSE_MB
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .frames import FrameReader
-from .localfiles import LocalFiles, is_local
+from .localfiles import LocalFiles, LocalFileTooLarge, is_local
 from .pdf_view import PdfView
 from .slots import TabSlots, Waiting
 from .targets import normalize_target
@@ -518,7 +518,7 @@ class PlaywrightBrowser(Browser):
         self._spare_page = spare_page  # made ahead: its first tab opens in it
         self._max_response_mb = max_response_mb
         self._next_id = 1
-        self._files = LocalFiles()
+        self._files = LocalFiles(None if max_response_mb is None else int(max_response_mb * 1_000_000))
         # One Tab per page, whoever asks: its id and its turn lock (tools take
         # turns on it) must be the same for every conversation and listing.
         self._adopted: dict[Page, PlaywrightTab] = {}
@@ -709,6 +709,10 @@ class PlaywrightBrowser(Browser):
             url = normalize_target(target)
             # Never file:// in the browser: a local page could then show any other local file.
             address = self._files.serve(url) if is_local(url) else url
+        except LocalFileTooLarge:  # known before it is read: no page is opened for it
+            assert self._max_response_mb is not None
+            return TabFailure(tab_id=tab_id, url=target, code="too_large",
+                              message=_Over(self._max_response_mb, document=True).not_loaded(url))
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
         creating = asyncio.ensure_future(self._make_page(share))
