@@ -99,6 +99,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(size))
             self.send_header("Cache-Control", "no-store")  # a re-read sees the file as it is now
+            # Served from loopback, the page would be as local as Ollama or the MCP server, which trust
+            # loopback pages: declared public, the browser keeps it off local addresses (`network_scope`).
+            self.send_header("Content-Security-Policy", "treat-as-public-address")
             self.end_headers()
             limit = self.server.max_bytes
             if limit is not None and size > limit:

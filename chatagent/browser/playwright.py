@@ -36,6 +36,7 @@ from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, Tab
 from .discovery import find_browser
 from .frames import FrameReader
 from .localfiles import LocalFiles, LocalFileTooLarge, is_local
+from .network_scope import NetworkScope, is_local_url
 from .pdf_view import PdfView
 from .slots import TabSlots, Waiting
 from .targets import normalize_target
@@ -270,12 +271,13 @@ class PlaywrightTab(Tab):
         self, tab_id: str, page: Page, notes: list[str] | None = None, *,
         local_files: frozenset[str] = frozenset(), display_url: Callable[[str], str] = str,
         status: tuple[int, str] | None = None, close_popups: bool = True, pdf: bool = False,
-        sizes: _ResponseSizes | None = None, load_s: float = 0.0,
+        sizes: _ResponseSizes | None = None, load_s: float = 0.0, scope: NetworkScope | None = None,
     ) -> None:
         self.tab_id = tab_id
         self.page = page
         self._load_s = load_s  # how long its page took to load here (0: loaded elsewhere, a user's tab)
         self._sizes = sizes  # counts its responses' bytes; one too large closes the page
+        self._scope = scope  # keeps its page off local addresses; says what it blocked
         self._load_notes = list(notes or [])
         self._once_notes: list[str] = []  # said with the next snapshot only
         self.crashed = False
@@ -320,6 +322,10 @@ class PlaywrightTab(Tab):
         if self.page.is_closed():
             return f"{self.name} was closed."
         return None
+
+    def _scope_notes(self) -> list[str]:
+        note = self._scope.note() if self._scope is not None else None
+        return [note] if note else []
 
     def _unnamed_local_file(self) -> str | None:
         """A local file this tab shows (as the page or in a frame) that the user did not name."""
@@ -384,7 +390,7 @@ class PlaywrightTab(Tab):
         self._check_readable("reading it is")
         if not data.get("same") and await self._is_pdf_viewer(data):
             return await self._pdf_snapshot()
-        notes = [*self._load_notes, *self._once_notes]
+        notes = [*self._load_notes, *self._once_notes, *self._scope_notes()]
         self._once_notes.clear()
         if data.get("same") and self._last:
             return self._last[2].model_copy(update={"notes": notes})
@@ -441,7 +447,7 @@ class PlaywrightTab(Tab):
         if view is None:
             view = self._pdf = await PdfView.fetch(self.page.context, self.page.url, self.name)
             self._pdf_loaded = False
-        notes = [*self._load_notes, *self._once_notes]
+        notes = [*self._load_notes, *self._once_notes, *self._scope_notes()]
         self._once_notes.clear()
         return view.snapshot(self.tab_id, self._display_url(self.page.url), "", notes)
 
@@ -775,6 +781,8 @@ class PlaywrightBrowser(Browser):
         notes: list[str] = []
         loaded = True
         sizes: _ResponseSizes | None = None
+        # A page the user named on their own machine or network is theirs (`network_scope`); any other is kept off it.
+        scoping = None if is_local_url(url) else asyncio.ensure_future(NetworkScope.watch(page, address))
         if self._max_response_mb is None:
             await page.add_init_script(_SETTLE_INIT_JS)
         else:
@@ -783,6 +791,7 @@ class PlaywrightBrowser(Browser):
                 # One too large closes the page now, loading or loaded: the bytes stop coming.
                 _ResponseSizes.watch(page, self._max_response_mb, lambda: self._close_soon(page)),
             )
+        scope = await scoping if scoping is not None else None
 
         def too_large() -> TabFailure | None:
             if sizes is None or sizes.over is None:
@@ -809,6 +818,8 @@ class PlaywrightBrowser(Browser):
                 if failure := too_large():  # closed for it, which failed the navigation
                     return failure
                 await _close_page(page)
+                if scope is not None and scope.blocked:  # redirected to a local address
+                    return TabFailure(tab_id=tab_id, url=url, code="local_address", message=scope.refused(url))
                 msg = _short(exc)
                 code = "download" if "Download is starting" in msg else "unreachable"
                 if code == "download":
@@ -837,7 +848,7 @@ class PlaywrightBrowser(Browser):
         # script hung while it was parsed must not be waited for five times the timeout.
         load_s = asyncio.get_running_loop().time() - started if loaded else 0.0
         return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf,
-                             sizes=sizes, load_s=load_s)
+                             sizes=sizes, load_s=load_s, scope=scope)
 
     async def _new_page(self) -> Page:
         """A page for a tab about to open: the one made ahead, if it is still there."""
