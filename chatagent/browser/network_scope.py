@@ -15,11 +15,12 @@ Two layers, both in the browser, neither on the path of an ordinary request:
   local file chatagent serves from loopback is declared public by its server
   (`localfiles`: `Content-Security-Policy: treat-as-public-address`), so the
   same checks hold for it.
-- Those checks leave navigations alone (the page moving itself, or a
-  redirect, to `http://127.0.0.1:11434/api/tags` would be read like any
-  page). Document requests alone are paused (`Fetch` with a resource-type
-  pattern: subresources never are), and one to a local address other than
-  the tab's own is answered 204 No Content, which leaves the page as it was.
+- Those checks leave the page's own navigations alone (the page moving
+  itself, or a redirect, to `http://127.0.0.1:11434/api/tags` would be read
+  like any page; a frame's are checked). Document requests alone are paused
+  (`Fetch` with a resource-type pattern: subresources never are), and one of
+  the main frame to a local address other than the tab's own is answered
+  204 No Content, which leaves the page as it was.
 
 A tab the user named at a local address (their own dev server, a page on
 their network) is theirs: it is not scoped here, and loads as it would in
@@ -92,21 +93,33 @@ class NetworkScope:
         self._own = _origin(own)
         self.blocked: list[str] = []  # host:port of each refused request, first time each
         self._session: Any = None
+        self._main_frame: str | None = None  # its CDP frame id, once known
         self._replies: set[asyncio.Future[Any]] = set()
 
     @classmethod
     async def watch(cls, page: Page, own: str) -> "NetworkScope":
+        """Never fails: a page closed meanwhile needs no scope, and a browser that will not
+        pause navigations for us (not Chromium's CDP) still has its own checks."""
         scope = cls(own)
         page.on("requestfailed", scope._failed)
-        session = scope._session = await page.context.new_cdp_session(page)
-        session.on("Fetch.requestPaused", scope._paused)
-        # Documents only: a page's subresources never wait on us.
-        await session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document"}]})
+        try:
+            session = scope._session = await page.context.new_cdp_session(page)
+            session.on("Fetch.requestPaused", scope._paused)
+            # Documents only: a page's subresources never wait on us. A page's main frame has its target's id.
+            info, _ = await asyncio.gather(
+                session.send("Target.getTargetInfo"),
+                session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document"}]}))
+            scope._main_frame = info["targetInfo"]["targetId"]
+        except PlaywrightError as exc:
+            if not page.is_closed():
+                log.warning("navigations of %s are not checked for local addresses: %s", page.url, exc)
         return scope
 
     def _paused(self, event: dict[str, Any]) -> None:
         url = event.get("request", {}).get("url", "")
-        if is_local_url(url) and _origin(url) != self._own:
+        # Frames are the browser's to check (by address); the page's own navigations are not.
+        top = self._main_frame is None or event.get("frameId") == self._main_frame
+        if top and is_local_url(url) and _origin(url) != self._own:
             self._record(url)
             # No content: the navigation ends where it began, and the page stays readable.
             reply = self._session.send("Fetch.fulfillRequest", {
