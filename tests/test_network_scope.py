@@ -113,6 +113,7 @@ setTimeout(() => {{ location.href = 'http://127.0.0.1:{port}/api/tags'; }}, 50);
 </script></body></html>"""
 
 
+@pytest.mark.e2e
 def test_a_hostile_saved_page_reaches_no_local_service_and_is_still_read(tmp_path: Path) -> None:
     """`chatagent ask` on a saved page: served from loopback, but no more local for that."""
     with local_service() as (port, received):

@@ -31,6 +31,7 @@ def _private_and_whole(config: Path, planted: str = "") -> None:
 
 
 @pytest.mark.parametrize("link", ["symlink", "hardlink"])
+@pytest.mark.e2e
 def test_a_link_planted_where_config_set_wrote_its_temporary_file_is_not_written_through(
     tmp_path: Path, link: str,
 ) -> None:
@@ -76,6 +77,7 @@ def _refused(proc: object, where: Path, why: str) -> None:
     assert "Traceback" not in err
 
 
+@pytest.mark.e2e
 def test_a_settings_folder_other_users_can_write_is_refused_saying_why(tmp_path: Path) -> None:
     open_folder = tmp_path / "shared"
     open_folder.mkdir()
@@ -97,6 +99,7 @@ def test_a_settings_folder_other_users_can_write_is_refused_saying_why(tmp_path:
     _private_and_whole(sticky / "config.toml")
 
 
+@pytest.mark.e2e
 def test_a_settings_file_its_group_can_write_is_refused_and_kept_as_it_was(tmp_path: Path) -> None:
     folder = tmp_path / "settings"
     folder.mkdir(mode=0o700)
@@ -108,6 +111,7 @@ def test_a_settings_file_its_group_can_write_is_refused_and_kept_as_it_was(tmp_p
 
 
 @pytest.mark.skipif(not hasattr(os, "geteuid") or os.geteuid() != 0, reason="giving a folder to another user needs root")
+@pytest.mark.e2e
 def test_a_settings_folder_of_another_user_is_refused(tmp_path: Path) -> None:
     theirs = tmp_path / "theirs"
     theirs.mkdir(mode=0o755)
