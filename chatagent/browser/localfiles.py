@@ -104,9 +104,11 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Security-Policy", "treat-as-public-address")
             self.end_headers()
             limit = self.server.max_bytes
+            if not body:
+                return
             if limit is not None and size > limit:
                 self._wait_for_hang_up()  # the length said is over the browser's bound: it hangs up
-            elif body:
+            else:
                 self._copy(f, size)
 
     def _copy(self, f: BinaryIO, size: int) -> None:
