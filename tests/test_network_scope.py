@@ -207,3 +207,29 @@ async def test_a_hostile_web_page_reaches_no_local_service_and_a_named_local_pag
 ])
 def test_what_counts_as_this_machine_or_its_network(host: str, local: bool) -> None:
     assert is_local_host(host) is local
+
+
+@pytest.mark.asyncio(loop_scope="session")
+async def test_a_saved_page_reloaded_after_a_crash_is_kept_off_local_services(tmp_path: Path) -> None:
+    """Its renderer crashed, the tab opens its page again in a new one: the same scope holds there."""
+    import asyncio
+
+    from test_faults import _crash
+
+    with local_service() as (port, received):
+        page = tmp_path / "recipes.html"
+        page.write_text(hostile_page(port))
+        browser = await PlaywrightBrowser.launch()
+        try:
+            (tab,) = await browser.open_tabs([str(page)])
+            assert isinstance(tab, PlaywrightTab), tab
+            await tab.snapshot()
+            await _crash(tab)
+            snap = await tab.snapshot()
+            await asyncio.sleep(1.0)  # the page navigates itself 50 ms after it runs: give it the time
+            again = await tab.snapshot()
+        finally:
+            await browser.close()
+    assert received == [], f"the local service was sent {_lines(received)}"
+    assert "had crashed; reloaded it" in " ".join(snap.notes)
+    assert FACT in again.visible_text and SECRET not in again.visible_text

@@ -92,40 +92,43 @@ class NetworkScope:
     def __init__(self, own: str) -> None:
         self._own = _origin(own)
         self.blocked: list[str] = []  # host:port of each refused request, first time each
-        self._session: Any = None
         self._main_frame: str | None = None  # its CDP frame id, once known
         self._replies: set[asyncio.Future[Any]] = set()
 
     @classmethod
     async def watch(cls, page: Page, own: str) -> "NetworkScope":
-        """Never fails: a page closed meanwhile needs no scope, and a browser that will not
-        pause navigations for us (not Chromium's CDP) still has its own checks."""
         scope = cls(own)
-        page.on("requestfailed", scope._failed)
+        await scope.attach(page)
+        return scope
+
+    async def attach(self, page: Page) -> None:
+        """Keep `page` in this scope: the tab's first page, or the one that replaced it
+        (a crashed page reloaded). Never fails: a page closed meanwhile needs no scope,
+        and a browser that will not pause navigations for us still has its own checks."""
+        page.on("requestfailed", self._failed)
         try:
-            session = scope._session = await page.context.new_cdp_session(page)
-            session.on("Fetch.requestPaused", scope._paused)
+            session = await page.context.new_cdp_session(page)
+            session.on("Fetch.requestPaused", lambda event: self._paused(session, event))
             # Documents only: a page's subresources never wait on us. A page's main frame has its target's id.
             info, _ = await asyncio.gather(
                 session.send("Target.getTargetInfo"),
                 session.send("Fetch.enable", {"patterns": [{"urlPattern": "*", "resourceType": "Document"}]}))
-            scope._main_frame = info["targetInfo"]["targetId"]
+            self._main_frame = info["targetInfo"]["targetId"]
         except PlaywrightError as exc:
             if not page.is_closed():
                 log.warning("navigations of %s are not checked for local addresses: %s", page.url, exc)
-        return scope
 
-    def _paused(self, event: dict[str, Any]) -> None:
+    def _paused(self, session: Any, event: dict[str, Any]) -> None:
         url = event.get("request", {}).get("url", "")
         # Frames are the browser's to check (by address); the page's own navigations are not.
         top = self._main_frame is None or event.get("frameId") == self._main_frame
         if top and is_local_url(url) and _origin(url) != self._own:
             self._record(url)
             # No content: the navigation ends where it began, and the page stays readable.
-            reply = self._session.send("Fetch.fulfillRequest", {
+            reply = session.send("Fetch.fulfillRequest", {
                 "requestId": event["requestId"], "responseCode": 204, "responseHeaders": []})
         else:
-            reply = self._session.send("Fetch.continueRequest", {"requestId": event["requestId"]})
+            reply = session.send("Fetch.continueRequest", {"requestId": event["requestId"]})
         task = asyncio.ensure_future(reply)
         self._replies.add(task)
         task.add_done_callback(self._replied)

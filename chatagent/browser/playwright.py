@@ -359,6 +359,8 @@ class PlaywrightTab(Tab):
         self.page, self.crashed, self._last = page, False, None
         self._status = None  # `_on_response` sets it from the reload
         self._watch(page)
+        if self._scope is not None:
+            await self._scope.attach(page)
         try:
             await page.goto(url, wait_until="load", timeout=DEFAULT_LOAD_TIMEOUT_S * 1000)
         except PlaywrightTimeout:
