@@ -47,6 +47,8 @@ _LOCAL_SUFFIXES = (".localhost", ".local", ".home.arpa", ".internal")
 # Chromium's word for a request its Local Network Access checks refused.
 _LNA_BLOCKED = "ERR_BLOCKED_BY_LOCAL_NETWORK_ACCESS_CHECKS"
 _SHOWN = 3  # addresses a note names; the rest are counted
+# Addresses kept per page: a page scanning every port of loopback costs no more than this.
+_KEPT = 1000
 
 
 def is_local_host(host: str) -> bool:
@@ -91,7 +93,8 @@ class NetworkScope:
 
     def __init__(self, own: str) -> None:
         self._own = _origin(own)
-        self.blocked: list[str] = []  # host:port of each refused request, first time each
+        self._blocked: dict[str, None] = {}  # host:port of each refused request, in order, `_KEPT` at most
+        self._more = False  # more addresses than that were refused
         self._main_frame: str | None = None  # its CDP frame id, once known
         self._replies: set[asyncio.Future[Any]] = set()
 
@@ -144,22 +147,32 @@ class NetworkScope:
 
     def _record(self, url: str) -> None:
         where = _where(url)
+        if where in self._blocked:
+            return
+        if len(self._blocked) >= _KEPT:
+            self._more = True
+            return
         log.info("blocked a page's request to %s (on this machine or its network)", where)
-        if where not in self.blocked:
-            self.blocked.append(where)
+        self._blocked[where] = None
+
+    @property
+    def blocked(self) -> list[str]:
+        """The addresses refused so far (host:port), first first."""
+        return list(self._blocked)
 
     def refused(self, url: str) -> str:
         """Why the page at `url` was not loaded: it led to a local address."""
-        return (f"{url} led to {self.blocked[0]}, on this machine or its local network; chatagent does not follow "
+        return (f"{url} led to {next(iter(self._blocked), 'a local address')}, on this machine or its local network; chatagent does not follow "
                 "a page there (it may not reach local services). To read that address, name it yourself.")
 
     def note(self) -> str | None:
         """What was blocked, in words for the user; None if nothing was."""
-        if not self.blocked:
+        if not self._blocked:
             return None
-        shown = ", ".join(self.blocked[:_SHOWN])
-        more = len(self.blocked) - _SHOWN
+        addresses = self.blocked
+        shown = ", ".join(addresses[:_SHOWN])
+        more = len(addresses) - _SHOWN
         if more > 0:
-            shown += f" and {more} more"
+            shown += f" and {more}{'+' if self._more else ''} more"
         return (f"The page tried to reach {shown}, on this machine or its local network; chatagent blocked it "
                 "(a page it opens may not reach local services). To read a local address, name it yourself.")
