@@ -25,7 +25,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -636,19 +635,23 @@ def check_value(key: str, value: str) -> Any:
 
 
 def _write_private(path: Path, text: str) -> None:
-    """`text` in `path`, 0600. A folder made for it is 0700, and chatagent's
-    own folder (`config_dir`), if it was left open to others, is closed to them
-    (a folder CHATAGENT_CONFIG names is the user's to choose: left as it is)."""
+    """`text` in `path`, 0600 (`private_file.write_private`: no link planted where it
+    writes is followed). A folder made for it is 0700, and chatagent's own folder
+    (`config_dir`), if it was left open to others, is closed to them (a folder
+    CHATAGENT_CONFIG names is the user's to choose: left as it is, and refused
+    if another user could replace what is written there)."""
+    from .private_file import NotPrivate, write_private
+
     make_private_dirs(path.parent)
     if path.parent.resolve() == config_dir().resolve():
         tighten_dir(path.parent)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, stat.S_IRUSR | stat.S_IWUSR)  # whatever the umask
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        write_private(path, text)
+    except NotPrivate as exc:
+        raise ConfigError(
+            f"The settings {exc.what} {exc.path} {exc.why}, so they could read or replace the keys written there: "
+            f"nothing was written. Make it yours alone (chown it to yourself, `chmod go-w {exc.path}`), or keep "
+            f"the settings elsewhere with CHATAGENT_CONFIG=FILE in a folder of your own."
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"The settings file {path} could not be written ({exc}); it is as it was.") from None
