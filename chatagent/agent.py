@@ -333,7 +333,7 @@ class ChatAgent:
 
         first = True
         stream = stream_reply(start, self.retry, tools_bound=pass_ == 2, classify=self.model.classify,
-                              on_retry=on_retry)
+                              on_retry=on_retry, on_cut=lambda why: emit(Note(text=why)))
         try:
             async for chunk in stream:
                 if first:
@@ -405,17 +405,20 @@ class ChatAgent:
                 return self._finish([*messages[turn_start:], stop], 2, ctx, emit, run, stop_reason="input_budget")
             run.sent_tokens += need
             parts: list[str] = []
-            reply: AIMessageChunk | None = None
+            chunks: list[AIMessageChunk] = []
             stream = self._stream(model, messages, emit, pass_=2, turn=turn)
             try:
                 async for chunk in stream:
                     run.add_usage(chunk)
-                    reply = chunk if reply is None else reply + chunk
+                    chunks.append(chunk)
                     self._emit_text(chunk.text, parts, emit, run)
                     if self._cut(run, emit):
                         break
             finally:
                 await stream.aclose()
+            # Joined once at the end: adding chunk to chunk remakes the message (its calls'
+            # arguments parsed again) each time, which is quadratic in the chunks.
+            reply = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0] if chunks else None
             if self.model.provider.metered and reply is not None and not reply.usage_metadata:
                 calls = "".join(c["name"] + json.dumps(c["args"]) for c in reply.tool_calls)
                 await run.count_usage(self.model, messages, str(reply.text) + calls)

@@ -28,3 +28,11 @@ INPUT_BUDGET_FACTOR = 8.0
 DEFAULT_LOAD_TIMEOUT_S = 15.0  # seconds a tab waits for its page to load (`browser.playwright`)
 DEFAULT_MAX_RESPONSE_MB = 50.0  # a page, or a file it loads, larger than this is not loaded (`browser.playwright`)
 DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds the side panel's tab waits for the extension to run one tool
+# One model reply, as it streams (`reply_bounds`, `models.http_bounds`): what a model
+# server, broken or hostile, can make the process hold. A page's text asks for one or
+# two calls a turn; a question runs at most the agent's 24.
+MAX_REPLY_TOOL_CALLS = 32  # calls beyond these in one reply are ignored, and a note says so
+MAX_REPLY_TOOL_ARGS_BYTES = 64_000  # all of a reply's tool-call arguments together
+# Chunks that carry nothing (no text, no tool call, no usage, no finish reason): a
+# reasoning model's hidden thoughts come as these, so generous; each is kept by the client.
+MAX_EMPTY_CHUNKS = 20_000
