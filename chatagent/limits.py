@@ -36,3 +36,7 @@ MAX_REPLY_TOOL_ARGS_BYTES = 64_000  # all of a reply's tool-call arguments toget
 # Chunks that carry nothing (no text, no tool call, no usage, no finish reason): a
 # reasoning model's hidden thoughts come as these, so generous; each is kept by the client.
 MAX_EMPTY_CHUNKS = 20_000
+MAX_MODEL_RESPONSE_BYTES = 32_000_000  # one streamed response from a model server, on the wire
+# A question past its deadline is cancelled; a task that has not ended this long after
+# (a library that loses the cancellation) is abandoned and its model connections closed.
+CANCEL_GRACE_S = 1.0

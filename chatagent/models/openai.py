@@ -58,6 +58,8 @@ class OpenAIProvider(Provider):
             raise ModelConfigError(
                 f"{self.prefixes[0]}* models need the optional extra: pip install 'chatagent[openai]'"
             ) from exc
+        from .http_bounds import bounded_client
+
         return ChatOpenAI(
             model=self.served_name(model),  # never empty: `matches` wants a name after the prefix
             base_url=self.endpoint(settings),
@@ -65,6 +67,10 @@ class OpenAIProvider(Provider):
             # Usage in the stream where the server allows it; where it sends none, the agent counts.
             streaming=True, stream_usage=True,
             max_retries=0,  # chatagent.retry retries, visibly and within bounds
+            # chatagent.retry times stalls itself: the client's per-chunk timer (an asyncio.wait_for)
+            # can lose the cancellation of a question past its deadline on Python 3.11.
+            stream_chunk_timeout=None,
+            http_async_client=bounded_client(),  # what a server's reply may make us hold (`http_bounds`)
         )
 
     def served_name(self, model: str) -> str:
