@@ -40,3 +40,4 @@ MAX_MODEL_RESPONSE_BYTES = 32_000_000  # one streamed response from a model serv
 # A question past its deadline is cancelled; a task that has not ended this long after
 # (a library that loses the cancellation) is abandoned and its model connections closed.
 CANCEL_GRACE_S = 1.0
+TOKENIZE_TIMEOUT_S = 5.0  # a server's /tokenize answer, in all (not per read)
