@@ -358,7 +358,9 @@ class ChatAgent:
 
         first = True
         stream = stream_reply(start, self.retry, tools_bound=pass_ == 2, classify=self.model.classify,
-                              on_retry=on_retry, on_cut=lambda why: emit(Note(text=why)))
+                              on_retry=on_retry,
+                              # Pass 1 runs no calls: there, a reply of calls alone is an error of its own.
+                              on_cut=(lambda why: emit(Note(text=why))) if pass_ == 2 else None)
         try:
             async for chunk in stream:
                 if first:
