@@ -9,7 +9,6 @@ import json
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from typing import Any
