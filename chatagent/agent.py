@@ -4,11 +4,11 @@ could not answer from the text, binds the three browser tools."""
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
-from contextlib import suppress
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -21,6 +21,7 @@ from .browser.base import Tab, TabFailure
 from .cache import AnswerCache, CachedAnswer
 from .citations import resolve
 from .context import ContextBuilder, PageContext, TabContext
+from .deadline import QUESTION_CONNECTIONS, Connections, stop as stop_task
 from .errors import ChatAgentError, ContextOverflowError, ModelError
 from .escalation import EscalationGate, looks_unanswerable
 from .events import (
@@ -156,22 +157,50 @@ class ChatAgent:
         self.history.labels.assign(self.tabs)
         self._runner = ToolRunner({t.label: t for t in self.tabs if isinstance(t, Tab)}, self.builder)
         self._task: asyncio.Task[None] | None = None
+        self._abandoned: set[asyncio.Task[None]] = set()  # questions past their deadline that ran on (`deadline`)
 
     async def ask(self, question: str, *, selection: Selection | None = None) -> AsyncIterator[Event]:
         """`selection`: text the person selected in one of the tabs, which the question is about."""
         queue: asyncio.Queue[Event] = asyncio.Queue()
-        self._task = task = asyncio.create_task(self._guarded(question, queue.put_nowait, selection))
+        # The question's own task, with its own model connections (closed if it must be abandoned).
+        connections = Connections()
+        context = contextvars.copy_context()
+        context.run(QUESTION_CONNECTIONS.set, connections)
+        self._task = task = asyncio.create_task(self._guarded(question, queue.put_nowait, selection), context=context)
+        loop = asyncio.get_running_loop()
+        # The deadline is kept here, outside the question's task, by a timer of its own: the
+        # libraries the task runs in may lose its cancellation (`deadline`).
+        ends_at = loop.time() + self.deadline_s if self.deadline_s else None
         try:
             while True:
-                event = await queue.get()
+                try:
+                    async with asyncio.timeout_at(ends_at):
+                        event = await queue.get()
+                except TimeoutError:
+                    break
                 yield event
                 if event.type in ("done", "error"):
                     return
+            await self._stop(task, connections)
+            while not queue.empty():  # what it said before it stopped, up to its own end (an `aborted` error)
+                if (event := queue.get_nowait()).type == "error":
+                    break
+                yield event
+                if event.type == "done":  # answered as the time ran out
+                    return
+            stopped = f"No complete answer within {self.deadline_s:g} s, so I stopped."
+            yield ErrorEvent(code="deadline", message=f"{stopped} Ask again, or allow more time with --deadline.",
+                             reason=stopped, setting="deadline")
         finally:
-            if not task.done():
-                task.cancel()
-                with suppress(asyncio.CancelledError):
-                    await task
+            if not task.done() and task not in self._abandoned:
+                await self._stop(task, connections)
+
+    async def _stop(self, task: asyncio.Task[None], connections: Connections) -> None:
+        """Cancel the question's task; if it runs on regardless, close its model connections and leave it."""
+        if not await stop_task(task):
+            self._abandoned.add(task)  # held until it ends: a task nobody references may be collected mid-run
+            task.add_done_callback(self._abandoned.discard)
+            await connections.close_all()
 
     def cancel(self) -> None:
         if self._task and not self._task.done():
@@ -179,12 +208,7 @@ class ChatAgent:
 
     async def _guarded(self, question: str, emit: Emit, selection: Selection | None = None) -> None:
         try:
-            async with asyncio.timeout(self.deadline_s):
-                await self._answer(question, emit, _Run(), selection)
-        except TimeoutError:
-            stopped = f"No complete answer within {self.deadline_s:g} s, so I stopped."
-            emit(ErrorEvent(code="deadline", message=f"{stopped} Ask again, or allow more time with --deadline.",
-                            reason=stopped, setting="deadline"))
+            await self._answer(question, emit, _Run(), selection)
         except asyncio.CancelledError:
             emit(ErrorEvent(code="aborted", message="Stopped: the question was cancelled."))
         except ChatAgentError as exc:
@@ -333,7 +357,9 @@ class ChatAgent:
 
         first = True
         stream = stream_reply(start, self.retry, tools_bound=pass_ == 2, classify=self.model.classify,
-                              on_retry=on_retry)
+                              on_retry=on_retry,
+                              # Pass 1 runs no calls: there, a reply of calls alone is an error of its own.
+                              on_cut=(lambda why: emit(Note(text=why))) if pass_ == 2 else None)
         try:
             async for chunk in stream:
                 if first:
@@ -405,17 +431,20 @@ class ChatAgent:
                 return self._finish([*messages[turn_start:], stop], 2, ctx, emit, run, stop_reason="input_budget")
             run.sent_tokens += need
             parts: list[str] = []
-            reply: AIMessageChunk | None = None
+            chunks: list[AIMessageChunk] = []
             stream = self._stream(model, messages, emit, pass_=2, turn=turn)
             try:
                 async for chunk in stream:
                     run.add_usage(chunk)
-                    reply = chunk if reply is None else reply + chunk
+                    chunks.append(chunk)
                     self._emit_text(chunk.text, parts, emit, run)
                     if self._cut(run, emit):
                         break
             finally:
                 await stream.aclose()
+            # Joined once at the end: adding chunk to chunk remakes the message (its calls'
+            # arguments parsed again) each time, which is quadratic in the chunks.
+            reply = chunks[0] + chunks[1:] if len(chunks) > 1 else chunks[0] if chunks else None
             if self.model.provider.metered and reply is not None and not reply.usage_metadata:
                 calls = "".join(c["name"] + json.dumps(c["args"]) for c in reply.tool_calls)
                 await run.count_usage(self.model, messages, str(reply.text) + calls)

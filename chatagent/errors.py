@@ -158,3 +158,13 @@ class ModelUnexpectedToolCallError(ModelError):
     code = "model_unexpected_tool_call"
     advice = "Ask again, or pick another model with --model (a page that tells the model to call tools can cause this)."
     setting = "model"
+
+
+class ModelReplyTooLargeError(ModelError):
+    """A reply passed a bound on what one reply may carry (`reply_bounds`: bytes,
+    tool-call arguments, chunks with nothing in them), and was stopped there; what
+    it asked for is not run. Not retryable: the same request tends to repeat it."""
+
+    code = "model_reply_too_large"
+    advice = "Ask again, or pick another model with --model."
+    setting = "model"

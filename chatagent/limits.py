@@ -48,3 +48,16 @@ MAX_PDF_FIND_PAGES = 5000  # pages a scroll to a text searches
 # whatever its size in points (a 14,400-point page at 1.5 px per point is 21,600 px square).
 MAX_RENDER_PIXELS = 4_000_000
 MAX_RENDER_SIDE = 4000
+# One model reply, as it streams (`reply_bounds`, `models.http_bounds`): what a model
+# server, broken or hostile, can make the process hold. A page's text asks for one or
+# two calls a turn; a question runs at most the agent's 24.
+MAX_REPLY_TOOL_CALLS = 32  # calls beyond these in one reply are ignored, and a note says so
+MAX_REPLY_TOOL_ARGS_BYTES = 64_000  # all of a reply's tool-call arguments together
+# Chunks that carry nothing (no text, no tool call, no usage, no finish reason): a
+# reasoning model's hidden thoughts come as these, so generous; each is kept by the client.
+MAX_EMPTY_CHUNKS = 20_000
+MAX_MODEL_RESPONSE_BYTES = 32_000_000  # one streamed response from a model server, on the wire
+# A question past its deadline is cancelled; a task that has not ended this long after
+# (a library that loses the cancellation) is abandoned and its model connections closed.
+CANCEL_GRACE_S = 1.0
+TOKENIZE_TIMEOUT_S = 5.0  # a server's /tokenize answer, in all (not per read)

@@ -35,11 +35,13 @@ from .errors import (
     ModelMalformedReplyError,
     ModelNotFoundError,
     ModelRateLimitError,
+    ModelReplyTooLargeError,
     ModelStreamInterrupted,
     ModelTimeoutError,
     ModelUnavailableError,
     ModelUnexpectedToolCallError,
 )
+from .reply_bounds import CALLS_CUT_NOTE, ReplyMeter
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,7 @@ async def stream_reply(
     tools_bound: bool,
     classify: Callable[[BaseException], ModelError] | None = None,
     on_retry: OnRetry | None = None,
+    on_cut: Callable[[str], None] | None = None,
 ) -> AsyncIterator[AIMessageChunk]:
     """Yield the chunks of one model reply, retrying transient failures that
     happen before any content arrived. A failure after content was yielded
@@ -78,17 +81,26 @@ async def stream_reply(
     A reply that ends (the stream runs out, not closed early by the caller)
     with nothing usable is a failure too (`_unusable`): blocked, empty, or
     only tool calls when `tools_bound` is false. `classify` reads a failure
-    (the model's provider knows its clients' errors best)."""
+    (the model's provider knows its clients' errors best).
+
+    Each chunk is measured against what one reply may carry (`reply_bounds`):
+    past a bound the reply ends in `ModelReplyTooLargeError`, except for tool
+    calls past their bound, which end the reply before them (`on_cut` hears why)."""
     classify = classify or _classify_default
     waited = 0.0
     for attempt in range(1, policy.attempts + 1):
         seen = _Seen()
+        meter = ReplyMeter()
         cause: BaseException | None = None
         stream = start()
         try:
             wait = policy.first_chunk_s or policy.stall_s
             while (chunk := await _next(stream, wait)) is not None:
                 wait = policy.stall_s
+                if not meter.admit(chunk):
+                    if on_cut:
+                        on_cut(CALLS_CUT_NOTE)
+                    break
                 seen.add(chunk)
                 yield chunk
             err = _unusable(seen, tools_bound)
@@ -97,7 +109,7 @@ async def stream_reply(
         except Exception as exc:  # noqa: BLE001 - classified below, re-raised typed
             err = classify(exc)
             cause = exc if err is not exc else exc.__cause__
-            if seen.shown:
+            if seen.shown and not isinstance(err, ModelReplyTooLargeError):
                 raise ModelStreamInterrupted(
                     f"The model's reply broke off ({err.message}). Ask again to get the whole answer."
                 ) from exc

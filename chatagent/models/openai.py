@@ -16,11 +16,13 @@ model with, and the request is fitted into it."""
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..errors import ModelConfigError
+from ..limits import TOKENIZE_TIMEOUT_S
 from .base import Provider
 
 if TYPE_CHECKING:
@@ -58,6 +60,8 @@ class OpenAIProvider(Provider):
             raise ModelConfigError(
                 f"{self.prefixes[0]}* models need the optional extra: pip install 'chatagent[openai]'"
             ) from exc
+        from .http_bounds import bounded_client
+
         return ChatOpenAI(
             model=self.served_name(model),  # never empty: `matches` wants a name after the prefix
             base_url=self.endpoint(settings),
@@ -65,6 +69,10 @@ class OpenAIProvider(Provider):
             # Usage in the stream where the server allows it; where it sends none, the agent counts.
             streaming=True, stream_usage=True,
             max_retries=0,  # chatagent.retry retries, visibly and within bounds
+            # chatagent.retry times stalls itself: the client's per-chunk timer (an asyncio.wait_for)
+            # can lose the cancellation of a question past its deadline on Python 3.11.
+            stream_chunk_timeout=None,
+            http_async_client=bounded_client(),  # what a server's reply may make us hold (`http_bounds`)
         )
 
     def served_name(self, model: str) -> str:
@@ -145,21 +153,52 @@ class LlamaCppTokenizer:
         import httpx
 
         missing = 0
-        async with httpx.AsyncClient(timeout=10) as http:
+        async with httpx.AsyncClient(timeout=TOKENIZE_TIMEOUT_S) as http:
             for path, field in self.routes:
                 try:
-                    r = await http.post(self.root + path, json={field: text})
-                    tokens = r.json().get("tokens") if r.status_code == 200 else None
+                    status, body = await _bounded_post(http, self.root + path, {field: text}, _tokens_bytes(text))
+                    tokens = json.loads(body).get("tokens") if status == 200 else None
+                except _TokenizeRefused as exc:
+                    # An answer without end (or without bound) would cost more than the count saves:
+                    # cl100k counts for this server from now on.
+                    log.warning("%s%s: %s; counting tokens with cl100k instead", self.root, path, exc)
+                    self.routes = ()
+                    return None
                 except (httpx.HTTPError, ValueError, AttributeError):
                     tokens = None  # busy or down: worth asking again next time
                 else:
-                    missing += r.status_code in (404, 405)
+                    missing += status in (404, 405)
                 if isinstance(tokens, list):
                     self.routes = ((path, field),)
                     return len(tokens)
         if missing == len(self.routes):
             self.routes = ()
         return None
+
+
+class _TokenizeRefused(Exception):
+    """A /tokenize answer that passed its bound in bytes or in time."""
+
+
+def _tokens_bytes(text: str) -> int:
+    """The most bytes an honest answer for `text` takes: at most a token per byte of
+    text, each id at most 8 characters with its separator, and the answer's frame."""
+    return 1024 + 8 * len(text.encode())
+
+
+async def _bounded_post(http: "httpx.AsyncClient", url: str, body: dict[str, str], max_bytes: int) -> tuple[int, bytes]:
+    """POST `body` to `url`: the status and at most `max_bytes` of its answer, read within
+    TOKENIZE_TIMEOUT_S in all (httpx's timeout is per read: a trickle would never end it)."""
+    try:
+        async with asyncio.timeout(TOKENIZE_TIMEOUT_S), http.stream("POST", url, json=body) as response:
+            got = bytearray()
+            async for piece in response.aiter_bytes():
+                got += piece
+                if len(got) > max_bytes:
+                    raise _TokenizeRefused(f"its answer passed {max_bytes:,} bytes")
+            return response.status_code, bytes(got)
+    except TimeoutError:
+        raise _TokenizeRefused(f"its answer took longer than {TOKENIZE_TIMEOUT_S:g} s") from None
 
 
 class LocalServer(OpenAIProvider):

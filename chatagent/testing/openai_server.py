@@ -26,6 +26,7 @@ import asyncio
 import collections
 import json
 import math
+import select
 import socket
 import threading
 import time
@@ -53,6 +54,89 @@ class ChatReply:
     tool_calls: Sequence[ToolCall] = ()
 
 
+class HostileReply:
+    """A reply that writes its own stream, as a broken or hostile server would
+    (`send`: the events after the first, role-only one)."""
+
+    def send(self, handler: _Handler, chunk: Any) -> None:
+        raise NotImplementedError
+
+
+@dataclass(frozen=True)
+class StallReply(HostileReply):
+    """`text`, then nothing for `stall_s` (the connection held open, an SSE
+    comment every `keepalive_s` if set: bytes, but no chunk), then the end."""
+
+    text: str = ""
+    stall_s: float = 600.0
+    keepalive_s: float | None = None
+
+    def send(self, handler: _Handler, chunk: Any) -> None:
+        if self.text:
+            handler.write_event(chunk({"content": self.text}))
+        end = time.monotonic() + self.stall_s
+        while (left := end - time.monotonic()) > 0 and not handler.hung_up(min(left, self.keepalive_s or 0.05)):
+            if self.keepalive_s:
+                handler.write_raw(b": keep-alive\n\n")
+
+
+@dataclass(frozen=True)
+class EmptyChunkFlood(HostileReply):
+    """`chunks` chunks with no content at all (None: until the client hangs up), `per_write`
+    at a time, every `pace_s` (0: as fast as the socket takes them)."""
+
+    chunks: int | None = None
+    per_write: int = 64
+    pace_s: float = 0.0
+
+    def send(self, handler: _Handler, chunk: Any) -> None:
+        empty = f"data: {json.dumps(chunk({'content': ''}))}\n\n".encode() * self.per_write
+        sent = 0
+        while (self.chunks is None or sent < self.chunks) and not handler.gone:
+            handler.write_raw(empty)
+            sent += self.per_write
+            if self.pace_s:
+                time.sleep(self.pace_s)
+
+
+@dataclass(frozen=True)
+class ToolCallFlood(HostileReply):
+    """One reply asking for `calls` tool calls (`scroll_tool`), each in its own chunks, as OpenAI streams them."""
+
+    calls: int = 5000
+    name: str = "scroll_tool"
+
+    def send(self, handler: _Handler, chunk: Any) -> None:
+        for i in range(self.calls):
+            if handler.gone:
+                return
+            handler.write_event(chunk({"tool_calls": [{"index": i, "id": f"call_{i}", "type": "function",
+                                                       "function": {"name": self.name, "arguments": ""}}]}))
+            for piece in ('{"tab_id": ', '"1", "direction": ', '"down"}'):
+                handler.write_event(chunk({"tool_calls": [{"index": i, "function": {"arguments": piece}}]}))
+        handler.write_event(chunk({}, "tool_calls"))
+
+
+@dataclass(frozen=True)
+class HugeArgument(HostileReply):
+    """One tool call whose argument is `mb` MB of text, in pieces of `piece_bytes`."""
+
+    mb: float = 50.0
+    piece_bytes: int = 4096
+    name: str = "scroll_tool"
+
+    def send(self, handler: _Handler, chunk: Any) -> None:
+        handler.write_event(chunk({"tool_calls": [{"index": 0, "id": "call_0", "type": "function",
+                                                   "function": {"name": self.name, "arguments": '{"to_text": "'}}]}))
+        piece = "x" * self.piece_bytes
+        for _ in range(int(self.mb * 1_000_000 / self.piece_bytes)):
+            if handler.gone:
+                return
+            handler.write_event(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+        handler.write_event(chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"}'}}]}))
+        handler.write_event(chunk({}, "tool_calls"))
+
+
 @dataclass
 class Recorded:
     """One request as the server received it."""
@@ -65,6 +149,9 @@ class Recorded:
     prompt_tokens: int = 0  # chat requests: cl100k tokens of the messages' text (images not counted)
     window: int | None = None  # chat requests: the window the model ran with (None: unbounded)
     truncated: bool = False  # chat requests: cut to fit (Ollama, LM Studio), as the server does silently
+    hung_up: bool = False  # a hostile reply, or an endless answer: the client closed the connection before its end
+    sent_bytes: int = 0  # an endless answer: what went out before the client hung up
+    at: float = field(default_factory=time.monotonic)  # when it arrived (time.monotonic)
 
     @property
     def is_chat(self) -> bool:
@@ -126,7 +213,7 @@ class OpenAICompatibleServer:
     owned_by: ClassVar[str] = "organization-owner"
 
     def __init__(self, models: Sequence[str] = ("local",), *, window: int | None = None,
-                 replies: Iterable[ChatReply] = (), default_text: str = "OK", words_per_chunk: int = 3,
+                 replies: Iterable[ChatReply | HostileReply] = (), default_text: str = "OK", words_per_chunk: int = 3,
                  host: str = "127.0.0.1", port: int = 0) -> None:
         self.models = list(models)
         self.window = window
@@ -134,7 +221,7 @@ class OpenAICompatibleServer:
         self.words_per_chunk = words_per_chunk
         self._host, self._port = host, port
         self._lock = threading.Lock()
-        self._queue: collections.deque[ChatReply] = collections.deque(replies)
+        self._queue: collections.deque[ChatReply | HostileReply] = collections.deque(replies)
         self._requests: list[Recorded] = []
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -193,11 +280,11 @@ class OpenAICompatibleServer:
         return f"{self.root}/v1"
 
     # -- scripting and recordings -------------------------------------------------
-    def enqueue(self, *replies: ChatReply) -> None:
+    def enqueue(self, *replies: ChatReply | HostileReply) -> None:
         with self._lock:
             self._queue.extend(replies)
 
-    def _next_reply(self) -> ChatReply:
+    def _next_reply(self) -> ChatReply | HostileReply:
         with self._lock:
             return self._queue.popleft() if self._queue else ChatReply(text=self.default_text)
 
@@ -262,6 +349,9 @@ class OpenAICompatibleServer:
                 return
             rec.truncated = True
         reply = self._next_reply()
+        if isinstance(reply, HostileReply):
+            self._hostile(handler, rec, reply, model)
+            return
         prompt = min(rec.prompt_tokens, rec.window) if rec.window else rec.prompt_tokens
         usage = {"prompt_tokens": prompt, "completion_tokens": max(1, count_tokens(reply.text)),
                  "total_tokens": prompt + max(1, count_tokens(reply.text))}
@@ -293,6 +383,24 @@ class OpenAICompatibleServer:
             events.append({"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
                            "choices": [], "usage": usage})
         handler.send_events(events, rec)
+
+
+    def _hostile(self, handler: _Handler, rec: Recorded, reply: HostileReply, model: str) -> None:
+        ident, created = f"chatcmpl-{uuid.uuid4().hex[:12]}", int(time.time())
+
+        def chunk(delta: dict[str, Any], finish_reason: str | None = None) -> dict[str, Any]:
+            return {"id": ident, "object": "chat.completion.chunk", "created": created, "model": model,
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish_reason}]}
+
+        handler.start_events(rec)
+        try:
+            handler.write_event(chunk({"role": "assistant", "content": ""}))
+            reply.send(handler, chunk)
+            handler.write_raw(b"data: [DONE]\n\n")
+        except OSError:  # the client hung up: what a hostile reply is for
+            handler.gone = True
+        rec.hung_up = handler.gone
+        handler.close_connection = True
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -352,18 +460,55 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.write(data)
         rec.status = status
 
-    def send_events(self, events: list[dict[str, Any]], rec: Recorded) -> None:
+    gone = False  # the client hung up (a hostile reply stops writing)
+
+    def start_events(self, rec: Recorded) -> None:
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Cache-Control", "no-cache")
         self.send_header("Connection", "close")
         self.end_headers()
         rec.status = 200
-        for event in events:
-            self.wfile.write(f"data: {json.dumps(event)}\n\n".encode())
+
+    def hung_up(self, wait_s: float) -> bool:
+        """Whether the client closed its end, waiting up to `wait_s` to see."""
+        if not self.gone and select.select([self.connection], [], [], wait_s)[0]:
+            try:
+                self.gone = self.connection.recv(1, socket.MSG_PEEK) == b""
+            except OSError:
+                self.gone = True
+        return self.gone
+
+    def write_event(self, event: dict[str, Any]) -> None:
+        self.write_raw(f"data: {json.dumps(event)}\n\n".encode())
+
+    def write_raw(self, data: bytes) -> None:
+        try:
+            self.wfile.write(data)
             self.wfile.flush()
-        self.wfile.write(b"data: [DONE]\n\n")
-        self.wfile.flush()
+        except OSError:
+            self.gone = True
+
+    def send_endless(self, head: bytes, piece: bytes, rec: Recorded) -> None:
+        """A 200 JSON answer that starts with `head` and goes on with `piece` until the client hangs up."""
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        rec.status = 200
+        chunk = b"%x\r\n%s\r\n" % (len(piece), piece)
+        self.write_raw(b"%x\r\n%s\r\n" % (len(head), head))
+        while not self.gone:
+            self.write_raw(chunk)
+            rec.sent_bytes += len(piece)
+        rec.hung_up = True
+        self.close_connection = True
+
+    def send_events(self, events: list[dict[str, Any]], rec: Recorded) -> None:
+        self.start_events(rec)
+        for event in events:
+            self.write_event(event)
+        self.write_raw(b"data: [DONE]\n\n")
         self.close_connection = True
 
 
@@ -381,9 +526,11 @@ class LlamaCppServer(OpenAICompatibleServer):
     owned_by = "llamacpp"
 
     def __init__(self, *, n_ctx: int = 4096, n_ctx_train: int = 8192, alias: str = "local", props: bool = True,
-                 token_ratio: float = 1.0, **kwargs: Any) -> None:
+                 token_ratio: float = 1.0, endless_tokenize: bool = False, **kwargs: Any) -> None:
         super().__init__([alias], window=n_ctx, **kwargs)
         self.n_ctx_train = n_ctx_train
+        # A hostile or broken server: `/tokenize` answers a list of tokens that never ends.
+        self.endless_tokenize = endless_tokenize
         self.props = props  # False: a server without /props (as llama-cpp-python's)
         self.token_ratio = token_ratio
 
@@ -406,6 +553,9 @@ class LlamaCppServer(OpenAICompatibleServer):
             handler.send_json(200, {"default_generation_settings": {"n_ctx": self.window, "params": {"n_predict": -1}},
                                     "total_slots": 1, "model_path": f"/models/{self.models[0]}.gguf",
                                     "build_info": "b0000-standin"}, rec)
+            return True
+        if rec.method == "POST" and rec.path in ("/tokenize", "/extras/tokenize") and self.endless_tokenize:
+            handler.send_endless(b'{"tokens": [', b"1, " * 20_000, rec)
             return True
         if rec.method == "POST" and rec.path == "/tokenize":
             text = rec.body.get("content", "") if isinstance(rec.body, dict) else ""
