@@ -158,3 +158,11 @@ class ModelUnexpectedToolCallError(ModelError):
     code = "model_unexpected_tool_call"
     advice = "Ask again, or pick another model with --model (a page that tells the model to call tools can cause this)."
     setting = "model"
+
+
+class OfflineTimeoutError(ModelError):
+    """The offline model's reading of one reply passed `offline_timeout` and was stopped
+    (its worker killed). Not retryable: the same pages and question take as long again."""
+
+    code = "offline_timeout"
+    setting = "offline_timeout"

@@ -59,6 +59,7 @@ from .limits import (
     DEFAULT_MAX_ANSWER_TOKENS,
     DEFAULT_MAX_RESPONSE_MB,
     DEFAULT_MODEL,
+    DEFAULT_OFFLINE_TIMEOUT_S,
     DEFAULT_TAB_BUDGET,
     DEFAULT_TOOL_TIMEOUT_S,
     INPUT_BUDGET_FACTOR,
@@ -131,6 +132,9 @@ class Settings(BaseSettings):
     deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="seconds after which a question is given up")
     max_response_mb: float = Field(DEFAULT_MAX_RESPONSE_MB, gt=0, description="a page, or a file it loads, larger than this many "
                                    "MB is not loaded (the tab says so)")
+    offline_timeout: float = Field(DEFAULT_OFFLINE_TIMEOUT_S, gt=0, description="seconds the offline model reads "
+                                   "for one answer: the parts of a question it has not reached by then are named, "
+                                   "not answered")
     max_tabs: int = Field(20, ge=1, description="`chatagent mcp` and the daemon: tabs open at once across "
                           "calls; a call beyond waits its turn")
     max_answer_tokens: int = Field(DEFAULT_MAX_ANSWER_TOKENS, ge=MIN_ANSWER_TOKENS, description="an answer is cut "
