@@ -88,15 +88,15 @@ def answer(question: Question, pages: list[Page], tabs: int, ranker: RankerFacto
         return None
     silent = "The pages do not say" if len(pages) > 1 else "The page does not say"
     out: list[str] = []
+    if left:  # first: a long answer may be cut at its length limit
+        them, their = ("it", "its") if left == 1 else ("them", "their")
+        out.append(f"I stopped reading after {time_s:g} s (the offline_timeout setting), before the last {left} of "
+                   f"the question's {len(question.parts)} parts: ask {them} on {their} own.")
     for part, said in zip(question.parts, answers):
         if not said:
             out.append(f"{silent} {restate(part)}.")
         elif said not in out:  # two parts answered by one quote: quoted once
             out.append(said)
-    if left:
-        them, their = ("it", "its") if left == 1 else ("them", "their")
-        out.append(f"I stopped reading after {time_s:g} s (the offline_timeout setting), before the last {left} of "
-                   f"the question's {len(question.parts)} parts: ask {them} on {their} own.")
     return "\n\n".join(out)
 
 
