@@ -5,11 +5,13 @@ a loopback origin (`chatagent.testing.many_parts`). First a one-page
 `read_pages` call, alone, `--runs` times; then `ask_pages` with a question
 of 60 parts over 10 pages (minutes of reading unbounded), and once it is
 reading (its "reading them" progress, then `--settle` seconds for its
-extraction), the same one-page call `--runs` times while it runs. Reported:
+extraction), the same one-page call `--runs` times while it runs, one
+issued every `--spacing` seconds (each on its own, as separate clients
+would). Reported:
 each call's latency, the medians, their ratio, and whether the question was
 still running when each call ended (a call that waited for it shows not).
 
-    .venv/bin/python -m benchmarks.offline_beside [--runs 5] [--settle 3] [--offline-timeout 60]
+    .venv/bin/python -m benchmarks.offline_beside [--runs 5] [--settle 3] [--spacing 1] [--offline-timeout 60]
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ async def one_page(session: ClientSession, url: str) -> float:
     return took
 
 
-async def main(runs: int, settle: float, offline_timeout: float) -> None:
+async def main(runs: int, settle: float, spacing: float, offline_timeout: float) -> None:
     env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", str(ROOT)),
            "CHATAGENT_OFFLINE_TIMEOUT": f"{offline_timeout:g}", "CHATAGENT_DEADLINE": "600"}
     params = StdioServerParameters(command=sys.executable, args=["-m", "chatagent", "mcp"], cwd=str(ROOT), env=env)
@@ -59,10 +61,12 @@ async def main(runs: int, settle: float, offline_timeout: float) -> None:
                 progress_callback=progress))
             await reading.wait()
             await asyncio.sleep(settle)  # its pages extracted and fitted: then its model reads
-            beside, running = [], []
-            for i in range(runs):
-                beside.append(await one_page(session, f"{base}/ledger/{201 + i}"))
-                running.append(not bomb.done())
+            async def spaced(i: int) -> tuple[float, bool]:
+                await asyncio.sleep(i * spacing)  # issued while the question reads, one every `spacing` s
+                took = await one_page(session, f"{base}/ledger/{201 + i}")
+                return took, not bomb.done()
+
+            beside, running = zip(*await asyncio.gather(*(spaced(i) for i in range(runs))))
             asked = await bomb
             bomb_s = time.perf_counter() - t0
     answer = asked.structured_content["answer"] if not asked.is_error else str(asked.content)
@@ -78,6 +82,7 @@ if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--settle", type=float, default=3.0)
+    p.add_argument("--spacing", type=float, default=1.0)
     p.add_argument("--offline-timeout", type=float, default=60.0)
     args = p.parse_args()
-    asyncio.run(main(args.runs, args.settle, args.offline_timeout))
+    asyncio.run(main(args.runs, args.settle, args.spacing, args.offline_timeout))
