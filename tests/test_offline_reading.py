@@ -161,3 +161,22 @@ def test_in_the_daemon_a_one_page_ask_is_answered_while_a_huge_question_reads(
     done = json.loads(out.splitlines()[-1])
     assert huge.returncode == 0 and done["type"] == "done", (out[-2000:], err)
     assert "I stopped reading after 8 s" in done["answer"]
+
+
+@pytest.mark.e2e
+def test_chatagent_ask_keeps_its_deadline_over_a_huge_question(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """`chatagent ask --deadline 8 --json` with the question of many parts over 10 pages
+    (offline_timeout 120): it ends with the deadline error after its model began reading,
+    with no traceback, rather than reading on."""
+    from test_daemon import ROOT, _env, command
+
+    env = _env(tmp_path_factory.mktemp("d"), CHATAGENT_OFFLINE_TIMEOUT="120")
+    with serving() as base:
+        proc = subprocess.run(command("ask", *(f"{base}/ledger/{i}" for i in range(TABS)), "-q", many_parts(),
+                                      "--deadline", "8", "--json"),
+                              cwd=ROOT, env=env, capture_output=True, text=True, timeout=110)
+    assert "Traceback" not in proc.stdout + proc.stderr
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert "pass_start" in [e["type"] for e in events], ("the deadline passed before the model read: the test proves "
+                                                          f"nothing {events[-1]}")
+    assert events[-1]["type"] == "error" and events[-1]["code"] == "deadline", events[-1]
