@@ -180,3 +180,31 @@ def test_chatagent_ask_keeps_its_deadline_over_a_huge_question(tmp_path_factory:
     assert "pass_start" in [e["type"] for e in events], ("the deadline passed before the model read: the test proves "
                                                           f"nothing {events[-1]}")
     assert events[-1]["type"] == "error" and events[-1]["code"] == "deadline", events[-1]
+
+
+@ASYNC
+async def test_a_reader_past_its_time_is_killed_and_the_next_call_gets_a_fresh_one(loop_watch: LoopWatch) -> None:
+    """The workers themselves: a call that passes its timeout raises `ReadingTimeout` and its
+    process is gone; the next call is answered by another process, and an error in the call
+    comes back as itself."""
+    import os
+    import time
+
+    from chatagent.offline.worker import Readers, ReadingTimeout
+
+    readers = Readers()
+    try:
+        first = await readers.run(os.getpid)
+        with pytest.raises(ReadingTimeout):
+            await readers.run(time.sleep, 60, timeout_s=0.5)
+        second = await readers.run(os.getpid)
+        for _ in range(100):  # killed at once, reaped on a thread
+            if first not in _readers():
+                break
+            await asyncio.sleep(0.05)
+        with pytest.raises(ValueError, match="invalid literal"):
+            await readers.run(int, "not a number")
+    finally:
+        readers.close()
+    assert first != second, "the worker that overran was given the next call"
+    assert first not in _readers()

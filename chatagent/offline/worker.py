@@ -17,7 +17,6 @@ process with Playwright's threads in it.
 from __future__ import annotations
 
 import asyncio
-import logging
 import multiprocessing
 import os
 import signal
@@ -28,11 +27,9 @@ from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
 
-log = logging.getLogger(__name__)
-
 T = TypeVar("T")
 
-# Readings at once: more wait for one to end. Each worker holds ~100 MB; on a few
+# Readings at once: more wait for one to end. Each worker holds ~50 MB before it reads; on a few
 # cores, more at once would only share them.
 MAX_READERS = 4
 KEEP_IDLE = 2  # workers kept warm between questions
@@ -60,11 +57,6 @@ class Readers:
         # Each call waits for its worker's answer on a thread of its own (a blocking
         # receive, which the worker's death ends); never the loop's shared pool.
         self._threads = ThreadPoolExecutor(most, thread_name_prefix="offline-reader")
-        self._started = 0  # workers started, for the tests and the log
-
-    @property
-    def started(self) -> int:
-        return self._started
 
     async def warm(self, load: Callable[[], object] | None = None) -> None:
         """Start one worker now, and run `load` in it (what the calls need imported),
@@ -99,7 +91,6 @@ class Readers:
         raise value
 
     async def _start(self) -> _Worker:
-        self._started += 1
         return await asyncio.to_thread(_Worker.start, self._preload)  # the fork server is asked over a socket: blocking
 
     def close(self) -> None:
