@@ -14,7 +14,7 @@
    snapshots through `context_bench.wtq_page`, the product's path (extraction,
    then `ContextBuilder.build` per question at the budget, scored with
    `answer_in_context`), and the PDFs' full text read by pypdfium2 (what
-   `chatagent.pdf.read_text` does) and by pypdf, timed and scored.
+   `chatagent.pdf_child` does) and by pypdf, timed and scored.
 
 Pages load one at a time, so each load's time is its own. Progress goes to
 stderr; the tables to stdout; everything, per page and per question, to the JSON file.
@@ -150,7 +150,11 @@ async def load_pdfs(
 
 
 def _pdfium_pages(data: bytes) -> list[str]:
-    return pdf.read_text(data).pages
+    doc = pdf.open_doc(data)
+    try:
+        return [pdf.page_text(doc, i) for i in range(len(doc))]
+    finally:
+        doc.close()
 
 
 def _pypdf_pages(data: bytes) -> list[str]:

@@ -127,10 +127,11 @@ def _runtime(args: argparse.Namespace, *, conversation: bool = False, model: boo
     settings = settings_of(args, model=model)
     if not args.targets and not settings.cdp:
         raise UsageError("Give at least one URL or file, or --cdp to read the tabs of a running Chrome.")
-    # Worker processes extract tabs in parallel, but starting them takes ~0.5 s of CPU from
-    # the browser loading the pages: worth it over a conversation's questions, or for a
-    # running browser's tabs (`cdp`), not for one question about pages this process opens
-    # (a cold 10-tab ask reaches its request in 0.95-0.97 of the time without them).
+    # Every page is extracted in a worker process, within its limits. Several extract tabs in
+    # parallel, but starting them takes ~0.5 s of CPU from the browser loading the pages: worth
+    # it over a conversation's questions, or for a running browser's tabs (`cdp`), not for one
+    # question about pages this process opens (a cold 10-tab ask reached its request in
+    # 0.95-0.97 of the time with none), which has one.
     return Runtime(settings, extraction_workers=bool(settings.cdp) or (conversation and len(args.targets) > 1))
 
 

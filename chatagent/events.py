@@ -175,8 +175,13 @@ def share_words(tokens: int, page_tokens: int) -> str:
         return "all of its text"
     if tokens <= 0:
         return "title only"
-    pct = 100 * tokens / page_tokens
-    return "under 1% of its text" if pct < 1 else f"{min(round(pct), 99)}% of its text"
+    return f"{percent(tokens / page_tokens)} of its text"
+
+
+def percent(share: float) -> str:
+    """A part short of the whole, as a percentage: "14%", "under 1%", never "0%" or "100%"."""
+    pct = 100 * share
+    return "under 1%" if pct < 1 else f"{min(round(pct), 99)}%"
 
 
 class Usage(BaseModel):

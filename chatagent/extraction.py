@@ -31,13 +31,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import multiprocessing
-import os
 import re
-import signal
 import threading
-import time
-from concurrent.futures import BrokenExecutor, Executor, ProcessPoolExecutor
 from itertools import islice
 from urllib.parse import unquote
 
@@ -49,8 +44,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from trafilatura.metadata import examine_meta, extract_meta_json
 from trafilatura.utils import load_html
 
-from . import pdf
+from . import pdf, pdf_worker
 from .browser.base import PageSnapshot
+from .extraction_pool import ExtractionLimit, ExtractionPool, PoolBroken
 from .page_lines import OTHER_TEXT_HEADING, other_text, rendered_lines
 from .page_text import PageText
 from .rows import join_row, row_cells
@@ -78,9 +74,6 @@ MAX_TEXT_CHARS = 20_000_000
 # (the newest result whatever its size).
 CACHE_CHARS = 40_000_000
 BYLINE_MAX_CHARS = 200  # a rendered line longer than this is prose, not a byline
-OWNER_CHECK_S = 1.0  # how often an extraction worker checks that its owner is alive
-# Each worker holds ~75 MB; a question rarely has more tabs than a few workers can share.
-MAX_EXTRACTION_WORKERS = 4
 # At the start of a class or id word: "plainrowheaders" (a data table's class) is no header.
 _NAV_TABLE = re.compile(r"(?<![a-z])(?:nav|menu|footer|header|sidebar|metadata|persondata|breadcrumb|toc|mbox|ambox)", re.I)
 # Compiled once: a WTQ page has ~600 table cells, each looked into.
@@ -462,10 +455,13 @@ def _pages(n: int) -> str:
 
 
 def extract_pdf(snapshot: PageSnapshot) -> Extracted:
-    """A PDF's text layer, page by page (see `chatagent.pdf`)."""
+    """A PDF's text layer, page by page, within its bounds (see `chatagent.pdf_worker`)."""
     notes = list(snapshot.notes)
     try:
-        doc = pdf.read_text(snapshot.pdf)
+        doc = pdf_worker.read_text(snapshot.pdf)
+    except pdf_worker.PdfLimitError as exc:
+        doc = pdf.PdfText()
+        notes.append(f"This PDF could not be read: {exc}")
     except pdf.PdfError as exc:
         doc = pdf.PdfText()
         notes.append(f"This PDF could not be read (it may be damaged, or protected by a password): {exc}.")
@@ -475,11 +471,7 @@ def extract_pdf(snapshot: PageSnapshot) -> Extracted:
             f"This PDF has no text layer ({_pages(doc.page_count)}, scanned or drawn): there is no text to read "
             "here; a screenshot shows its current page."
         )
-    elif len(doc.pages) < doc.page_count:
-        notes.append(
-            f"This PDF has {doc.page_count:,} pages; the text of its first {len(doc.pages):,} was read "
-            f"(the reading stops at {pdf.MAX_PDF_TEXT_CHARS:,} characters or {pdf.MAX_PDF_READ_S:g} s)."
-        )
+    notes += doc.notes
     return Extracted(
         tab_id=snapshot.tab_id,
         url=snapshot.url,
@@ -572,7 +564,10 @@ _EXTRACTING = threading.Lock()
 
 
 def extract_in_process(snapshot: PageSnapshot) -> Extracted:
-    """`extract_snapshot` on a thread of this process: one at a time."""
+    """`extract_snapshot` on a thread of this process: one at a time, but for
+    PDFs, which wait on a process of their own (`pdf_worker`) and hold no lock."""
+    if snapshot.pdf:
+        return extract_pdf(snapshot)
     with _EXTRACTING:
         return extract_snapshot(snapshot)
 
@@ -585,67 +580,37 @@ def warm_extraction() -> None:
     ))
 
 
-def _pid() -> int:
-    return os.getpid()
-
-
-def _exit_with(owner: int) -> None:
-    while True:
-        time.sleep(OWNER_CHECK_S)
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            os._exit(0)
-        except PermissionError:
-            pass  # alive, and not ours to signal
-
-
-def _init_worker(owner: int) -> None:
-    # Ctrl-C in `chatagent chat` stops one answer; it must not kill the workers,
-    # which share the terminal's process group. The pool's owner stops them.
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # An owner killed outright (SIGKILL, a crash) never says goodbye, and a
-    # worker waiting for tasks would wait forever (the fork server with it).
-    threading.Thread(target=_exit_with, args=(owner,), name="owner-watch", daemon=True).start()
-    try:
-        warm_extraction()
-    except Exception as exc:  # noqa: BLE001 - a failing initializer would break the whole pool
-        log.debug("extraction warm-up failed: %s", exc)
-
-
-class ExtractionPool(ProcessPoolExecutor):
-    """Worker processes for `Extractor`: trafilatura holds the GIL, so threads
-    extract one tab at a time; processes use every core (10 cold tabs on 2
-    cores: 396 → 174 ms median). Each worker warms itself up as it starts.
-    Workers come from a fork server that has imported this module once, so
-    none pays for the imports again, and none is forked from a process with
-    Playwright's threads in it. The owner shuts the pool down."""
-
-    def __init__(self, workers: int | None = None) -> None:
-        self.workers = workers or min(os.cpu_count() or 1, MAX_EXTRACTION_WORKERS)
-        ctx = multiprocessing.get_context("forkserver")
-        ctx.set_forkserver_preload([__name__])
-        super().__init__(max_workers=self.workers, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),))
-
-    async def start(self) -> None:
-        """Start (and so warm) the workers now rather than on the first question:
-        tasks submitted together each start a worker while none is idle."""
-        loop = asyncio.get_running_loop()
-        await asyncio.gather(*(loop.run_in_executor(self, _pid) for _ in range(self.workers)))
+def given_up(snapshot: PageSnapshot, reason: str) -> Extracted:
+    """What a tab keeps of a page whose extraction passed a limit (`ExtractionLimit.reason`):
+    its visible text as the browser rendered it, within MAX_TEXT_CHARS, without extraction."""
+    what = "PDF" if snapshot.pdf else "page"
+    text, cut = _capped(snapshot.visible_text.strip())
+    kept = ("its visible text is used as it is, without main-text extraction, so menus and other page furniture "
+            "may be in it" if text else "none of its text could be kept")
+    notes = [*snapshot.notes, f"This {what} {reason}: {kept}."]
+    if cut:
+        notes.append(_cut_note("visible text", cut))
+    return Extracted(
+        tab_id=snapshot.tab_id, url=snapshot.url, title=snapshot.title.strip(), text=text, method="rendered",
+        content_hash=snapshot.content_hash, notes=notes,
+        page=PageText(snapshot.visible_text) if snapshot.rendered and text else None,
+    )
 
 
 class Extractor:
     """Extracts snapshots concurrently off the event loop, caching by content hash
     (the last `cache_size` results, within CACHE_CHARS of text).
 
-    `executor`: where extraction runs; None is the loop's default thread pool,
-    an `ExtractionPool` runs tabs in parallel. If the pool breaks (a worker
-    was killed), extraction goes on in this process's threads. Content that is
+    `pool`: where extraction runs, each page within its limits; None is the
+    loop's default thread pool, one page at a time and unbounded (for library
+    use and tests: every front end's runtime has a pool). A page past a limit
+    keeps its visible text (`given_up`); if no worker can be had, extraction
+    goes on in this process's threads. Content that is
     being extracted is not extracted again meanwhile: a tab read ahead and the
     question that follows, or two tabs showing one page, share one run."""
 
-    def __init__(self, executor: Executor | None = None, cache_size: int = 256) -> None:
-        self._executor = executor
+    def __init__(self, pool: ExtractionPool | None = None, cache_size: int = 256) -> None:
+        self._pool = pool
         # content hash → (result, the notes extraction itself added)
         self._cache: dict[str, tuple[Extracted, list[str]]] = {}
         self._cache_size = cache_size
@@ -685,13 +650,15 @@ class Extractor:
         """In the pool when there is one, else on a thread of this process, one
         extraction at a time (`extract_in_process`)."""
         loop = asyncio.get_running_loop()
-        if self._executor is not None:
+        if self._pool is not None:
             try:
-                # One killed worker (out of memory, say) breaks the whole pool.
-                return await loop.run_in_executor(self._executor, extract_snapshot, snapshot)
-            except BrokenExecutor as exc:
+                return await self._pool.extract(snapshot)
+            except ExtractionLimit as exc:
+                log.info("extraction of %s given up: %s", snapshot.url, exc.reason)
+                return await loop.run_in_executor(None, given_up, snapshot, exc.reason)
+            except PoolBroken as exc:
                 log.warning("extraction workers are gone (%s); extracting in this process from now on", exc)
-                self._executor = None
+                self._pool = None
         return await loop.run_in_executor(None, extract_in_process, snapshot)
 
     async def extract_many(self, snapshots: list[PageSnapshot]) -> list[Extracted]:

@@ -32,3 +32,23 @@ DEFAULT_MAX_RESPONSE_MB = 50.0  # a page, or a file it loads, larger than this i
 # not reached by then are named, not answered; a reply still reading at 1.5 times it is stopped.
 DEFAULT_OFFLINE_TIMEOUT_S = 20.0
 DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds the side panel's tab waits for the extension to run one tool
+# A page's extraction (`extraction_pool`): its worker is stopped past either. On 2 cores a page within
+# extraction's caps takes 8 s at most (2 MB of 19,000 paragraphs); a PDF's reading stops itself at 20 s (`pdf`).
+DEFAULT_EXTRACT_TIMEOUT_S = 30.0
+# A worker's address space: warm, it peaks at ~250 MB; the largest page within extraction's caps
+# (20 MB of visible text) at ~460 MB. 640 keeps a worker, this process and the Playwright driver
+# within 1 GB together for any one page.
+DEFAULT_EXTRACT_MEMORY_MB = 640.0
+
+# What one PDF may cost (`pdf_worker`): PDFium reads it in a child process that is
+# killed at these bounds, since a 500 KB file can inflate to gigabytes of page content.
+PDF_PAGE_S = 10.0  # seconds one page may take to read (its content parsed, its text laid out)
+PDF_READ_S = 20.0  # seconds the whole text of one PDF may take; the pages read by then are used
+MAX_PDF_PAGES_READ = 2000  # pages of text read from one PDF
+PDF_MEMORY_MB = 512  # memory the PDF reader may take beyond the document itself
+PDF_FIND_S = 10.0  # seconds a scroll to a text may search a PDF (within the tools' 15 s)
+MAX_PDF_FIND_PAGES = 5000  # pages a scroll to a text searches
+# A page rendered for a screenshot: at most this many pixels and this long a side,
+# whatever its size in points (a 14,400-point page at 1.5 px per point is 21,600 px square).
+MAX_RENDER_PIXELS = 4_000_000
+MAX_RENDER_SIDE = 4000

@@ -2,8 +2,9 @@
 
 pypdfium2 (PDFium, Chromium's own PDF engine) reads the text layer: on the
 WikiTableQuestions pages printed to PDF it reads the same text as pypdf,
-about 17 times faster (docs/pdf.md). Pages are read one at a time, within a character
-and a time bound, so a 2,000-page PDF costs what its first pages need.
+about 17 times faster (docs/pdf.md). This module is PDFium's side: it runs in
+the child process `pdf_worker` starts, where a page that costs too much time or
+memory can be stopped; callers use `pdf_worker`.
 
 The text is cut into passages of a few lines, each led by its page number
 ("[p. 3] …"): whichever passages the budgeter keeps, the model can cite the
@@ -15,8 +16,8 @@ and a note; its pages can still be seen, rendered as images (`render_page`).
 from __future__ import annotations
 
 import io
+import math
 import re
-import time
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -25,9 +26,10 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     import pypdfium2 as pdfium
 
-# The memory and time bounds of reading one PDF's text; what is beyond them is named in a note.
+from .limits import MAX_RENDER_PIXELS, MAX_RENDER_SIDE
+
+# A bound on the memory of one PDF's text; what is beyond it is named in a note.
 MAX_PDF_TEXT_CHARS = 4_000_000
-MAX_PDF_READ_S = 20.0
 # A page with fewer characters than this has no real text layer (a scan may carry a stray page number).
 MIN_PAGE_CHARS = 20
 # Lines per passage: a passage ends at a sentence end once it has this many words, and at twice as many anyway.
@@ -59,6 +61,8 @@ class PdfText:
     lines: list[list[Line]] = field(default_factory=list)  # the lines of each page read, in order
     page_count: int = 0
     title: str = ""
+    notes: list[str] = field(default_factory=list)  # what the bounds left out (`pdf_worker`)
+    left_out: set[int] = field(default_factory=set)  # pages (from 0) given up at a bound: their lines are empty
 
     @property
     def pages(self) -> list[str]:
@@ -66,8 +70,9 @@ class PdfText:
 
     @property
     def scanned(self) -> bool:
-        """No page read has a text layer worth the name."""
-        return bool(self.lines) and all(len(p.strip()) < MIN_PAGE_CHARS for p in self.pages)
+        """No page read has a text layer worth the name (a page given up is not one read)."""
+        read = [p for i, p in enumerate(self.pages) if i not in self.left_out]
+        return bool(read) and all(len(p.strip()) < MIN_PAGE_CHARS for p in read)
 
     @cached_property
     def body_size(self) -> float:
@@ -84,7 +89,7 @@ class PdfText:
         return body > 0 and line.size >= HEADING_RATIO * body and len(line.text) <= HEADING_MAX_CHARS and bool(_WORD.search(line.text))
 
 
-def _open(data: bytes) -> pdfium.PdfDocument:
+def open_doc(data: bytes) -> pdfium.PdfDocument:
     import pypdfium2 as pdfium  # only a tab showing a PDF pays for loading PDFium
 
     try:
@@ -93,7 +98,7 @@ def _open(data: bytes) -> pdfium.PdfDocument:
         raise PdfError(str(exc)) from exc
 
 
-def _page_lines(doc: pdfium.PdfDocument, index: int) -> list[Line]:
+def page_lines(doc: pdfium.PdfDocument, index: int) -> list[Line]:
     import pypdfium2.raw as raw
 
     page = doc[index]
@@ -129,26 +134,6 @@ def _joined(lines: list[Line]) -> list[Line]:
     return out
 
 
-def read_text(data: bytes, *, max_chars: int | None = None, max_seconds: float | None = None) -> PdfText:
-    """Each page's lines, from the first, until the document ends or a bound
-    (by default MAX_PDF_TEXT_CHARS, MAX_PDF_READ_S) is reached."""
-    max_chars = MAX_PDF_TEXT_CHARS if max_chars is None else max_chars
-    max_seconds = MAX_PDF_READ_S if max_seconds is None else max_seconds
-    doc = _open(data)
-    try:
-        out = PdfText(page_count=len(doc), title=(doc.get_metadata_value("Title") or "").strip())
-        start, chars = time.monotonic(), 0
-        for i in range(out.page_count):
-            if chars >= max_chars or time.monotonic() - start > max_seconds:
-                break
-            lines = _page_lines(doc, i)
-            out.lines.append(lines)
-            chars += sum(len(line.text) for line in lines)
-        return out
-    finally:
-        doc.close()
-
-
 def passages(doc: PdfText, page: list[Line]) -> list[tuple[bool, str]]:
     """A page's lines as (heading?, text): headings alone, the rest in passages
     of about PASSAGE_WORDS words, ending at sentence ends."""
@@ -182,50 +167,34 @@ def as_text(doc: PdfText) -> str:
     return "\n\n".join(blocks)
 
 
-def render_page(data: bytes, index: int, scale: float = RENDER_SCALE) -> bytes:
-    """Page `index` (from 0) as a PNG."""
-    doc = _open(data)
+def render_scale(width: float, height: float, scale: float = RENDER_SCALE) -> float:
+    """`scale` (pixels per point), or less for a page whose raster would pass
+    MAX_RENDER_PIXELS or MAX_RENDER_SIDE: a page's size in points is the PDF's to say."""
+    width, height = max(width, 1.0), max(height, 1.0)
+    return min(scale, MAX_RENDER_SIDE / max(width, height), math.sqrt(MAX_RENDER_PIXELS / (width * height)))
+
+
+def render_page(doc: pdfium.PdfDocument, index: int) -> bytes:
+    """Page `index` (from 0) as a PNG, within MAX_RENDER_PIXELS."""
+    page = doc[index]
     try:
-        page = doc[index]
-        try:
-            image = page.render(scale=scale).to_pil()
-        finally:
-            page.close()
+        image = page.render(scale=render_scale(*page.get_size())).to_pil()
     finally:
-        doc.close()
+        page.close()
     buf = io.BytesIO()
     image.save(buf, format="PNG")
     return buf.getvalue()
 
 
-def page_count(data: bytes) -> int:
-    doc = _open(data)
-    try:
-        return len(doc)
-    finally:
-        doc.close()
+def page_text(doc: pdfium.PdfDocument, index: int) -> str:
+    return "\n".join(line.text for line in page_lines(doc, index))
 
 
-def _page_text(doc: pdfium.PdfDocument, index: int) -> str:
-    return "\n".join(line.text for line in _page_lines(doc, index))
-
-
-def page_text(data: bytes, index: int) -> str:
-    doc = _open(data)
-    try:
-        return _page_text(doc, index)
-    finally:
-        doc.close()
-
-
-def find_page(data: bytes, needle: str, start: int = 0) -> int | None:
-    """The first page from `start` whose text holds `needle` (case and spacing aside)."""
+def find_page(doc: pdfium.PdfDocument, needle: str, start: int = 0, max_pages: int | None = None) -> int | None:
+    """The first page from `start` (of the next `max_pages`) whose text holds `needle` (case and spacing aside)."""
     key = " ".join(needle.lower().split())
-    doc = _open(data)
-    try:
-        for i in range(start, len(doc)):
-            if key in " ".join(_page_text(doc, i).lower().split()):
-                return i
-        return None
-    finally:
-        doc.close()
+    end = len(doc) if max_pages is None else min(len(doc), start + max_pages)
+    for i in range(start, end):
+        if key in " ".join(page_text(doc, i).lower().split()):
+            return i
+    return None

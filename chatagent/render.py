@@ -21,7 +21,7 @@ from rich.spinner import Spinner
 
 from . import startup
 from .events import (
-    Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, TabShare, Token, ToolCall, ToolResult,
+    Citation, Done, ErrorEvent, Event, Note, PassStart, Screenshot, TabShare, Token, ToolCall, ToolResult, percent,
 )
 from .scrub import EventStream, Scrubber
 from .terminal import json_safe, link, safe_text, sanitize
@@ -235,10 +235,13 @@ def _given(shares: list[TabShare]) -> str:
     cut = [s for s in shares if not s.whole]
     if len(cut) <= SHARES_LISTED:
         return ", ".join(f"tab {s.tab_id}: {s.in_words()}" for s in cut)
-    pcts = sorted(s.share for s in cut)
-    titles = sum(s.title_only for s in cut)
+    pcts = sorted(s.share for s in cut if not s.title_only)
+    titles = len(cut) - len(pcts)
+    if not pcts:
+        return f"{len(cut)} tabs cut to fit: title only"
     only = f", {titles} of them title only" if titles else ""
-    return f"{len(cut)} tabs cut to fit: {pcts[0]:.0%} to {pcts[-1]:.0%} of their text{only}"
+    span = percent(pcts[0]) if percent(pcts[0]) == percent(pcts[-1]) else f"{percent(pcts[0])} to {percent(pcts[-1])}"
+    return f"{len(cut)} tabs cut to fit: {span} of their text{only}"
 
 
 def _one_line(text: str) -> str:

@@ -123,7 +123,7 @@ class _Parts:
     models: ModelRegistry
     builder: ContextBuilder
     answers: AnswerCache
-    pool: ExtractionPool | None
+    pool: ExtractionPool
 
 
 def _load_parts(settings: Settings, extraction_workers: bool) -> _Parts:
@@ -133,15 +133,18 @@ def _load_parts(settings: Settings, extraction_workers: bool) -> _Parts:
     from .models import ModelRegistry
 
     importlib.import_module(".agent", __package__)  # what a conversation's first question imports
-    pool = ExtractionPool() if extraction_workers else None
+    # Every page is extracted in a worker, where its limits hold; several extract tabs in parallel.
+    pool = ExtractionPool(None if extraction_workers else 1, timeout_s=settings.extract_timeout_s,
+                          memory_mb=settings.extract_memory_mb)
     return _Parts(ModelRegistry(settings), ContextBuilder(Extractor(pool), budget_per_tab=settings.budget),
                   AnswerCache(), pool)
 
 
 class Runtime:
     def __init__(self, settings: Settings | None = None, *, extraction_workers: bool = False) -> None:
-        """`extraction_workers`: extract tabs in worker processes, in parallel
-        (worth it for several tabs; starting them costs ~0.3 s of CPU).
+        """`extraction_workers`: extract tabs in several worker processes, in
+        parallel (worth it for several tabs; starting each costs ~0.3 s of CPU),
+        else in one (every page is, within its time and memory limits).
         Cheap: the rest loads from `async with` on (see `load`)."""
         self.settings = settings or Settings.load()
         self._scrubber = (self.settings, Scrubber.of(self.settings))
@@ -302,10 +305,7 @@ class Runtime:
         model and the text pipeline while the pages load. `prefetch`: read the
         pages as soon as they are open, while the user types the first question."""
         self._start_loading()  # now, not after opening the tabs has imported Playwright here on the loop
-        # Not extraction's warm-up: these tabs are extracted next, and that warm-up's
-        # stoplists (~150 ms of CPU, on a start-up short of CPU) serve the 1 page in 25
-        # that needs justext's fallback; that page loads them itself.
-        warm = asyncio.ensure_future(self.warm(model, extraction=False))
+        warm = asyncio.ensure_future(self.warm(model))
         try:
             tabs = await self.open_tabs(targets)
             await warm  # a model that cannot be made (no key, unknown name) fails here
@@ -321,14 +321,14 @@ class Runtime:
             conversation.prefetch()
         return conversation
 
-    async def warm(self, model: str | None = None, *, extraction: bool = True) -> None:
+    async def warm(self, model: str | None = None) -> None:
         """Create the model's client and open its connection, and load the text
-        pipeline's lazy parts (`extraction`: trafilatura's too). A model that
-        cannot be made raises (it is a setting to fix); anything else only
-        costs the first question time."""
+        pipeline's lazy parts (the extraction workers warm themselves as they
+        start). A model that cannot be made raises (it is a setting to fix);
+        anything else only costs the first question time."""
         await self.load()
         parts = self._loaded()
-        await asyncio.gather(parts.models.warm(model), _warm_pipeline(parts.pool, extraction))
+        await asyncio.gather(parts.models.warm(model), _warm_pipeline(parts.pool))
 
     async def close(self) -> None:
         # Parts still loading are left to finish: they hold nothing to release until used.
@@ -342,7 +342,7 @@ class Runtime:
             if self._browser is not None:
                 await self._browser.close()
         finally:
-            if parts is not None and parts.pool is not None:
+            if parts is not None:
                 # Waited for (on a thread): a pool still closing its pipes as the process exits races
                 # Python 3.11's exit hook, which then writes to a closed one (a traceback at exit).
                 await asyncio.to_thread(parts.pool.shutdown, wait=True, cancel_futures=True)
@@ -378,26 +378,20 @@ _WARM_TEXT = "\n\n".join(
 )
 
 
-def _warm_pipeline_sync(extraction: bool) -> None:
+def _warm_pipeline_sync() -> None:
     from .budget import fit_text
-    from .extraction import warm_extraction
     from .tokens import encoding
 
     encoding()  # tiktoken's BPE tables: ~0.15-0.45 s on first use
-    if extraction:
-        warm_extraction()
     fit_text(_WARM_TEXT, 128, "Which city has the largest population?")  # stemmer, BM25
 
 
-async def _warm_pipeline(pool: ExtractionPool | None, extraction: bool) -> None:
+async def _warm_pipeline(pool: ExtractionPool) -> None:
     """The tokenizer and budgeting on the default executor (where budgeting
-    runs, so its first worker thread exists too), and extraction where it will
-    run: `pool`'s workers (started, so they warm themselves), else, with
-    `extraction`, that same executor. Best effort."""
+    runs, so its first worker thread exists too), and the extraction workers
+    (started, so they warm themselves). Best effort."""
     loop = asyncio.get_running_loop()
-    jobs = [loop.run_in_executor(None, _warm_pipeline_sync, pool is None and extraction)]
-    if pool is not None:
-        jobs.append(pool.start())
+    jobs = [loop.run_in_executor(None, _warm_pipeline_sync), pool.start()]
     for outcome in await asyncio.gather(*jobs, return_exceptions=True):
         if isinstance(outcome, BaseException):
             log.debug("pipeline warm-up failed: %s", outcome)

@@ -25,7 +25,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
-import stat
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,6 +54,8 @@ from pydantic_settings import (
 from .errors import ChatAgentError, ModelConfigError, UsageError
 from .limits import (
     DEFAULT_DEADLINE_S,
+    DEFAULT_EXTRACT_MEMORY_MB,
+    DEFAULT_EXTRACT_TIMEOUT_S,
     DEFAULT_LOAD_TIMEOUT_S,
     DEFAULT_MAX_ANSWER_TOKENS,
     DEFAULT_MAX_RESPONSE_MB,
@@ -132,6 +133,10 @@ class Settings(BaseSettings):
     deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="seconds after which a question is given up")
     max_response_mb: float = Field(DEFAULT_MAX_RESPONSE_MB, gt=0, description="a page, or a file it loads, larger than this many "
                                    "MB is not loaded (the tab says so)")
+    extract_timeout_s: float = Field(DEFAULT_EXTRACT_TIMEOUT_S, gt=0, description="a page taking longer than "
+                                     "this many seconds to read is given up (its visible text is used)")
+    extract_memory_mb: float = Field(DEFAULT_EXTRACT_MEMORY_MB, ge=256, description="a page needing more than this "
+                                     "many MB to read is given up (its visible text is used)")
     offline_timeout: float = Field(DEFAULT_OFFLINE_TIMEOUT_S, gt=0, description="seconds the offline model reads "
                                    "for one answer: the parts of a question it has not reached by then are named, "
                                    "not answered")
@@ -634,19 +639,23 @@ def check_value(key: str, value: str) -> Any:
 
 
 def _write_private(path: Path, text: str) -> None:
-    """`text` in `path`, 0600. A folder made for it is 0700, and chatagent's
-    own folder (`config_dir`), if it was left open to others, is closed to them
-    (a folder CHATAGENT_CONFIG names is the user's to choose: left as it is)."""
+    """`text` in `path`, 0600 (`private_file.write_private`: no link planted where it
+    writes is followed). A folder made for it is 0700, and chatagent's own folder
+    (`config_dir`), if it was left open to others, is closed to them (a folder
+    CHATAGENT_CONFIG names is the user's to choose: left as it is, and refused
+    if another user could replace what is written there)."""
+    from .private_file import NotPrivate, write_private
+
     make_private_dirs(path.parent)
     if path.parent.resolve() == config_dir().resolve():
         tighten_dir(path.parent)
-    tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-        os.chmod(tmp, stat.S_IRUSR | stat.S_IWUSR)  # whatever the umask
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+        write_private(path, text)
+    except NotPrivate as exc:
+        raise ConfigError(
+            f"The settings {exc.what} {exc.path} {exc.why}, so they could read or replace the keys written there: "
+            f"nothing was written. Make it yours alone (chown it to yourself, `chmod go-w {exc.path}`), or keep "
+            f"the settings elsewhere with CHATAGENT_CONFIG=FILE in a folder of your own."
+        ) from None
+    except OSError as exc:
+        raise ConfigError(f"The settings file {path} could not be written ({exc}); it is as it was.") from None

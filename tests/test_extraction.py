@@ -432,21 +432,25 @@ async def test_extraction_pool_matches_in_process_extraction_and_outlives_a_kill
     tabs = await open_tabs([site.url("table"), site.url("two_a"), site.url("two_b"), site.url("product")])
     snaps = [await t.snapshot() for t in tabs if isinstance(t, Tab)]
     expected = [extract_snapshot(s) for s in snaps]
-    loop = asyncio.get_running_loop()
     pool = ExtractionPool(workers=2)
     try:
         await pool.start()
-        workers = {await loop.run_in_executor(pool, os.getpid) for _ in range(4)}
-        assert workers and os.getpid() not in workers
+        workers = set(pool.pids())
+        assert len(workers) == 2 and os.getpid() not in workers
         assert await Extractor(pool).extract_many(snaps) == expected
 
-        # A worker killed (out of memory, say) breaks the pool: extraction goes on here.
-        os.kill(next(iter(workers)), signal.SIGKILL)
-        await asyncio.sleep(0.5)  # the pool notices the dead worker
-        extractor = Extractor(pool)
-        assert await extractor.extract_many(snaps) == expected
+        # A worker killed while idle (by the kernel's OOM killer, say) is replaced; each page is still read.
+        killed = next(iter(workers))
+        os.kill(killed, signal.SIGKILL)
+        await asyncio.sleep(0.5)
+        assert await Extractor(pool).extract_many(snaps) == expected
+        for _ in range(100):  # its replacement starting
+            if len(pool.pids()) == 2:
+                break
+            await asyncio.sleep(0.1)
+        assert len(pool.pids()) == 2 and killed not in pool.pids()
     finally:
-        pool.shutdown(wait=False, cancel_futures=True)
+        await asyncio.to_thread(pool.shutdown)
 
 
 @pytest.mark.e2e
@@ -457,9 +461,7 @@ async def test_extraction_workers_exit_when_their_owner_is_killed() -> None:
         "async def main():\n"
         "    pool = ExtractionPool(workers=2)\n"
         "    await pool.start()\n"
-        "    loop = asyncio.get_running_loop()\n"
-        "    pids = {await loop.run_in_executor(pool, os.getpid) for _ in range(4)}\n"
-        "    print(*pids, flush=True)\n"
+        "    print(*pool.pids(), flush=True)\n"
         "    await asyncio.sleep(60)\n"
         "asyncio.run(main())\n"
     )

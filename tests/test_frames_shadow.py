@@ -9,15 +9,18 @@ from __future__ import annotations
 
 import html
 import re
+from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
+import pytest_asyncio
 from playwright.async_api import Error as PlaywrightError, Frame
 
 from chatagent.agent import ChatAgent
 from chatagent.browser.base import Tab
 from chatagent.browser.frames import MAX_DEPTH, MAX_FRAMES, _origin
-from chatagent.browser.playwright import PlaywrightTab
+from chatagent.browser.playwright import PlaywrightBrowser, PlaywrightTab
 from chatagent.context import ContextBuilder, TabContext
 from chatagent.events import Done, ErrorEvent, Event
 from chatagent.extraction import Extractor, extract_snapshot
@@ -53,6 +56,23 @@ EXTRACTOR = Extractor()
 
 def frames_url(site: Site, other_site: Site) -> str:
     return f"{site.url('frames')}?cross={other_site.base}"
+
+
+@pytest_asyncio.fixture(loop_scope="session")
+async def web_open_tabs(site: Site, other_site: Site) -> AsyncIterator[object]:
+    """`open_tabs` in a browser that counts the fixture sites as the web (public
+    addresses, as Chromium's own tests do): a saved page may frame pages from the
+    web, never from this machine (`chatagent.browser.network_scope`)."""
+    ports = ",".join(f"127.0.0.1:{urlsplit(s.base).port}=public" for s in (site, other_site))
+    browser = await PlaywrightBrowser.launch(extra_args=[f"--ip-address-space-overrides={ports}"])
+
+    async def _open(targets: list[str], *, timeout_s: float | None = None) -> list[object]:
+        return list(await browser.open_tabs(targets, timeout_s=timeout_s))
+
+    try:
+        yield _open
+    finally:
+        await browser.close()
 
 
 async def _open(open_tabs, url: str) -> PlaywrightTab:
@@ -189,7 +209,7 @@ async def test_a_frame_that_fails_mid_read_is_left_out_and_read_again_later(
 
 
 async def test_a_frame_that_does_not_respond_is_skipped(
-    site: Site, other_site: Site, open_tabs, tmp_path: Path
+    site: Site, other_site: Site, web_open_tabs, tmp_path: Path
 ) -> None:
     # From another site (localhost, not 127.0.0.1): its own renderer, busy for ever.
     busy = other_site.base.replace("127.0.0.1", "localhost") + "/frame_busy.html"
@@ -199,14 +219,14 @@ async def test_a_frame_that_does_not_respond_is_skipped(
         f"<iframe src='{busy}'></iframe><iframe src='{site.url('frame_inner')}'></iframe>"
         "<p>Platform changes are announced on the board.</p></body></html>"
     )
-    tab = await _open(open_tabs, str(page))
+    tab = await _open(web_open_tabs, str(page))
     snap = await tab.snapshot()
     assert "Platform changes are announced" in snap.visible_text and INNER in snap.visible_text
     assert "BUSY-BOARD" not in snap.visible_text
 
 
 async def test_refused_and_error_frames_are_neither_read_nor_waited_for(
-    site: Site, open_tabs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    site: Site, web_open_tabs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A frame of a local file Chromium refuses never answers, and a frame of a
     server's 404 is its error page: neither is content. With the waits for a
@@ -225,7 +245,7 @@ async def test_refused_and_error_frames_are_neither_read_nor_waited_for(
         f"<iframe src='{secret.as_uri()}'></iframe><iframe src='{site.url('/404')}'></iframe>"
         f"<iframe src='missing.html'></iframe><iframe src='{site.url('frame_inner')}'></iframe></body></html>"
     )
-    tab = await _open(open_tabs, str(page))
+    tab = await _open(web_open_tabs, str(page))
     snap = await asyncio.wait_for(tab.snapshot(), 60)
     assert "Departures from Northport" in snap.visible_text and INNER in snap.visible_text
     assert "PRIVATE-NOTE" not in snap.visible_text
@@ -272,13 +292,13 @@ async def test_a_question_answered_from_a_cross_origin_frame(
     assert isinstance(done, Done) and "berth 4" in done.answer, done
 
 
-async def test_a_frameset_page_is_read_from_its_frames(site: Site, open_tabs, tmp_path: Path) -> None:
+async def test_a_frameset_page_is_read_from_its_frames(site: Site, web_open_tabs, tmp_path: Path) -> None:
     page = tmp_path / "frameset.html"
     page.write_text(
         "<!DOCTYPE html><html><head><title>Harbour</title></head><frameset cols='50%,50%'>"
         f"<frame src='{site.url('frame_inner')}'><frame src='{site.url('frame_nested')}'></frameset></html>"
     )
-    tab = await _open(open_tabs, str(page))
+    tab = await _open(web_open_tabs, str(page))
     mark = f"Frame from {site.base}:"
     snap = await tab.snapshot()
     assert snap.visible_text.startswith(mark)

@@ -148,3 +148,18 @@ def test_a_few_cut_tabs_are_named_one_by_one() -> None:
     EventPrinter(scrubber=Scrubber(), out=io.StringIO(), err=quiet, markdown=False)(
         Done(answer="Yes [Tab 1].", pass_=1, shares=shares[:1]))
     assert "of its text" not in quiet.getvalue()  # every tab whole: nothing to say
+
+
+def test_many_cut_tabs_are_said_as_a_range_that_never_reads_zero() -> None:
+    def said(shares: list[TabShare]) -> str:
+        err = io.StringIO()
+        EventPrinter(scrubber=Scrubber(), out=io.StringIO(), err=err, markdown=False)(
+            Done(answer="Yes [Tab 1].", pass_=1, shares=shares))
+        return " ".join(err.getvalue().split())
+
+    tiny = [TabShare(tab_id=str(i), tokens=3, page_tokens=5000) for i in range(1, 4)]
+    big = TabShare(tab_id="4", tokens=400, page_tokens=1000)
+    bare = TabShare(tab_id="5", tokens=0, page_tokens=800)
+    assert "5 tabs cut to fit: under 1% to 40% of their text, 1 of them title only" in said([*tiny, big, bare])
+    assert "4 tabs cut to fit: under 1% of their text" in said([*tiny, tiny[0]])
+    assert "4 tabs cut to fit: title only" in said([bare] * 4)

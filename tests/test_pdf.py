@@ -10,7 +10,8 @@ import io
 import pytest
 from PIL import Image
 
-from chatagent import pdf
+from chatagent import pdf, pdf_worker
+from chatagent.pdf_worker import PdfLimits
 from chatagent.agent import ChatAgent
 from chatagent.browser.base import PageSnapshot, Tab
 from chatagent.browser.playwright import PlaywrightBrowser
@@ -112,10 +113,11 @@ def test_a_long_pdf_is_read_within_its_bound_and_says_so(monkeypatch: pytest.Mon
     data = Site.path("report.pdf").read_bytes()
     whole = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/r.pdf", pdf=data))
     assert "[p. 4]" in whole.text and not any("pages;" in n for n in whole.notes)
-    monkeypatch.setattr(pdf, "MAX_PDF_TEXT_CHARS", 1)  # the first page is over it
+    monkeypatch.setattr(pdf_worker, "PdfLimits", lambda: PdfLimits(max_chars=100))  # the first page is over it
     cut = extract_snapshot(PageSnapshot(tab_id="1", url="http://x/r.pdf", pdf=data))
     assert "[p. 1]" in cut.text and "[p. 2]" not in cut.text
-    assert any("has 4 pages; the text of its first 1 was read" in n for n in cut.notes)
+    assert any("has 4 pages; the text of its first 1 was read (the reading stops at 100 characters)" in n
+               for n in cut.notes)
 
 
 def test_passages_end_at_sentence_ends_or_at_twice_their_size_and_headings_stand_alone() -> None:

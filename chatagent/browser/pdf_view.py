@@ -5,7 +5,9 @@ read and which headless Chromium does not scroll. So the document is fetched
 once (in the tab's browser context: same cookies), extraction reads its text
 (`chatagent.pdf`), and the browser tools work on pages: scrolling moves from
 page to page and returns the page's text, and a screenshot is the current
-page rendered by PDFium, which is how a scanned PDF can still be read.
+page rendered by PDFium, which is how a scanned PDF can still be read. Each
+of these runs in a PDF reader process (`chatagent.pdf_worker`), bounded in
+time and memory and killed when the tool call is given up.
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from urllib.request import url2pathname
 
 from playwright.async_api import BrowserContext, Error as PlaywrightError
 
-from .. import pdf
+from .. import pdf, pdf_worker
 from ..errors import TabError, ToolError
+from ..limits import MAX_PDF_FIND_PAGES
 from .base import PageSnapshot, ScrollDirection, ScrollResult
 from .localfiles import is_local
 
@@ -42,7 +45,9 @@ class PdfView:
         (a tab of the user's own browser showing one they had open), from disk."""
         data = await (asyncio.to_thread(_read_file, url, name) if is_local(url) else _download(context, url, name))
         try:
-            pages = await asyncio.to_thread(pdf.page_count, data)
+            pages = await pdf_worker.page_count(data)
+        except pdf_worker.PdfLimitError as exc:
+            raise TabError(f"{name} shows a PDF that cannot be read: {exc}.") from exc
         except pdf.PdfError as exc:
             raise TabError(f"{name} shows a PDF that cannot be read (damaged, or protected by a password): {exc}") from exc
         return cls(url=url, data=data, digest=hashlib.sha256(data).hexdigest(), pages=pages)
@@ -51,14 +56,23 @@ class PdfView:
         return PageSnapshot(tab_id=tab_id, url=url, title=title, notes=notes, pdf=self.data, pdf_digest=self.digest)
 
     async def screenshot(self) -> bytes:
-        """The current page as a PNG."""
-        return await asyncio.to_thread(pdf.render_page, self.data, self.current)
+        """The current page as a PNG, however large the page says it is."""
+        try:
+            return await pdf_worker.render_page(self.data, self.current)
+        except pdf.PdfError as exc:
+            raise ToolError(f"Page {self.current + 1} of the PDF could not be shown: {exc}.") from exc
 
     async def scroll(self, direction: ScrollDirection, to_text: str | None, label: str) -> ScrollResult:
         if to_text:
-            found = await asyncio.to_thread(pdf.find_page, self.data, to_text)
+            try:
+                found = await pdf_worker.find_page(self.data, to_text)
+            except pdf.PdfError as exc:
+                raise ToolError(f"Text {to_text!r} was not found on tab {label}: {exc}; scroll page by page "
+                                "instead.") from exc
             if found is None:
-                raise ToolError(f"Text {to_text!r} not found in the PDF on tab {label}.")
+                searched = min(self.pages, MAX_PDF_FIND_PAGES)
+                where = "the PDF" if searched == self.pages else f"the first {searched:,} pages of the PDF"
+                raise ToolError(f"Text {to_text!r} not found in {where} on tab {label}.")
             self.current = found
         elif self.pages == 0:
             raise ToolError(f"The PDF on tab {label} has no pages.")
@@ -70,7 +84,10 @@ class PdfView:
                 "top": 0,
                 "bottom": last,
             }[direction]
-        text = await asyncio.to_thread(pdf.page_text, self.data, self.current)
+        try:
+            text = await pdf_worker.page_text(self.data, self.current)
+        except pdf.PdfError as exc:
+            raise ToolError(f"Page {self.current + 1} of the PDF on tab {label} could not be read: {exc}.") from exc
         return ScrollResult(
             text=text,
             at_bottom=self.current == self.pages - 1,

@@ -35,7 +35,8 @@ from ..limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_RESPONSE_MB
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .frames import FrameReader
-from .localfiles import LocalFiles, is_local
+from .localfiles import LocalFiles, LocalFileTooLarge, is_local
+from .network_scope import NetworkScope, is_local_url
 from .pdf_view import PdfView
 from .slots import TabSlots, Waiting
 from .targets import normalize_target
@@ -270,12 +271,13 @@ class PlaywrightTab(Tab):
         self, tab_id: str, page: Page, notes: list[str] | None = None, *,
         local_files: frozenset[str] = frozenset(), display_url: Callable[[str], str] = str,
         status: tuple[int, str] | None = None, close_popups: bool = True, pdf: bool = False,
-        sizes: _ResponseSizes | None = None, load_s: float = 0.0,
+        sizes: _ResponseSizes | None = None, load_s: float = 0.0, scope: NetworkScope | None = None,
     ) -> None:
         self.tab_id = tab_id
         self.page = page
         self._load_s = load_s  # how long its page took to load here (0: loaded elsewhere, a user's tab)
         self._sizes = sizes  # counts its responses' bytes; one too large closes the page
+        self._scope = scope  # keeps its page off local addresses; says what it blocked
         self._load_notes = list(notes or [])
         self._once_notes: list[str] = []  # said with the next snapshot only
         self.crashed = False
@@ -321,6 +323,10 @@ class PlaywrightTab(Tab):
             return f"{self.name} was closed."
         return None
 
+    def _scope_notes(self) -> list[str]:
+        note = self._scope.note() if self._scope is not None else None
+        return [note] if note else []
+
     def _unnamed_local_file(self) -> str | None:
         """A local file this tab shows (as the page or in a frame) that the user did not name."""
         for frame in self.page.frames:
@@ -353,6 +359,8 @@ class PlaywrightTab(Tab):
         self.page, self.crashed, self._last = page, False, None
         self._status = None  # `_on_response` sets it from the reload
         self._watch(page)
+        if self._scope is not None:
+            await self._scope.attach(page)
         try:
             await page.goto(url, wait_until="load", timeout=DEFAULT_LOAD_TIMEOUT_S * 1000)
         except PlaywrightTimeout:
@@ -384,7 +392,7 @@ class PlaywrightTab(Tab):
         self._check_readable("reading it is")
         if not data.get("same") and await self._is_pdf_viewer(data):
             return await self._pdf_snapshot()
-        notes = [*self._load_notes, *self._once_notes]
+        notes = [*self._load_notes, *self._once_notes, *self._scope_notes()]
         self._once_notes.clear()
         if data.get("same") and self._last:
             return self._last[2].model_copy(update={"notes": notes})
@@ -441,7 +449,7 @@ class PlaywrightTab(Tab):
         if view is None:
             view = self._pdf = await PdfView.fetch(self.page.context, self.page.url, self.name)
             self._pdf_loaded = False
-        notes = [*self._load_notes, *self._once_notes]
+        notes = [*self._load_notes, *self._once_notes, *self._scope_notes()]
         self._once_notes.clear()
         return view.snapshot(self.tab_id, self._display_url(self.page.url), "", notes)
 
@@ -518,7 +526,7 @@ class PlaywrightBrowser(Browser):
         self._spare_page = spare_page  # made ahead: its first tab opens in it
         self._max_response_mb = max_response_mb
         self._next_id = 1
-        self._files = LocalFiles()
+        self._files = LocalFiles(None if max_response_mb is None else int(max_response_mb * 1_000_000))
         # One Tab per page, whoever asks: its id and its turn lock (tools take
         # turns on it) must be the same for every conversation and listing.
         self._adopted: dict[Page, PlaywrightTab] = {}
@@ -709,6 +717,10 @@ class PlaywrightBrowser(Browser):
             url = normalize_target(target)
             # Never file:// in the browser: a local page could then show any other local file.
             address = self._files.serve(url) if is_local(url) else url
+        except LocalFileTooLarge:  # known before it is read: no page is opened for it
+            assert self._max_response_mb is not None
+            return TabFailure(tab_id=tab_id, url=target, code="too_large",
+                              message=_Over(self._max_response_mb, document=True).not_loaded(url))
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
         creating = asyncio.ensure_future(self._make_page(share))
@@ -771,6 +783,8 @@ class PlaywrightBrowser(Browser):
         notes: list[str] = []
         loaded = True
         sizes: _ResponseSizes | None = None
+        # A page the user named on their own machine or network is theirs (`network_scope`); any other is kept off it.
+        scoping = None if is_local_url(url) else asyncio.ensure_future(NetworkScope.watch(page, address))
         if self._max_response_mb is None:
             await page.add_init_script(_SETTLE_INIT_JS)
         else:
@@ -779,6 +793,7 @@ class PlaywrightBrowser(Browser):
                 # One too large closes the page now, loading or loaded: the bytes stop coming.
                 _ResponseSizes.watch(page, self._max_response_mb, lambda: self._close_soon(page)),
             )
+        scope = await scoping if scoping is not None else None
 
         def too_large() -> TabFailure | None:
             if sizes is None or sizes.over is None:
@@ -805,6 +820,8 @@ class PlaywrightBrowser(Browser):
                 if failure := too_large():  # closed for it, which failed the navigation
                     return failure
                 await _close_page(page)
+                if scope is not None and scope.blocked:  # redirected to a local address
+                    return TabFailure(tab_id=tab_id, url=url, code="local_address", message=scope.refused(url))
                 msg = _short(exc)
                 code = "download" if "Download is starting" in msg else "unreachable"
                 if code == "download":
@@ -833,7 +850,7 @@ class PlaywrightBrowser(Browser):
         # script hung while it was parsed must not be waited for five times the timeout.
         load_s = asyncio.get_running_loop().time() - started if loaded else 0.0
         return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf,
-                             sizes=sizes, load_s=load_s)
+                             sizes=sizes, load_s=load_s, scope=scope)
 
     async def _new_page(self) -> Page:
         """A page for a tab about to open: the one made ahead, if it is still there."""
