@@ -121,8 +121,7 @@ async def test_in_the_mcp_server_a_one_page_call_is_answered_while_a_huge_questi
         assert not page.is_error, page.content
         assert f"Ledger {n}" in page.structured_content["pages"][0]["text"]
     assert still_reading, "the one-page call waited for the question's reading to end"
-    assert not asked.is_error, asked.content
-    assert "I stopped reading after 8 s" in asked.structured_content["answer"]
+    assert not asked.is_error and "[Tab" in asked.structured_content["answer"], asked.content
 
 
 @pytest.mark.e2e
@@ -159,8 +158,7 @@ def test_in_the_daemon_a_one_page_ask_is_answered_while_a_huge_question_reads(
     assert "$" in ending(one)["answer"]
     assert still_reading, "the one-page ask waited for the question's reading to end"
     done = json.loads(out.splitlines()[-1])
-    assert huge.returncode == 0 and done["type"] == "done", (out[-2000:], err)
-    assert "I stopped reading after 8 s" in done["answer"]
+    assert huge.returncode == 0 and done["type"] == "done" and "[Tab" in done["answer"], (out[-2000:], err)
 
 
 @pytest.mark.e2e
