@@ -163,15 +163,15 @@ def test_in_the_daemon_a_one_page_ask_is_answered_while_a_huge_question_reads(
 
 @pytest.mark.e2e
 def test_chatagent_ask_keeps_its_deadline_over_a_huge_question(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """`chatagent ask --deadline 8 --json` with the question of many parts over 10 pages
-    (offline_timeout 120): it ends with the deadline error after its model began reading,
-    with no traceback, rather than reading on."""
+    """`chatagent ask --deadline 10 --json` with a question of 150 parts over 10 pages (read
+    whole, 18 s or more; offline_timeout 120): it ends with the deadline error after its model
+    began reading, with no traceback, rather than reading on."""
     from test_daemon import ROOT, _env, command
 
     env = _env(tmp_path_factory.mktemp("d"), CHATAGENT_OFFLINE_TIMEOUT="120")
     with serving() as base:
-        proc = subprocess.run(command("ask", *(f"{base}/ledger/{i}" for i in range(TABS)), "-q", many_parts(),
-                                      "--deadline", "8", "--json"),
+        proc = subprocess.run(command("ask", *(f"{base}/ledger/{i}" for i in range(TABS)), "-q", many_parts(150),
+                                      "--deadline", "10", "--json"),
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=110)
     assert "Traceback" not in proc.stdout + proc.stderr
     events = [json.loads(line) for line in proc.stdout.splitlines()]
