@@ -23,11 +23,13 @@ from chatagent.mcp_server import running
 from chatagent.models import load_model
 from chatagent.runtime import Runtime
 from chatagent.settings import Settings
-from chatagent.testing.many_parts import PARTS, TABS, ledger, ledger_lines, many_parts, serving
+from chatagent.testing.many_parts import TABS, ledger, ledger_lines, many_parts, serving
 
 from loop_watch import LoopWatch, loop_watch  # noqa: F401 - the fixture, by name
 
 ASYNC = pytest.mark.asyncio(loop_scope="session")
+# Parts in the question the tests ask: read whole, 18 s or more over TABS tabs, however quiet the machine.
+PARTS = 150
 
 
 def static_tabs(n: int = TABS) -> list[StaticTab]:
@@ -42,10 +44,10 @@ def last(events: list[Event]) -> Event:
 
 @ASYNC
 async def test_a_question_of_many_parts_stops_reading_at_its_limit_and_names_the_rest(loop_watch: LoopWatch) -> None:
-    """60 parts over 10 tabs with offline_timeout 3: the first parts are answered, a line says
+    """150 parts over 10 tabs with offline_timeout 3: the first parts are answered, a line says
     how many were not reached and which setting allows more, and the loop was never held."""
     model = await asyncio.to_thread(load_model, "extractive", Settings(offline_timeout=3))  # its imports: off the loop
-    events = [e async for e in ChatAgent(model, static_tabs()).ask(many_parts())]
+    events = [e async for e in ChatAgent(model, static_tabs()).ask(many_parts(PARTS))]
     done = last(events)
     assert isinstance(done, Done), done
     assert "I stopped reading after 3 s (the offline_timeout setting)" in done.answer
@@ -72,7 +74,7 @@ def _readers() -> list[int]:
 
 @ASYNC
 async def test_a_question_past_its_deadline_has_its_reading_stopped(loop_watch: LoopWatch) -> None:
-    """Deadline 2 s, a reading that would take 25 s or more (offline_timeout 120): the question ends
+    """Deadline 2 s, a reading that would take 18 s or more (offline_timeout 120): the question ends
     with the deadline error, the worker that read is gone, and the next question is answered."""
     model = await asyncio.to_thread(load_model, "extractive", Settings(offline_timeout=120))
     tabs = static_tabs()
@@ -80,7 +82,7 @@ async def test_a_question_past_its_deadline_has_its_reading_stopped(loop_watch: 
     agent = ChatAgent(model, tabs, deadline_s=2)
     reading = _Reading()
     agent.hooks = reading
-    events = [e async for e in agent.ask(many_parts())]
+    events = [e async for e in agent.ask(many_parts(PARTS))]
     stopped = last(events)
     assert isinstance(stopped, ErrorEvent) and stopped.code == "deadline", stopped
     assert reading.asked.is_set(), "the deadline passed before the model was asked: the test proves nothing"
@@ -111,7 +113,7 @@ async def test_in_the_mcp_server_a_one_page_call_is_answered_while_a_huge_questi
             alone = await client.call_tool("read_pages", {"urls": [f"{base}/ledger/{TABS + 1}"]})
             loop_watch.held.clear()
             ask = asyncio.create_task(client.call_tool("ask_pages", {
-                "urls": [f"{base}/ledger/{i}" for i in range(TABS)], "question": many_parts()}))
+                "urls": [f"{base}/ledger/{i}" for i in range(TABS)], "question": many_parts(PARTS)}))
             await asyncio.wait([ask, asyncio.ensure_future(reading.asked.wait())], return_when=asyncio.FIRST_COMPLETED)
             assert not ask.done(), ask.result()
             one = await client.call_tool("read_pages", {"urls": [f"{base}/ledger/{TABS + 2}"]})
@@ -136,7 +138,7 @@ def test_in_the_daemon_a_one_page_ask_is_answered_while_a_huge_question_reads(
     daemon = start(tmp_path_factory.mktemp("d"), CHATAGENT_OFFLINE_TIMEOUT="8")
     try:
         with serving() as base:
-            huge = subprocess.Popen(command("ask", *(f"{base}/ledger/{i}" for i in range(TABS)), "-q", many_parts(),
+            huge = subprocess.Popen(command("ask", *(f"{base}/ledger/{i}" for i in range(TABS)), "-q", many_parts(PARTS),
                                             "--json"),
                                     cwd=ROOT, env=daemon.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             try:
@@ -163,14 +165,14 @@ def test_in_the_daemon_a_one_page_ask_is_answered_while_a_huge_question_reads(
 
 @pytest.mark.e2e
 def test_chatagent_ask_keeps_its_deadline_over_a_huge_question(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """`chatagent ask --deadline 10 --json` with a question of 150 parts over 10 pages (read
-    whole, 18 s or more; offline_timeout 120): it ends with the deadline error after its model
+    """`chatagent ask --deadline 10 --json` with the question of 150 parts over 10 pages
+    (offline_timeout 120): it ends with the deadline error after its model
     began reading, with no traceback, rather than reading on."""
     from test_daemon import ROOT, _env, command
 
     env = _env(tmp_path_factory.mktemp("d"), CHATAGENT_OFFLINE_TIMEOUT="120")
     with serving() as base:
-        proc = subprocess.run(command("ask", *(f"{base}/ledger/{i}" for i in range(TABS)), "-q", many_parts(150),
+        proc = subprocess.run(command("ask", *(f"{base}/ledger/{i}" for i in range(TABS)), "-q", many_parts(PARTS),
                                       "--deadline", "10", "--json"),
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=110)
     assert "Traceback" not in proc.stdout + proc.stderr
