@@ -1,7 +1,7 @@
 """A hostile question for the offline model, and its pages (issue 54 row 9): a
 question of many parts over many tabs of plain facts. Each part reads every
-tab again, so read whole it is minutes of CPU on a laptop's cores (60 parts
-over 10 of these pages: 25-60 s on 2 cores). The tests and the benchmark of
+tab again, so read whole it grows with parts times tabs (60 parts over 10 of
+these pages: ~7 s on 2 quiet cores, 25 s on busy ones). The tests and the benchmark of
 calls beside it (`benchmarks/offline_beside.py`) use it; `serving()` puts
 the pages on a loopback origin at `{base}/ledger/N`."""
 
