@@ -28,7 +28,7 @@ from .events import (
     Done, ErrorEvent, Event, Note, Overview, PassStart, Screenshot, StopReason, TabShare, Timings, Token, ToolCall,
     ToolResult, Usage,
 )
-from .history import History, message_tokens
+from .history import History, request_tokens
 from .hooks import RunHooks
 from .models import Model
 from .models.window import Window
@@ -42,7 +42,7 @@ from .selection import Selection
 from .limits import (
     DEFAULT_DEADLINE_S, DEFAULT_MAX_ANSWER_TOKENS, INPUT_BUDGET_FACTOR, MAX_QUESTION_CHARS, MIN_INPUT_BUDGET,
 )
-from .tokens import count_tokens
+from .tokens import count_tokens, count_tokens_off_loop
 from .tools import ToolRunner, tool_specs
 
 MAX_TURNS = 20  # model calls in pass 2
@@ -104,7 +104,7 @@ class _Run:
         its server has one, and say so."""
         for text in (message_text(m) for m in request):
             own = await self.own_tokens(model, text)
-            self.usage.input_tokens += own if own is not None else count_tokens(text)
+            self.usage.input_tokens += own if own is not None else await count_tokens_off_loop(text)
         self.usage.output_tokens += await model.count_tokens(output) if output else 0
         self.usage.counted = True
 
@@ -405,7 +405,7 @@ class ChatAgent:
             history_tokens = run.history_tokens
         self._runner.builder = self.builder.with_budget(ctx.budget_per_tab)  # a re-read tab: no larger
         self._runner.start(question, ctx)
-        prompt_tokens = _request_tokens(run.pass1_request)
+        prompt_tokens = await request_tokens(run.pass1_request)
         run.sent_tokens += prompt_tokens
         run.input_budget = max(int(self.input_budget_factor * prompt_tokens), MIN_INPUT_BUDGET)
         model = self._reading(self.model.chat.bind_tools(tool_specs()), ctx)
@@ -413,10 +413,10 @@ class ChatAgent:
         messages = build_messages(ctx, question, history, fence=self.history.fence, tools=True)
         turn_start = len(messages) - 1  # this question's messages: kept in the history afterwards
         for turn in range(1, self.max_turns + 1):
-            need = _request_tokens(messages)
+            need = await request_tokens(messages)
             # Over the window: this question's oldest browser steps go first, then it stops.
             while run.room is not None and need > run.room.prompt and drop_oldest_step(messages, turn_start):
-                need = _request_tokens(messages)
+                need = await request_tokens(messages)
             if run.room is not None and need > run.room.prompt:
                 stop = AIMessage(
                     f"I stopped looking: another step would not fit {self.model.name}'s window of "
@@ -543,10 +543,6 @@ class ChatAgent:
         )
         emit(done)
         return done
-
-
-def _request_tokens(messages: list[BaseMessage]) -> int:
-    return sum(message_tokens(m) for m in messages)
 
 
 def _forget_images(messages: list[BaseMessage]) -> None:

@@ -168,3 +168,11 @@ class ModelReplyTooLargeError(ModelError):
     code = "model_reply_too_large"
     advice = "Ask again, or pick another model with --model."
     setting = "model"
+
+
+class OfflineTimeoutError(ModelError):
+    """The offline model's reading of one reply passed `offline_timeout` and was stopped
+    (its worker killed). Not retryable: the same pages and question take as long again."""
+
+    code = "offline_timeout"
+    setting = "offline_timeout"

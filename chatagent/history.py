@@ -10,6 +10,7 @@ questions and answers takes their place.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from .labels import TabLabels
 from .prompts import Fence, message_text, reshape_fenced, without_image
-from .tokens import count_tokens, truncate_to_tokens
+from .tokens import OFF_LOOP_CHARS, count_tokens, truncate_to_tokens
 
 DEFAULT_HISTORY_BUDGET = 4000  # tokens of earlier turns sent with each question
 TOOL_RESULT_TOKENS = 300  # what a turn keeps of each tool result and page state
@@ -177,6 +178,16 @@ def message_tokens(message: BaseMessage) -> int:
     text = message_text(message)
     # A tool result travels as a JSON string: its newlines and quotes escaped.
     return count_tokens(json.dumps(text) if isinstance(message, ToolMessage) else text) + message_extra_tokens(message)
+
+
+async def request_tokens(messages: Sequence[BaseMessage]) -> int:
+    """What `messages` cost in a request (`message_tokens`), counted on a thread when they are
+    large: a pass-2 request holds every tab's text (20 tabs of 16,000 tokens for the offline model)."""
+    def count() -> int:
+        return sum(message_tokens(m) for m in messages)
+
+    large = sum(len(message_text(m)) for m in messages) > OFF_LOOP_CHARS
+    return await asyncio.to_thread(count) if large else count()
 
 
 def message_extra_tokens(message: BaseMessage) -> int:

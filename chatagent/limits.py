@@ -27,6 +27,10 @@ MIN_ANSWER_TOKENS = 16
 INPUT_BUDGET_FACTOR = 8.0
 DEFAULT_LOAD_TIMEOUT_S = 15.0  # seconds a tab waits for its page to load (`browser.playwright`)
 DEFAULT_MAX_RESPONSE_MB = 50.0  # a page, or a file it loads, larger than this is not loaded (`browser.playwright`)
+# Seconds the offline model reads for one reply (`models.extractive`): a question of many
+# parts over many tabs is minutes of CPU (10 parts over 10 tabs: 46 s on 2 cores). The parts
+# not reached by then are named, not answered; a reply still reading at 1.5 times it is stopped.
+DEFAULT_OFFLINE_TIMEOUT_S = 20.0
 DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds the side panel's tab waits for the extension to run one tool
 # A page's extraction (`extraction_pool`): its worker is stopped past either. On 2 cores a page within
 # extraction's caps takes 8 s at most (2 MB of 19,000 paragraphs); a PDF's reading stops itself at 20 s (`pdf`).

@@ -29,7 +29,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from .context import ContextBuilder, PageContext
 from .errors import ChatAgentError
-from .history import message_extra_tokens, message_tokens
+from .history import message_extra_tokens, request_tokens
 from .limits import MIN_TAB_BUDGET
 from .models.window import Window
 from .prompts import message_text
@@ -85,10 +85,6 @@ Request = Callable[[PageContext, "int | None"], list[BaseMessage]]
 Count = Callable[[list[BaseMessage]], Awaitable["int | None"]]
 
 
-def request_tokens(messages: list[BaseMessage]) -> int:
-    return sum(message_tokens(m) for m in messages)
-
-
 def own_count(count_text: Callable[[str], Awaitable["int | None"]]) -> Count:
     """A request counted by the model's own tokenizer (`count_text`: its server's, llama.cpp's
     /tokenize), message by message, so a caller that remembers each text's count asks once
@@ -126,7 +122,7 @@ async def fit(
 
     async def tokens(messages: list[BaseMessage]) -> int:
         own = await count(messages) if count is not None else None
-        return own if own is not None else request_tokens(messages)
+        return own if own is not None else await request_tokens(messages)
 
     # The bound is in cl100k's tokens for the tabs: a model's own tokenizer may count more.
     if count is None and upper_bound(ctx, fixed) <= room.prompt * SURE_SHARE:
@@ -148,7 +144,7 @@ async def fit(
         pages = sum(t.prompt_tokens for t in ctx.tabs if t.ok)
         over = need - room.prompt
         if count is not None:  # in the pages' tokens (cl100k's), not the model's own
-            over = over * request_tokens(request(ctx, keep)) / max(need, 1)
+            over = over * await request_tokens(request(ctx, keep)) / max(need, 1)
         if budget <= MIN_TAB_BUDGET:
             break
         # The pages' part shrinks by what is over, and a little more of what is left (KEEP_SHARE):

@@ -60,6 +60,7 @@ from .limits import (
     DEFAULT_MAX_ANSWER_TOKENS,
     DEFAULT_MAX_RESPONSE_MB,
     DEFAULT_MODEL,
+    DEFAULT_OFFLINE_TIMEOUT_S,
     DEFAULT_TAB_BUDGET,
     DEFAULT_TOOL_TIMEOUT_S,
     INPUT_BUDGET_FACTOR,
@@ -136,6 +137,9 @@ class Settings(BaseSettings):
                                      "this many seconds to read is given up (its visible text is used)")
     extract_memory_mb: float = Field(DEFAULT_EXTRACT_MEMORY_MB, ge=256, description="a page needing more than this "
                                      "many MB to read is given up (its visible text is used)")
+    offline_timeout: float = Field(DEFAULT_OFFLINE_TIMEOUT_S, gt=0, description="seconds the offline model reads "
+                                   "for one answer: the parts of a question it has not reached by then are named, "
+                                   "not answered")
     max_tabs: int = Field(20, ge=1, description="`chatagent mcp` and the daemon: tabs open at once across "
                           "calls; a call beyond waits its turn")
     max_answer_tokens: int = Field(DEFAULT_MAX_ANSWER_TOKENS, ge=MIN_ANSWER_TOKENS, description="an answer is cut "

@@ -154,9 +154,9 @@ class Model:
         own = await self.own_tokens(text)
         if own is not None:
             return own
-        from ..tokens import count_tokens
+        from ..tokens import count_tokens_off_loop
 
-        return count_tokens(text)
+        return await count_tokens_off_loop(text)
 
     def known_window(self) -> "Window | None":
         """The window when it is known without asking its server (set, or asked before)."""

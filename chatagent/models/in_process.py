@@ -38,20 +38,29 @@ class InProcessChatModel(BaseChatModel):
     def _reply(self, messages: Sequence[BaseMessage], **kwargs: Any) -> AIMessage:
         raise NotImplementedError
 
+    async def _areply(self, messages: Sequence[BaseMessage], **kwargs: Any) -> AIMessage:
+        """The reply, asked from the event loop: where its making is work, off it (the offline model's)."""
+        return self._reply(messages, **kwargs)
+
     def _usage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> UsageMetadata | None:
         return None  # as a server that reports none
+
+    async def _ausage(self, messages: Sequence[BaseMessage], reply: AIMessage) -> UsageMetadata | None:
+        return self._usage(messages, reply)
 
     def _text_pieces(self, reply: AIMessage) -> Iterator[str]:
         return pieces(reply.text, self.words_per_chunk)
 
-    def _chunks(self, messages: Sequence[BaseMessage], reply: AIMessage) -> Iterator[AIMessageChunk]:
+    def _chunks(self, messages: Sequence[BaseMessage], reply: AIMessage,
+                usage: UsageMetadata | None = None) -> Iterator[AIMessageChunk]:
+        """`usage`: counted already (off the loop), else counted here."""
         for piece in self._text_pieces(reply):
             yield AIMessageChunk(content=piece)
         if reply.tool_calls:
             yield AIMessageChunk(content="", tool_call_chunks=[
                 {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i, "type": "tool_call_chunk"}
                 for i, c in enumerate(reply.tool_calls)])
-        if (usage := self._usage(messages, reply)) is not None:
+        if (usage := usage or self._usage(messages, reply)) is not None:
             yield AIMessageChunk(content="", usage_metadata=usage)
 
     def _generate(self, messages: list[BaseMessage], stop: list[str] | None = None,
@@ -65,8 +74,15 @@ class InProcessChatModel(BaseChatModel):
         for chunk in self._chunks(messages, self._reply(messages, **kwargs)):
             yield ChatGenerationChunk(message=chunk)
 
+    async def _agenerate(self, messages: list[BaseMessage], stop: list[str] | None = None,
+                         run_manager: AsyncCallbackManagerForLLMRun | None = None, **kwargs: Any) -> ChatResult:
+        reply = await self._areply(messages, **kwargs)
+        reply.usage_metadata = await self._ausage(messages, reply)
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
     async def _astream(self, messages: list[BaseMessage], stop: list[str] | None = None,
                        run_manager: AsyncCallbackManagerForLLMRun | None = None,
                        **kwargs: Any) -> AsyncIterator[ChatGenerationChunk]:
-        for chunk in self._stream(messages, stop, None, **kwargs):
-            yield chunk
+        reply = await self._areply(messages, **kwargs)
+        for chunk in self._chunks(messages, reply, await self._ausage(messages, reply)):
+            yield ChatGenerationChunk(message=chunk)

@@ -49,4 +49,11 @@ class ExtractiveProvider(Provider):
     def create(self, model: str, settings: "Settings") -> "BaseChatModel":
         from .extractive import ExtractiveChatModel
 
-        return ExtractiveChatModel()
+        return ExtractiveChatModel(timeout_s=settings.offline_timeout)
+
+    async def warm(self, chat: "BaseChatModel") -> None:
+        """Start its reading worker (`offline.worker`) while the pages load."""
+        from .extractive import ExtractiveChatModel
+
+        if isinstance(chat, ExtractiveChatModel):
+            await chat.warm()

@@ -5,6 +5,7 @@ each part of a question asked at once, or a line saying the page does not say it
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import date
@@ -64,21 +65,33 @@ class Page:
 
 
 def answer(question: Question, pages: list[Page], tabs: int, ranker: RankerFactory = BM25Ranker, *,
-           whole: bool = False) -> str | None:
+           whole: bool = False, time_s: float | None = None) -> str | None:
     """The answer from `pages` (of `tabs` tabs open), or None when nothing on them answers;
     `whole`: the question is about the pages as a whole (`TabContext.scope`), and is answered
-    with their summary (`summary.py`)."""
+    with their summary (`summary.py`). `time_s`: a question of many parts is answered part by
+    part for this long; the parts not reached by then are named, not answered."""
     if itself := _of_itself(question.text, pages):
         return itself
     if whole:
         return summary(question.text, [Tab(p.tab_id, p.title, p.text) for p in pages])
     if len(question.parts) == 1:
         return _one(question, pages, tabs, ranker)
-    answers = [_one(Question.parse(part), pages, tabs, ranker) for part in question.parts]
-    if not any(answers):
+    # Each part reads every tab again: a question of many parts over many tabs is minutes of CPU.
+    until = None if time_s is None else time.monotonic() + time_s
+    answers: list[str | None] = []
+    for part in question.parts:
+        if until is not None and answers and time.monotonic() > until:
+            break
+        answers.append(_one(Question.parse(part), pages, tabs, ranker))
+    left = len(question.parts) - len(answers)
+    if not any(answers) and not left:  # stopped early: said so, rather than read it all again in pass 2
         return None
     silent = "The pages do not say" if len(pages) > 1 else "The page does not say"
     out: list[str] = []
+    if left:  # first: a long answer may be cut at its length limit
+        them, their = ("it", "its") if left == 1 else ("them", "their")
+        out.append(f"I stopped reading after {time_s:g} s (the offline_timeout setting), before the last {left} of "
+                   f"the question's {len(question.parts)} parts: ask {them} on {their} own.")
     for part, said in zip(question.parts, answers):
         if not said:
             out.append(f"{silent} {restate(part)}.")
