@@ -27,4 +27,8 @@ MIN_ANSWER_TOKENS = 16
 INPUT_BUDGET_FACTOR = 8.0
 DEFAULT_LOAD_TIMEOUT_S = 15.0  # seconds a tab waits for its page to load (`browser.playwright`)
 DEFAULT_MAX_RESPONSE_MB = 50.0  # a page, or a file it loads, larger than this is not loaded (`browser.playwright`)
+# Characters of a tab's rendered text, and of its HTML, taken from the browser (`browser.text_bound`):
+# a page's own script can build any amount of text with no network; moving 20 M characters
+# out of Chromium costs ~5 s and several times that in memory. Twice a 5 MB page's text.
+DEFAULT_MAX_PAGE_CHARS = 10_000_000
 DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds the side panel's tab waits for the extension to run one tool

@@ -57,6 +57,7 @@ from .limits import (
     DEFAULT_DEADLINE_S,
     DEFAULT_LOAD_TIMEOUT_S,
     DEFAULT_MAX_ANSWER_TOKENS,
+    DEFAULT_MAX_PAGE_CHARS,
     DEFAULT_MAX_RESPONSE_MB,
     DEFAULT_MODEL,
     DEFAULT_TAB_BUDGET,
@@ -131,6 +132,8 @@ class Settings(BaseSettings):
     deadline: float = Field(DEFAULT_DEADLINE_S, gt=0, description="seconds after which a question is given up")
     max_response_mb: float = Field(DEFAULT_MAX_RESPONSE_MB, gt=0, description="a page, or a file it loads, larger than this many "
                                    "MB is not loaded (the tab says so)")
+    max_page_chars: int = Field(DEFAULT_MAX_PAGE_CHARS, ge=1000, description="characters of a tab's text (and of "
+                                "its HTML) read from the browser; the rest is left out (the tab says so)")
     max_tabs: int = Field(20, ge=1, description="`chatagent mcp` and the daemon: tabs open at once across "
                           "calls; a call beyond waits its turn")
     max_answer_tokens: int = Field(DEFAULT_MAX_ANSWER_TOKENS, ge=MIN_ANSWER_TOKENS, description="an answer is cut "

@@ -31,7 +31,7 @@ from playwright.async_api import (
 )
 
 from ..errors import BrowserError, ChatAgentError, TabError, ToolError, UnnamedLocalFileError
-from ..limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_RESPONSE_MB
+from ..limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_PAGE_CHARS, DEFAULT_MAX_RESPONSE_MB
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .frames import FrameReader
@@ -39,6 +39,7 @@ from .localfiles import LocalFiles, is_local
 from .pdf_view import PdfView
 from .slots import TabSlots, Waiting
 from .targets import normalize_target
+from .text_bound import TextBound
 
 log = logging.getLogger(__name__)
 
@@ -90,16 +91,17 @@ PDF_TYPE = "application/pdf"
 # The PDF viewer's own document is an empty body; a page this small with no text may be one.
 _VIEWER_MAX_HTML = 2_000
 
-# Text of the elements that intersect the viewport, in document order.
+# Text of the elements that intersect the viewport, in document order: `limit`
+# characters at most (`text_bound`; a single text node can hold megabytes).
 _VIEWPORT_TEXT_JS = """
-() => {
+(limit) => {
   const out = [];
   const vh = window.innerHeight, vw = window.innerWidth;
   const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
-  let node, last = null;
-  while ((node = walker.nextNode())) {
-    const t = node.textContent.replace(/\\s+/g, ' ').trim();
+  let node, last = null, chars = 0;
+  while (chars < limit && (node = walker.nextNode())) {
+    const t = node.data.slice(0, limit - chars).replace(/\\s+/g, ' ').trim();
     if (!t) continue;
     const el = node.parentElement;
     if (!el) continue;
@@ -113,6 +115,7 @@ _VIEWPORT_TEXT_JS = """
     if (block !== last && out.length) out.push('\\n');
     else if (out.length) out.push(' ');
     out.push(t);
+    chars += t.length + 1;
     last = block;
   }
   return {
@@ -270,7 +273,7 @@ class PlaywrightTab(Tab):
         self, tab_id: str, page: Page, notes: list[str] | None = None, *,
         local_files: frozenset[str] = frozenset(), display_url: Callable[[str], str] = str,
         status: tuple[int, str] | None = None, close_popups: bool = True, pdf: bool = False,
-        sizes: _ResponseSizes | None = None, load_s: float = 0.0,
+        sizes: _ResponseSizes | None = None, load_s: float = 0.0, bound: TextBound = TextBound(),
     ) -> None:
         self.tab_id = tab_id
         self.page = page
@@ -286,8 +289,9 @@ class PlaywrightTab(Tab):
         self._close_popups = close_popups
         # Reads the page and its frames; its stamps' state lives under this
         # per-tab random key in each document, out of page scripts' reach.
-        self._reader = FrameReader("__chatagent_" + secrets.token_hex(8), display_url)
-        self._last: tuple[str, str, PageSnapshot] | None = None  # (url, stamp, snapshot)
+        self._bound = bound  # how much of its text and HTML is taken from the browser
+        self._reader = FrameReader("__chatagent_" + secrets.token_hex(8), display_url, bound)
+        self._last: tuple[str, str, PageSnapshot, list[str]] | None = None  # (url, stamp, snapshot, its cut note)
         self._pdf_loaded = pdf  # the document loaded is a PDF (its response said so)
         self._pdf: PdfView | None = None
         self._watch(page)
@@ -387,16 +391,17 @@ class PlaywrightTab(Tab):
         notes = [*self._load_notes, *self._once_notes]
         self._once_notes.clear()
         if data.get("same") and self._last:
-            return self._last[2].model_copy(update={"notes": notes})
+            return self._last[2].model_copy(update={"notes": notes + self._last[3]})
+        cut = [n for n in [self._bound.note(self.name, data.get("cut"))] if n]
         snap = PageSnapshot(
             tab_id=self.tab_id,
             url=url,
             title=data.get("title") or "",
             html=data.get("html") or "",
             visible_text=data.get("text") or "",
-            notes=notes,
+            notes=notes + cut,
         )
-        self._last = (url, data.get("stamp") or "", snap)
+        self._last = (url, data.get("stamp") or "", snap, cut)
         return snap
 
     async def _read(self) -> tuple[dict[str, Any], str]:
@@ -483,7 +488,7 @@ class PlaywrightTab(Tab):
                     }[direction]
                     await self.page.evaluate(js)
                 await _settle(self.page, requests, SETTLE_CAP_S, SCROLL_FIRST_MS)
-            data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS)
+            data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS, self._bound.limit)
         except PlaywrightError as exc:
             raise ToolError(self._gone() or f"Scrolling tab {self.label} failed: {_short(exc)}") from exc
         self._check_readable("scrolling it is", ToolError)
@@ -502,13 +507,14 @@ class PlaywrightBrowser(Browser):
     It keeps the pages it made (`_ours`) until each has closed: `close` closes
     them all, over CDP too, where it must leave the user's own tabs open.
     `max_response_mb`: a tab whose page, or any file the page loads, is larger
-    than this is not loaded (None: no bound). A launched or served browser
+    than this is not loaded (None: no bound). `max_page_chars`: how much of a
+    tab's text and HTML is taken from the browser (`TextBound`). A launched or served browser
     makes sessions of its own in it (`session`)."""
 
     def __init__(
         self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool,
         max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB, spare_page: Page | None = None,
-        session: bool = False,
+        session: bool = False, max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> None:
         self._pw = pw
         self._browser = browser
@@ -517,6 +523,7 @@ class PlaywrightBrowser(Browser):
         self._session = session  # closes its context only: the browser and its driver are another's
         self._spare_page = spare_page  # made ahead: its first tab opens in it
         self._max_response_mb = max_response_mb
+        self._bound = TextBound(max_page_chars)
         self._next_id = 1
         self._files = LocalFiles()
         # One Tab per page, whoever asks: its id and its turn lock (tools take
@@ -534,7 +541,7 @@ class PlaywrightBrowser(Browser):
         executable_path: str | None = None,
         headless: bool = True,
         extra_args: list[str] | None = None,
-        max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+        max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB, max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> "PlaywrightBrowser":
         exe = executable_path or find_browser()
         pw = await async_playwright().start()
@@ -554,11 +561,12 @@ class PlaywrightBrowser(Browser):
         except PlaywrightError as exc:
             await pw.stop()
             raise BrowserError(f"Could not start the browser at {exe}: {_short(exc)}") from exc
-        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb)
+        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb, max_page_chars=max_page_chars)
 
     @classmethod
     async def connect_cdp(
         cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+        max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> "PlaywrightBrowser":
         """Attach to a Chrome started with --remote-debugging-port (the user's real tabs)."""
         port = await _nothing_listening(endpoint)
@@ -576,11 +584,12 @@ class PlaywrightBrowser(Browser):
                 f"--remote-debugging-port={port or 'PORT'}? If not, start one so, or leave out --cdp."
             ) from exc
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
-        return cls(pw, browser, context, owned=False, max_response_mb=max_response_mb)
+        return cls(pw, browser, context, owned=False, max_response_mb=max_response_mb, max_page_chars=max_page_chars)
 
     @classmethod
     async def connect_ws(
         cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+        max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> "PlaywrightBrowser":
         """Use a browser from a Playwright browser server (`playwright
         launch-server` or `run-server`): a context of our own in it, closed with us."""
@@ -602,7 +611,7 @@ class PlaywrightBrowser(Browser):
                 "(`chatagent config set browser_ws ws://HOST:PORT/`, or --browser-ws).",
                 reason=f"Could not use the browser server at {endpoint}: {_short(exc)}.", setting="browser_ws",
             ) from exc
-        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb)
+        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb, max_page_chars=max_page_chars)
 
     async def session(self) -> "PlaywrightBrowser":
         """A browser of its own within this one: a new context, so its tabs,
@@ -619,7 +628,7 @@ class PlaywrightBrowser(Browser):
             await context.close()
             raise
         return PlaywrightBrowser(self._pw, self._browser, context, owned=True, max_response_mb=self._max_response_mb,
-                                 spare_page=page, session=True)
+                                 spare_page=page, session=True, max_page_chars=self._bound.limit)
 
     @property
     def version(self) -> str:
@@ -650,6 +659,7 @@ class PlaywrightBrowser(Browser):
                 self._adopted[p] = PlaywrightTab(
                     self._new_id(), p, local_files=frozenset({p.url}) if is_local(p.url) else frozenset(),
                     close_popups=False,  # the user's own browser: their pop-ups are theirs
+                    bound=self._bound,
                 )
             tabs.append(self._adopted[p])
         return tabs
@@ -833,7 +843,7 @@ class PlaywrightBrowser(Browser):
         # script hung while it was parsed must not be waited for five times the timeout.
         load_s = asyncio.get_running_loop().time() - started if loaded else 0.0
         return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf,
-                             sizes=sizes, load_s=load_s)
+                             sizes=sizes, load_s=load_s, bound=self._bound)
 
     async def _new_page(self) -> Page:
         """A page for a tab about to open: the one made ahead, if it is still there."""

@@ -1,0 +1,77 @@
+"""What a page can make the browser, the Playwright driver and chatagent hold
+is bounded: text a page's own script builds is cut as it is read
+(`max_page_chars`), and a response streamed as fast as loopback goes is cut
+at `max_response_mb` all the same. Through `chatagent mcp` over stdio with the
+real MCP SDK client, against a hostile origin in a process of its own
+(`hostile_origin.py`), so its bytes are not paced by the test."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conftest import Site
+from hostile_origin import HIDDEN_MB, TEXT_MB
+from test_mcp import server as stdio_server
+
+pytestmark = [pytest.mark.asyncio(loop_scope="session"), pytest.mark.e2e]
+
+HERE = Path(__file__).resolve().parent
+
+
+class Hostile:
+    def __init__(self, port: int) -> None:
+        self.base = f"http://127.0.0.1:{port}"
+
+    def url(self, path: str) -> str:
+        return self.base + path
+
+    async def sent(self, path: str) -> tuple[int, bool]:
+        """Bytes the origin sent for `path` and whether all of it went, once its answer has ended."""
+        query = urllib.request.quote(path, safe="")
+        for _ in range(600):
+            try:
+                with await asyncio.to_thread(urllib.request.urlopen, self.url(f"/sent?path={query}"), timeout=10) as r:
+                    got = json.loads(r.read())
+                return got["sent"], got["finished"]
+            except urllib.error.HTTPError:
+                await asyncio.sleep(0.1)
+        raise AssertionError(f"{path}: still sending after 60 s")
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[Hostile]:
+    proc = subprocess.Popen([sys.executable, str(HERE / "hostile_origin.py")], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        yield Hostile(int(proc.stdout.readline()))
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+async def test_text_a_page_script_builds_is_cut_as_it_is_read(hostile: Hostile, site: Site) -> None:
+    """A 500-byte page whose script builds 2 MB of text and 20 MB more hidden,
+    read with max_page_chars 200,000: the tab is read, its first part kept,
+    no more than the bound came out of the browser, and it says which setting
+    cut it; a page beside it reads as usual."""
+    limit = 200_000
+    async with stdio_server(CHATAGENT_MAX_PAGE_CHARS=str(limit)) as s:
+        read = await s.call_tool("read_pages", {"urls": [hostile.url("/builds-text"), site.url("product")],
+                                                "budget_per_tab": 500})
+    assert not read.is_error, read.content
+    ledger, product = read.structured_content["pages"]
+    assert not ledger["error"], ledger
+    assert "Entry of a ledger that its own script writes" in ledger["text"]
+    # Every character is at least one token's worth of text: the whole page would be ~10x the bound.
+    assert 0 < ledger["page_tokens"] <= limit, (ledger["page_tokens"], TEXT_MB, HIDDEN_MB)
+    said = " ".join(ledger["notes"])
+    assert "max_page_chars" in said and f"{limit:,}" in said, ledger["notes"]
+    assert "$1,349.00" in product["text"] and not any("max_page_chars" in n for n in product["notes"])
