@@ -32,9 +32,10 @@ BUILDS_TEXT = (
     "const h=document.createElement('div');h.hidden=true;h.textContent=hidden;document.body.appendChild(h);"
     "</script></body></html>"
 ).encode()
-HEAD = b"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Flood</title></head><body><h1>A flood</h1>\n"
+HEAD = b"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Flood</title></head><body><h1>A flood</h1><pre>\n"
 ROW = b"<p>" + b"Row of an endless ledger, line after line after line. " * 60 + b"</p>\n"
-BLOCK = ROW * 300  # ~1 MB per write
+# A flood is one text without markup, what a browser parses fastest: the bytes go as fast as it takes them.
+BLOCK = b"Row of an endless ledger, line after line after line.\n" * 20_000  # ~1 MB per write
 
 
 class _Server(ThreadingHTTPServer):

@@ -75,3 +75,21 @@ async def test_text_a_page_script_builds_is_cut_as_it_is_read(hostile: Hostile, 
     said = " ".join(ledger["notes"])
     assert "max_page_chars" in said and f"{limit:,}" in said, ledger["notes"]
     assert "$1,349.00" in product["text"] and not any("max_page_chars" in n for n in product["notes"])
+
+
+async def test_a_response_streamed_at_full_speed_is_cut_at_max_response_mb(hostile: Hostile, site: Site) -> None:
+    """300 MB of HTML with no Content-Length, written as fast as loopback takes it by
+    another process, read with max_response_mb 5 (and a load timeout long enough that
+    the bound, not the timeout, is what stops it): the tab says it is too large and
+    which setting reads it, the origin saw the browser hang up long before the end,
+    and a page beside it reads as usual."""
+    path = "/flood?mb=300"
+    async with stdio_server(CHATAGENT_MAX_RESPONSE_MB="5", CHATAGENT_TIMEOUT="60") as s:
+        read = await s.call_tool("read_pages", {"urls": [hostile.url(path), site.url("product")]})
+    sent, finished = await hostile.sent(path)
+    assert not read.is_error, read.content
+    flood, product = read.structured_content["pages"]
+    assert "larger than 5 MB" in (flood["error"] or "") and "raise max_response_mb" in flood["error"], flood
+    assert not flood["text"]
+    assert not finished and sent < 100_000_000, sent
+    assert "$1,349.00" in product["text"]
