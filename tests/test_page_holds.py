@@ -1,7 +1,8 @@
 """What a page can make the browser, the Playwright driver and chatagent hold
 is bounded: text a page's own script builds is cut as it is read
-(`max_page_chars`), and a response streamed as fast as loopback goes is cut
-at `max_response_mb` all the same. Through `chatagent mcp` over stdio with the
+(`max_page_chars`), a response streamed as fast as loopback goes is cut
+at `max_response_mb` all the same, and the renderers of all open tabs hold
+no more than `max_tabs_mb`. Through `chatagent mcp` over stdio with the
 real MCP SDK client, against a hostile origin in a process of its own
 (`hostile_origin.py`), so its bytes are not paced by the test."""
 
@@ -9,14 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
+import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from chatagent.browser.memory import LOADING_RESERVE_MB, renderers_mb
 from conftest import Site
 from hostile_origin import HIDDEN_MB, TEXT_MB
 from test_mcp import server as stdio_server
@@ -93,3 +97,51 @@ async def test_a_response_streamed_at_full_speed_is_cut_at_max_response_mb(hosti
     assert not flood["text"]
     assert not finished and sent < 100_000_000, sent
     assert "$1,349.00" in product["text"]
+
+
+class _Peak:
+    """The most renderer memory (PSS, MB) the test's processes held while in the block."""
+
+    def __init__(self) -> None:
+        self.mb = 0.0
+        self._stop = threading.Event()
+
+    def __enter__(self) -> "_Peak":
+        def sample() -> None:
+            while not self._stop.wait(0.1):
+                self.mb = max(self.mb, renderers_mb(os.getpid()) or 0.0)
+
+        self._thread = threading.Thread(target=sample, daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+async def test_open_tabs_hold_no_more_memory_than_max_tabs_mb(hostile: Hostile) -> None:
+    """max_tabs_mb 300 (each 3 MB page's renderer holds ~100 MB): six calls at once
+    of one such page each are all answered, while the renderers never hold much
+    more than the bound (six at once would hold ~600 MB); one call of six such pages,
+    whose own open tabs fill the bound, is answered for those that fit and says of
+    the others that they were not opened, and which setting to raise."""
+    heavy = [hostile.url(f"/heavy?n=3&i={i}") for i in range(6)]
+    with _Peak() as peak:
+        async with stdio_server(CHATAGENT_MAX_TABS_MB="300", CHATAGENT_TIMEOUT="30") as s:
+            results = await asyncio.gather(*(s.call_tool("read_pages", {"urls": [u], "budget_per_tab": 200})
+                                             for u in heavy))
+    for result in results:
+        assert not result.is_error, result.content
+        [page] = result.structured_content["pages"]
+        assert not page["error"] and "endless ledger" in page["text"], page
+    assert peak.mb < 300 + LOADING_RESERVE_MB, f"renderers held {peak.mb:.0f} MB at once"
+
+    async with stdio_server(CHATAGENT_MAX_TABS_MB="300", CHATAGENT_TIMEOUT="8") as s:
+        one = await s.call_tool("read_pages", {"urls": heavy, "budget_per_tab": 200})
+    assert not one.is_error, one.content
+    pages = one.structured_content["pages"]
+    read = [p for p in pages if not p["error"]]
+    refused = [p for p in pages if p["error"]]
+    assert read and all("endless ledger" in p["text"] for p in read), pages
+    assert refused and all("max_tabs_mb" in p["error"] and "was not opened" in p["error"] for p in refused), pages

@@ -35,7 +35,8 @@ async def open_browser(settings: "Settings") -> Browser:
         return await PlaywrightBrowser.connect_ws(settings.browser_ws, max_response_mb=settings.max_response_mb,
                                                   max_page_chars=settings.max_page_chars)
     return await PlaywrightBrowser.launch(executable_path=find_browser(settings.browser),
-                                          max_response_mb=settings.max_response_mb, max_page_chars=settings.max_page_chars)
+                                          max_response_mb=settings.max_response_mb, max_page_chars=settings.max_page_chars,
+                                          max_tabs_mb=settings.max_tabs_mb)
 
 
 __all__ = [

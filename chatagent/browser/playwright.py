@@ -36,6 +36,7 @@ from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, Tab
 from .discovery import find_browser
 from .frames import FrameReader
 from .localfiles import LocalFiles, is_local
+from .memory import TabMemory, TabMemoryFull
 from .pdf_view import PdfView
 from .slots import TabSlots, Waiting
 from .targets import normalize_target
@@ -508,13 +509,14 @@ class PlaywrightBrowser(Browser):
     them all, over CDP too, where it must leave the user's own tabs open.
     `max_response_mb`: a tab whose page, or any file the page loads, is larger
     than this is not loaded (None: no bound). `max_page_chars`: how much of a
-    tab's text and HTML is taken from the browser (`TextBound`). A launched or served browser
+    tab's text and HTML is taken from the browser (`TextBound`). `memory`: the bound on what
+    its pages hold across open tabs (`TabMemory`; a launched browser's). A launched or served browser
     makes sessions of its own in it (`session`)."""
 
     def __init__(
         self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool,
         max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB, spare_page: Page | None = None,
-        session: bool = False, max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
+        session: bool = False, max_page_chars: int = DEFAULT_MAX_PAGE_CHARS, memory: TabMemory | None = None,
     ) -> None:
         self._pw = pw
         self._browser = browser
@@ -524,6 +526,7 @@ class PlaywrightBrowser(Browser):
         self._spare_page = spare_page  # made ahead: its first tab opens in it
         self._max_response_mb = max_response_mb
         self._bound = TextBound(max_page_chars)
+        self._memory = memory  # shared with the sessions made in it: one bound for all their tabs
         self._next_id = 1
         self._files = LocalFiles()
         # One Tab per page, whoever asks: its id and its turn lock (tools take
@@ -542,6 +545,7 @@ class PlaywrightBrowser(Browser):
         headless: bool = True,
         extra_args: list[str] | None = None,
         max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB, max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
+        max_tabs_mb: float | None = None,
     ) -> "PlaywrightBrowser":
         exe = executable_path or find_browser()
         pw = await async_playwright().start()
@@ -561,7 +565,8 @@ class PlaywrightBrowser(Browser):
         except PlaywrightError as exc:
             await pw.stop()
             raise BrowserError(f"Could not start the browser at {exe}: {_short(exc)}") from exc
-        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb, max_page_chars=max_page_chars)
+        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb, max_page_chars=max_page_chars,
+                   memory=TabMemory(max_tabs_mb) if max_tabs_mb else None)
 
     @classmethod
     async def connect_cdp(
@@ -628,7 +633,7 @@ class PlaywrightBrowser(Browser):
             await context.close()
             raise
         return PlaywrightBrowser(self._pw, self._browser, context, owned=True, max_response_mb=self._max_response_mb,
-                                 spare_page=page, session=True, max_page_chars=self._bound.limit)
+                                 spare_page=page, session=True, max_page_chars=self._bound.limit, memory=self._memory)
 
     @property
     def version(self) -> str:
@@ -721,6 +726,17 @@ class PlaywrightBrowser(Browser):
             address = self._files.serve(url) if is_local(url) else url
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
+        if self._memory is None:
+            return await self._make_and_load(tab_id, url, address, timeout_s, share)
+        try:
+            async with self._memory.loading(url, timeout_s):  # within the bound on all open tabs' memory
+                return await self._make_and_load(tab_id, url, address, timeout_s, share)
+        except TabMemoryFull as exc:
+            return TabFailure(tab_id=tab_id, url=target, code="memory", message=exc.message)
+
+    async def _make_and_load(
+        self, tab_id: str, url: str, address: str, timeout_s: float, share: "_Share",
+    ) -> Tab | TabFailure:
         creating = asyncio.ensure_future(self._make_page(share))
         try:
             page = await asyncio.shield(creating)
