@@ -393,7 +393,7 @@ class PlaywrightTab(Tab):
         self._once_notes.clear()
         if data.get("same") and self._last:
             return self._last[2].model_copy(update={"notes": notes + self._last[3]})
-        cut = [n for n in [self._bound.note(self.name, data.get("cut"))] if n]
+        cut = [n for n in [self._bound.note(data.get("cut"))] if n]
         snap = PageSnapshot(
             tab_id=self.tab_id,
             url=url,

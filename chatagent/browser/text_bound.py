@@ -42,14 +42,16 @@ class TextBound:
             body = body[: self.limit]
         return body, text
 
-    def note(self, name: str, cut: Any) -> str | None:
+    def note(self, cut: Any) -> str | None:
         """What the tab says when its text or HTML was cut (`cut`: the page
         script's record of their whole lengths), else None."""
         if not isinstance(cut, dict) or not cut:
             return None
-        text, html = int(cut.get("text") or 0), int(cut.get("html") or 0)
-        what = (f"its text ({text:,} characters)" if text else f"its HTML ({html:,} characters)")
-        return (
-            f"{name} holds more than {self.limit:,} characters: {what} was cut to the first {self.limit:,} "
-            "as it was read (the max_page_chars setting); the rest is left out. To read more, raise max_page_chars."
-        )
+        text = int(cut.get("text") or 0)
+        if text:
+            what = f"This page's text is longer than {self.limit:,} characters ({text:,}): only its first {self.limit:,} were"
+        else:  # no length said: a page with shadow roots or frames stops writing its HTML at the bound
+            what = f"This page's HTML is longer than {self.limit:,} characters: only its first {self.limit:,} were"
+        return (f"{what} read from the browser (the max_page_chars setting)"
+                + ("; the rest is left out." if text else "; its text was read whole.")
+                + " To read more, raise max_page_chars.")
