@@ -4,6 +4,7 @@ so what it sends is not paced by the test's own threads and GIL:
 - `/builds-text`: a page of a few hundred bytes whose script builds TEXT_MB of
   rendered text and HIDDEN_MB more in a hidden block: nothing large crosses
   the network;
+- `/frames-text`: a small page showing `/builds-text` in a frame;
 - `/flood?mb=N`: N MB of HTML, chunked with no Content-Length, written as fast
   as the connection takes it;
 - `/heavy?n=K`: K MB of ordinary HTML with a Content-Length (a large, honest page);
@@ -32,6 +33,10 @@ BUILDS_TEXT = (
     "const h=document.createElement('div');h.hidden=true;h.textContent=hidden;document.body.appendChild(h);"
     "</script></body></html>"
 ).encode()
+# A small page that shows /builds-text in a frame.
+FRAMES_TEXT = (b"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Framed</title></head><body>"
+               b"<h1>Framed ledger</h1><p>The ledger follows.</p>"
+               b"<iframe src='/builds-text' style='width:600px;height:400px'></iframe></body></html>")
 HEAD = b"<!DOCTYPE html><html><head><meta charset='utf-8'><title>Flood</title></head><body><h1>A flood</h1><pre>\n"
 ROW = b"<p>" + b"Row of an endless ledger, line after line after line. " * 60 + b"</p>\n"
 # A flood is one text without markup, what a browser parses fastest: the bytes go as fast as it takes them.
@@ -56,6 +61,8 @@ class _Handler(BaseHTTPRequestHandler):
         query = {k: v[0] for k, v in parse_qs(parts.query).items()}
         if parts.path == "/builds-text":
             self._send(BUILDS_TEXT)
+        elif parts.path == "/frames-text":
+            self._send(FRAMES_TEXT)
         elif parts.path == "/flood":
             self._flood(int(query.get("mb", "300")))
         elif parts.path == "/heavy":

@@ -145,3 +145,22 @@ async def test_open_tabs_hold_no_more_memory_than_max_tabs_mb(hostile: Hostile) 
     refused = [p for p in pages if p["error"]]
     assert read and all("endless ledger" in p["text"] for p in read), pages
     assert refused and all("max_tabs_mb" in p["error"] and "was not opened" in p["error"] for p in refused), pages
+
+
+async def test_a_frame_takes_a_share_of_max_page_chars(hostile: Hostile) -> None:
+    """A small page showing, in a frame, the page whose script builds 2 MB of text,
+    read with max_page_chars 1,000,000: the page's own text is read whole, the
+    frame's is cut to a twentieth of the bound, and the tab says so."""
+    from chatagent.browser.playwright import PlaywrightBrowser
+
+    limit = 1_000_000
+    browser = await PlaywrightBrowser.launch(max_page_chars=limit)
+    try:
+        [tab] = await browser.open_tabs([hostile.url("/frames-text")])
+        snap = await tab.snapshot()
+    finally:
+        await browser.close()
+    assert "The ledger follows." in snap.visible_text
+    assert "Entry of a ledger that its own script writes" in snap.visible_text
+    assert len(snap.visible_text) <= limit // 20 + 1000 and len(snap.html) <= limit, len(snap.visible_text)
+    assert any("frames" in n and "max_page_chars" in n for n in snap.notes), snap.notes

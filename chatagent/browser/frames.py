@@ -232,6 +232,8 @@ class FrameReader:
             return {"same": True, "stamp": stamp}
         body, text = self._compose(root)
         cut = dict(root.cut)
+        if frames_cut := sum(1 for doc in _frames_of(root) if doc.cut):
+            cut["frames"] = frames_cut
         body, text = self._bound.cap(body, text, cut)
         return {"html": body, "text": text, "title": root.title, "stamp": stamp, "cut": cut}
 
@@ -323,6 +325,11 @@ class FrameReader:
         body = self._placeholder.sub(lambda m: filled[int(m[1])][0] if int(m[1]) in filled else "", doc.html)
         texts = [doc.text, *(filled[n][1] for n in doc.order if n in filled)]
         return body, "\n\n".join(t for t in texts if t)  # a frameset's own text is empty
+
+
+def _frames_of(doc: _Doc) -> list[_Doc]:
+    """The frames read in `doc`, nested ones too."""
+    return [d for child in doc.read.values() for d in (child, *_frames_of(child))]
 
 
 def _bounded(deadline: float) -> asyncio.Timeout:

@@ -47,7 +47,11 @@ class TextBound:
         script's record of their whole lengths), else None."""
         if not isinstance(cut, dict) or not cut:
             return None
-        text = int(cut.get("text") or 0)
+        text, frames = int(cut.get("text") or 0), int(cut.get("frames") or 0)
+        if frames and not text and not cut.get("html"):
+            return (f"The text of {frames} of this page's frames is longer than {self.frame_limit:,} characters: "
+                    f"only the first {self.frame_limit:,} of each were read from the browser (a frame may take "
+                    "a twentieth of the max_page_chars setting). To read more, raise max_page_chars.")
         if text:
             what = f"This page's text is longer than {self.limit:,} characters ({text:,}): only its first {self.limit:,} were"
         else:  # no length said: a page with shadow roots or frames stops writing its HTML at the bound
