@@ -13,7 +13,12 @@ on another machine, is bounded by `max_tabs` alone.
 
 A page about to load waits until the renderers hold, with a reserve for each
 page still loading (its memory is not there yet), less than the bound; a page
-that has waited its load timeout is not opened, and its tab says why.
+that has waited its load timeout is not opened, and its tab says why. And
+while a page still receives a response, the renderers are measured every
+WAIT_STEP_S: past the bound, the page receiving the most is closed (its tab
+says why). A renderer fed a fast stream holds 50-100 times the bytes it has
+parsed, and the count of those bytes (`max_response_mb`) reaches us only about
+once a second, from the busy renderer itself: this bound does not wait for it.
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Protocol
 
 from ..errors import TabError
 
@@ -61,6 +67,15 @@ def renderers_mb(root: int) -> float | None:
     return total_kb / 1024
 
 
+class Receiving(Protocol):
+    """A page's responses as they arrive (`playwright._ResponseSizes`)."""
+
+    @property
+    def receiving(self) -> int: ...  # bytes of its responses still arriving; 0: none is
+
+    def trip_memory(self, budget_mb: float) -> None: ...  # close the page, saying why
+
+
 class TabMemoryFull(TabError):
     """A page not opened: the open tabs' pages hold the bound."""
 
@@ -75,6 +90,31 @@ class TabMemory:
         self._loading = 0  # pages admitted and still loading
         self._turn = asyncio.Lock()  # one admission at a time: each sees the reserves before it
         self._measured = (-FRESH_S, 0.0)  # (when, MB) of the last measure
+        self._pages: set[Receiving] = set()  # the open pages' responses, watched while one arrives
+        self._watching: asyncio.Task[None] | None = None
+
+    def watch(self, page: Receiving) -> None:
+        """Watch an open page's responses until `forget`: past the bound while
+        one arrives, the page receiving the most is closed."""
+        self._pages.add(page)
+        if self._watching is None or self._watching.done():
+            self._watching = asyncio.ensure_future(self._watch())
+
+    def forget(self, page: Receiving) -> None:
+        self._pages.discard(page)
+
+    async def _watch(self) -> None:
+        loop = asyncio.get_running_loop()
+        while self._pages:
+            await asyncio.sleep(WAIT_STEP_S)
+            busy = [p for p in self._pages if p.receiving]
+            if not busy:
+                continue
+            used = await self._used(loop.time())
+            if used is not None and used > self.budget_mb:
+                biggest = max(busy, key=lambda p: p.receiving)
+                self.forget(biggest)
+                biggest.trip_memory(self.budget_mb)
 
     @asynccontextmanager
     async def loading(self, url: str, within_s: float) -> AsyncIterator[None]:

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, NamedTuple
@@ -805,6 +806,9 @@ class PlaywrightBrowser(Browser):
                 # One too large closes the page now, loading or loaded: the bytes stop coming.
                 _ResponseSizes.watch(page, self._max_response_mb, lambda: self._close_soon(page)),
             )
+            if (memory := self._memory) is not None:  # watched as it receives, however long it stays open
+                memory.watch(sizes)
+                page.once("close", lambda _closed: memory.forget(sizes))
 
         def too_large() -> TabFailure | None:
             if sizes is None or sizes.over is None:
@@ -915,16 +919,25 @@ class _Over(NamedTuple):
 
     limit_mb: float
     document: bool  # the page itself, not a file it loads
+    setting: str = "max_response_mb"  # or max_tabs_mb: the open tabs' pages held more than it as it loaded
 
     def _what(self, subject: str) -> str:
+        if self.setting == "max_tabs_mb":
+            return (f"{subject} made the browser's pages hold more than {self.limit_mb:g} MB as it loaded "
+                    "(the max_tabs_mb setting)")
         return (f"{subject} is larger" if self.document else f"{subject} loads a file larger") + \
             f" than {self.limit_mb:g} MB (the max_response_mb setting)"
 
     def not_loaded(self, url: str) -> str:
-        return f"{self._what(url)}, so it was not loaded. To read it, raise max_response_mb."
+        return f"{self._what(url)}, so it was not loaded. To read it, raise {self.setting}."
 
     def closed_tab(self, name: str) -> str:
-        return f"{self._what(name)}, so it was closed. To read it, raise max_response_mb and open it again."
+        return f"{self._what(name)}, so it was closed. To read it, raise {self.setting} and open it again."
+
+
+# A response still arriving this long after its first bytes is a stream: the one closed when the
+# renderers pass max_tabs_mb (`TabMemory`).
+STREAM_S = 2.0
 
 
 class _ResponseSizes:
@@ -940,6 +953,7 @@ class _ResponseSizes:
         self._on_over = on_over
         self.over: _Over | None = None
         self._received: dict[str, int] = {}  # request id → bytes so far
+        self._since: dict[str, float] = {}  # request id → when its first bytes came (`time.monotonic`)
         self._documents: set[str] = set()
         self._session: Any = None
 
@@ -966,17 +980,32 @@ class _ResponseSizes:
 
     def _data(self, event: dict[str, Any]) -> None:
         request = event["requestId"]
+        self._since.setdefault(request, time.monotonic())
         size = self._received[request] = self._received.get(request, 0) + int(event.get("dataLength") or 0)
         if size > self._limit:
             self._trip(request)
 
     def _ended(self, event: dict[str, Any]) -> None:
         self._received.pop(event["requestId"], None)
+        self._since.pop(event["requestId"], None)
         self._documents.discard(event["requestId"])
 
     def _trip(self, request: str) -> None:
         if self.over is None:
             self.over = _Over(self.limit_mb, request in self._documents)
+            self._on_over()
+
+    @property
+    def receiving(self) -> int:
+        """Bytes of the responses still arriving after `STREAM_S` (`TabMemory`): a stream,
+        not a page's ordinary files, which have come by then."""
+        now = time.monotonic()
+        return sum(n for r, n in self._received.items() if now - self._since.get(r, now) >= STREAM_S)
+
+    def trip_memory(self, budget_mb: float) -> None:
+        """The renderers hold more than `budget_mb` while this page receives: it goes."""
+        if self.over is None:
+            self.over = _Over(budget_mb, True, "max_tabs_mb")
             self._on_over()
 
 
