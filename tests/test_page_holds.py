@@ -172,7 +172,9 @@ async def test_a_flood_is_closed_once_the_renderers_pass_max_tabs_mb(hostile: Ho
     the count reaches chatagent late: with max_tabs_mb 250 and a response cap too
     high to trip first (10 MB: ~700 MB of renderer), the flood's tab is closed once
     the renderers hold more than the bound, says so and which setting reads it, the
-    renderers never held much more, and the page beside it reads as usual."""
+    renderers never held much more (the watch sees a stream STREAM_S after its first
+    bytes and measures every WAIT_STEP_S, while a flood's renderer grows ~100 MB/s),
+    and the page beside it reads as usual."""
     path = "/flood?mb=300&for=memory"
     with _Peak() as peak:
         async with stdio_server(CHATAGENT_MAX_TABS_MB="250", CHATAGENT_MAX_RESPONSE_MB="10",
@@ -183,5 +185,5 @@ async def test_a_flood_is_closed_once_the_renderers_pass_max_tabs_mb(hostile: Ho
     flood, product = read.structured_content["pages"]
     assert "max_tabs_mb" in (flood["error"] or "") and "raise max_tabs_mb" in flood["error"], flood
     assert not finished and sent < 100_000_000, sent
-    assert peak.mb < 250 + 2 * LOADING_RESERVE_MB, f"renderers held {peak.mb:.0f} MB at once"
+    assert peak.mb < 250 + 3 * LOADING_RESERVE_MB, f"renderers held {peak.mb:.0f} MB at once"
     assert "$1,349.00" in product["text"]
