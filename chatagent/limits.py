@@ -31,6 +31,13 @@ DEFAULT_MAX_RESPONSE_MB = 50.0  # a page, or a file it loads, larger than this i
 # parts over many tabs is minutes of CPU (10 parts over 10 tabs: 46 s on 2 cores). The parts
 # not reached by then are named, not answered; a reply still reading at 1.5 times it is stopped.
 DEFAULT_OFFLINE_TIMEOUT_S = 20.0
+# Characters of a tab's rendered text, and of its HTML, taken from the browser (`browser.text_bound`):
+# a page's own script can build any amount of text with no network; moving 20 M characters
+# out of Chromium costs ~5 s and several times that in memory. Twice a 5 MB page's text.
+DEFAULT_MAX_PAGE_CHARS = 10_000_000
+# Renderer memory (PSS) a launched browser's pages may hold across open tabs (`browser.memory`):
+# 20 tabs of ordinary pages hold ~1 GB; 20 of 3 MB pages, ~2 GB PSS (over 6 GB RSS).
+DEFAULT_MAX_TABS_MB = 2000.0
 DEFAULT_TOOL_TIMEOUT_S = 20.0  # seconds the side panel's tab waits for the extension to run one tool
 # A page's extraction (`extraction_pool`): its worker is stopped past either. On 2 cores a page within
 # extraction's caps takes 8 s at most (2 MB of 19,000 paragraphs); a PDF's reading stops itself at 20 s (`pdf`).

@@ -58,6 +58,8 @@ from .limits import (
     DEFAULT_EXTRACT_TIMEOUT_S,
     DEFAULT_LOAD_TIMEOUT_S,
     DEFAULT_MAX_ANSWER_TOKENS,
+    DEFAULT_MAX_PAGE_CHARS,
+    DEFAULT_MAX_TABS_MB,
     DEFAULT_MAX_RESPONSE_MB,
     DEFAULT_MODEL,
     DEFAULT_OFFLINE_TIMEOUT_S,
@@ -140,8 +142,12 @@ class Settings(BaseSettings):
     offline_timeout: float = Field(DEFAULT_OFFLINE_TIMEOUT_S, gt=0, description="seconds the offline model reads "
                                    "for one answer: the parts of a question it has not reached by then are named, "
                                    "not answered")
+    max_page_chars: int = Field(DEFAULT_MAX_PAGE_CHARS, ge=1000, description="characters of a tab's text (and of "
+                                "its HTML) read from the browser; the rest is left out (the tab says so)")
     max_tabs: int = Field(20, ge=1, description="`chatagent mcp` and the daemon: tabs open at once across "
                           "calls; a call beyond waits its turn")
+    max_tabs_mb: float = Field(DEFAULT_MAX_TABS_MB, gt=0, description="memory (MB) the pages of a launched browser "
+                               "may hold across open tabs; a page beyond waits, then is refused (the tab says so)")
     max_answer_tokens: int = Field(DEFAULT_MAX_ANSWER_TOKENS, ge=MIN_ANSWER_TOKENS, description="an answer is cut "
                                    "at this many tokens (it says so)")
     context_window: int | None = Field(None, ge=MIN_CONTEXT_WINDOW, description="tokens the model reads at once, "

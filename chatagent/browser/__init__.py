@@ -29,11 +29,14 @@ async def open_browser(settings: "Settings") -> Browser:
     from .playwright import PlaywrightBrowser  # Playwright is slow to import: only when a browser is wanted
 
     if settings.cdp:
-        return await PlaywrightBrowser.connect_cdp(settings.cdp, max_response_mb=settings.max_response_mb)
+        return await PlaywrightBrowser.connect_cdp(settings.cdp, max_response_mb=settings.max_response_mb,
+                                                   max_page_chars=settings.max_page_chars)
     if settings.browser_ws:
-        return await PlaywrightBrowser.connect_ws(settings.browser_ws, max_response_mb=settings.max_response_mb)
+        return await PlaywrightBrowser.connect_ws(settings.browser_ws, max_response_mb=settings.max_response_mb,
+                                                  max_page_chars=settings.max_page_chars)
     return await PlaywrightBrowser.launch(executable_path=find_browser(settings.browser),
-                                          max_response_mb=settings.max_response_mb)
+                                          max_response_mb=settings.max_response_mb, max_page_chars=settings.max_page_chars,
+                                          max_tabs_mb=settings.max_tabs_mb)
 
 
 __all__ = [

@@ -25,6 +25,8 @@ from urllib.parse import urlsplit
 
 from playwright.async_api import Frame, Page
 
+from .text_bound import TextBound
+
 log = logging.getLogger(__name__)
 
 # Placing a frame and reading it each give up after FRAME_TIMEOUT_S, and all
@@ -47,6 +49,8 @@ FRAME_MARK = "Frame from {origin}:"
 # too, once a snapshot has seen them); the viewport size (media queries) and the
 # style sheets' rule counts are part of it. With the stamp of the last snapshot
 # passed in, an unchanged document answers `{same: true}` and nothing is moved.
+# At most `limit` characters of the text and of the HTML leave the page (`text_bound`);
+# `cut` holds the whole lengths of what was cut.
 # A navigation starts a new document: no observer, so a full snapshot. The state
 # lives on the document (a frame's first document and the next share a window)
 # under a per-tab random key that page scripts cannot guess; a new document's
@@ -56,7 +60,7 @@ FRAME_MARK = "Frame from {origin}:"
 # `frames` lists the Ns in document order. Everything not on the way to a frame
 # or a shadow host is serialised natively; only that path is written by hand.
 SNAPSHOT_JS = """
-([key, known, fresh, part]) => {
+([key, known, fresh, part, limit]) => {
   const d = document;
   const watched = { subtree: true, childList: true, attributes: true, characterData: true };
   let st = d[key];
@@ -96,6 +100,7 @@ SNAPSHOT_JS = """
     const esc = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', '\\u00a0': '&nbsp;' };
     const raw = /^(style|script|xmp|iframe|noembed|noframes|plaintext|noscript)$/;
     const put = (node) => {
+      if (html.length > limit) return;  // cut below anyway: build no more than that
       if (node.nodeType === 3) {
         const parent = node.parentNode.localName || '';
         html += raw.test(parent) ? node.data : node.data.replace(/[&<>\\u00a0]/g, (c) => esc[c]);
@@ -128,6 +133,7 @@ SNAPSHOT_JS = """
   // A child that is not rendered answers innerText with all its text, hidden or not;
   // display:contents (a <slot>, say) renders its children without a box of its own.
   for (const host of hosts) {
+    if (text.length > limit) break;
     if (!host.checkVisibility()) continue;
     let own = '';
     for (const c of host.shadowRoot.childNodes) {
@@ -141,7 +147,11 @@ SNAPSHOT_JS = """
   }
   // A frame's document may be its server's error page (a 404, a page refused): not content.
   const nav = part ? performance.getEntriesByType('navigation')[0] : null;
-  return { html, text, title: d.title, stamp, frames: order, status: nav ? nav.responseStatus || 0 : 0 };
+  const cut = {};
+  if (text.length > limit) { cut.text = text.length; text = text.slice(0, limit); }
+  if (html.length > limit) { cut.html = html.length; html = html.slice(0, limit); }
+  return { html, text, title: String(d.title).slice(0, 10000), stamp, frames: order, cut,
+           status: nav ? nav.responseStatus || 0 : 0 };
 }
 """
 
@@ -172,6 +182,7 @@ class _Doc:
     title: str
     order: list[int]  # the placeholders' numbers, in document order
     same: bool  # this read moved nothing: the document is as last read
+    cut: dict[str, int] = field(default_factory=dict)  # the whole lengths of what the page script cut
     places: dict[Frame, int | None] = field(default_factory=dict)  # child frame → its placeholder; None: not shown
     read: dict[Frame, _Doc] = field(default_factory=dict)  # the child frames read, in document order
     origins: dict[Frame, str] = field(default_factory=dict)
@@ -186,10 +197,12 @@ class _Doc:
 class FrameReader:
     """Reads a tab's page with its frames, keeping each document's last read:
     an unchanged page with unchanged frames moves no HTML, and a change in
-    any of them is seen. `display_url` names a frame's URL as the user would."""
+    any of them is seen. `display_url` names a frame's URL as the user would;
+    `bound`, how much of their text and HTML is taken (`cut` in a read says what was cut)."""
 
-    def __init__(self, key: str, display_url: Callable[[str], str] = str) -> None:
+    def __init__(self, key: str, display_url: Callable[[str], str] = str, bound: TextBound = TextBound()) -> None:
         self._key = key
+        self._bound = bound
         self._display_url = display_url
         self._placeholder = re.compile(re.escape(f"<{key}:frame:") + r"(\d+)>")
         self._last: _Doc | None = None  # the page's last read, when it had frames
@@ -202,13 +215,15 @@ class FrameReader:
         if not page.main_frame.child_frames:  # most pages: one evaluate, as ever
             self._last = None
             reply: dict[str, Any] = await page.evaluate(
-                SNAPSHOT_JS, [self._key, known, secrets.token_hex(8), False]
+                SNAPSHOT_JS, [self._key, known, secrets.token_hex(8), False, self._bound.limit]
             )
             if reply.get("frames"):  # frame elements whose frames Playwright has not seen yet
                 reply["html"] = self._placeholder.sub("", reply["html"])
             return reply
         prev = self._last if self._last is not None and known == self._last.tree_stamp() else None
-        reply = await page.evaluate(SNAPSHOT_JS, [self._key, prev.stamp if prev else None, secrets.token_hex(8), False])
+        reply = await page.evaluate(
+            SNAPSHOT_JS, [self._key, prev.stamp if prev else None, secrets.token_hex(8), False, self._bound.limit]
+        )
         root = self._doc(reply, prev)
         await self._read_frames(page.main_frame, root, prev, _origin(self._display_url(page.url), ""))
         self._last = root
@@ -216,15 +231,21 @@ class FrameReader:
         if stamp == known:
             return {"same": True, "stamp": stamp}
         body, text = self._compose(root)
-        return {"html": body, "text": text, "title": root.title, "stamp": stamp}
+        cut = dict(root.cut)
+        if frames_cut := sum(1 for doc in _frames_of(root) if doc.cut):
+            cut["frames"] = frames_cut
+        body, text = self._bound.cap(body, text, cut)
+        return {"html": body, "text": text, "title": root.title, "stamp": stamp, "cut": cut}
 
     @staticmethod
     def _doc(reply: dict[str, Any], prev: _Doc | None) -> _Doc:
         if reply.get("same") and prev is not None:
-            return _Doc(prev.stamp, prev.html, prev.text, prev.title, prev.order, same=True)
+            return _Doc(prev.stamp, prev.html, prev.text, prev.title, prev.order, same=True, cut=prev.cut)
+        cut = reply.get("cut")
         return _Doc(
             str(reply.get("stamp") or ""), str(reply.get("html") or ""), str(reply.get("text") or ""),
             str(reply.get("title") or ""), [n for n in reply.get("frames") or [] if isinstance(n, int)], same=False,
+            cut={k: int(v) for k, v in cut.items() if k in ("text", "html")} if isinstance(cut, dict) else {},
         )
 
     async def _read_frames(self, main: Frame, root: _Doc, prev: _Doc | None, origin: str) -> None:
@@ -280,7 +301,8 @@ class FrameReader:
         try:
             async with _bounded(deadline):
                 reply = await frame.evaluate(
-                    SNAPSHOT_JS, [self._key, prev.stamp if prev else None, secrets.token_hex(8), True]
+                    SNAPSHOT_JS, [self._key, prev.stamp if prev else None, secrets.token_hex(8), True,
+                                  self._bound.frame_limit]
                 )
         except Exception as exc:  # detached mid-read, not responding: the tab is read without it
             log.debug("frame %s not read: %s", frame.url, exc)
@@ -303,6 +325,11 @@ class FrameReader:
         body = self._placeholder.sub(lambda m: filled[int(m[1])][0] if int(m[1]) in filled else "", doc.html)
         texts = [doc.text, *(filled[n][1] for n in doc.order if n in filled)]
         return body, "\n\n".join(t for t in texts if t)  # a frameset's own text is empty
+
+
+def _frames_of(doc: _Doc) -> list[_Doc]:
+    """The frames read in `doc`, nested ones too."""
+    return [d for child in doc.read.values() for d in (child, *_frames_of(child))]
 
 
 def _bounded(deadline: float) -> asyncio.Timeout:

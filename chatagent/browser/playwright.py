@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import secrets
+import time
 from collections.abc import Callable
 from contextlib import suppress
 from typing import Any, NamedTuple
@@ -31,15 +32,17 @@ from playwright.async_api import (
 )
 
 from ..errors import BrowserError, ChatAgentError, TabError, ToolError, UnnamedLocalFileError
-from ..limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_RESPONSE_MB
+from ..limits import DEFAULT_LOAD_TIMEOUT_S, DEFAULT_MAX_PAGE_CHARS, DEFAULT_MAX_RESPONSE_MB
 from .base import Browser, PageSnapshot, ScrollDirection, ScrollResult, Tab, TabFailure
 from .discovery import find_browser
 from .frames import FrameReader
 from .localfiles import LocalFiles, LocalFileTooLarge, is_local
+from .memory import TabMemory, TabMemoryFull
 from .network_scope import NetworkScope, is_local_url
 from .pdf_view import PdfView
 from .slots import TabSlots, Waiting
 from .targets import normalize_target
+from .text_bound import TextBound
 
 log = logging.getLogger(__name__)
 
@@ -91,16 +94,17 @@ PDF_TYPE = "application/pdf"
 # The PDF viewer's own document is an empty body; a page this small with no text may be one.
 _VIEWER_MAX_HTML = 2_000
 
-# Text of the elements that intersect the viewport, in document order.
+# Text of the elements that intersect the viewport, in document order: `limit`
+# characters at most (`text_bound`; a single text node can hold megabytes).
 _VIEWPORT_TEXT_JS = """
-() => {
+(limit) => {
   const out = [];
   const vh = window.innerHeight, vw = window.innerWidth;
   const walker = document.createTreeWalker(document.body || document.documentElement, NodeFilter.SHOW_TEXT);
   const range = document.createRange();
-  let node, last = null;
-  while ((node = walker.nextNode())) {
-    const t = node.textContent.replace(/\\s+/g, ' ').trim();
+  let node, last = null, chars = 0;
+  while (chars < limit && (node = walker.nextNode())) {
+    const t = node.data.slice(0, limit - chars).replace(/\\s+/g, ' ').trim();
     if (!t) continue;
     const el = node.parentElement;
     if (!el) continue;
@@ -114,6 +118,7 @@ _VIEWPORT_TEXT_JS = """
     if (block !== last && out.length) out.push('\\n');
     else if (out.length) out.push(' ');
     out.push(t);
+    chars += t.length + 1;
     last = block;
   }
   return {
@@ -272,6 +277,7 @@ class PlaywrightTab(Tab):
         local_files: frozenset[str] = frozenset(), display_url: Callable[[str], str] = str,
         status: tuple[int, str] | None = None, close_popups: bool = True, pdf: bool = False,
         sizes: _ResponseSizes | None = None, load_s: float = 0.0, scope: NetworkScope | None = None,
+        bound: TextBound = TextBound(),
     ) -> None:
         self.tab_id = tab_id
         self.page = page
@@ -288,8 +294,9 @@ class PlaywrightTab(Tab):
         self._close_popups = close_popups
         # Reads the page and its frames; its stamps' state lives under this
         # per-tab random key in each document, out of page scripts' reach.
-        self._reader = FrameReader("__chatagent_" + secrets.token_hex(8), display_url)
-        self._last: tuple[str, str, PageSnapshot] | None = None  # (url, stamp, snapshot)
+        self._bound = bound  # how much of its text and HTML is taken from the browser
+        self._reader = FrameReader("__chatagent_" + secrets.token_hex(8), display_url, bound)
+        self._last: tuple[str, str, PageSnapshot, list[str]] | None = None  # (url, stamp, snapshot, its cut note)
         self._pdf_loaded = pdf  # the document loaded is a PDF (its response said so)
         self._pdf: PdfView | None = None
         self._watch(page)
@@ -395,16 +402,17 @@ class PlaywrightTab(Tab):
         notes = [*self._load_notes, *self._once_notes, *self._scope_notes()]
         self._once_notes.clear()
         if data.get("same") and self._last:
-            return self._last[2].model_copy(update={"notes": notes})
+            return self._last[2].model_copy(update={"notes": notes + self._last[3]})
+        cut = [n for n in [self._bound.note(data.get("cut"))] if n]
         snap = PageSnapshot(
             tab_id=self.tab_id,
             url=url,
             title=data.get("title") or "",
             html=data.get("html") or "",
             visible_text=data.get("text") or "",
-            notes=notes,
+            notes=notes + cut,
         )
-        self._last = (url, data.get("stamp") or "", snap)
+        self._last = (url, data.get("stamp") or "", snap, cut)
         return snap
 
     async def _read(self) -> tuple[dict[str, Any], str]:
@@ -491,7 +499,7 @@ class PlaywrightTab(Tab):
                     }[direction]
                     await self.page.evaluate(js)
                 await _settle(self.page, requests, SETTLE_CAP_S, SCROLL_FIRST_MS)
-            data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS)
+            data: dict[str, Any] = await self.page.evaluate(_VIEWPORT_TEXT_JS, self._bound.limit)
         except PlaywrightError as exc:
             raise ToolError(self._gone() or f"Scrolling tab {self.label} failed: {_short(exc)}") from exc
         self._check_readable("scrolling it is", ToolError)
@@ -510,13 +518,15 @@ class PlaywrightBrowser(Browser):
     It keeps the pages it made (`_ours`) until each has closed: `close` closes
     them all, over CDP too, where it must leave the user's own tabs open.
     `max_response_mb`: a tab whose page, or any file the page loads, is larger
-    than this is not loaded (None: no bound). A launched or served browser
+    than this is not loaded (None: no bound). `max_page_chars`: how much of a
+    tab's text and HTML is taken from the browser (`TextBound`). `memory`: the bound on what
+    its pages hold across open tabs (`TabMemory`; a launched browser's). A launched or served browser
     makes sessions of its own in it (`session`)."""
 
     def __init__(
         self, pw: Playwright, browser: PWBrowser, context: BrowserContext, *, owned: bool,
         max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB, spare_page: Page | None = None,
-        session: bool = False,
+        session: bool = False, max_page_chars: int = DEFAULT_MAX_PAGE_CHARS, memory: TabMemory | None = None,
     ) -> None:
         self._pw = pw
         self._browser = browser
@@ -525,6 +535,8 @@ class PlaywrightBrowser(Browser):
         self._session = session  # closes its context only: the browser and its driver are another's
         self._spare_page = spare_page  # made ahead: its first tab opens in it
         self._max_response_mb = max_response_mb
+        self._bound = TextBound(max_page_chars)
+        self._memory = memory  # shared with the sessions made in it: one bound for all their tabs
         self._next_id = 1
         self._files = LocalFiles(None if max_response_mb is None else int(max_response_mb * 1_000_000))
         # One Tab per page, whoever asks: its id and its turn lock (tools take
@@ -542,7 +554,8 @@ class PlaywrightBrowser(Browser):
         executable_path: str | None = None,
         headless: bool = True,
         extra_args: list[str] | None = None,
-        max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+        max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB, max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
+        max_tabs_mb: float | None = None,
     ) -> "PlaywrightBrowser":
         exe = executable_path or find_browser()
         pw = await async_playwright().start()
@@ -562,11 +575,13 @@ class PlaywrightBrowser(Browser):
         except PlaywrightError as exc:
             await pw.stop()
             raise BrowserError(f"Could not start the browser at {exe}: {_short(exc)}") from exc
-        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb)
+        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb, max_page_chars=max_page_chars,
+                   memory=TabMemory(max_tabs_mb) if max_tabs_mb else None)
 
     @classmethod
     async def connect_cdp(
         cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+        max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> "PlaywrightBrowser":
         """Attach to a Chrome started with --remote-debugging-port (the user's real tabs)."""
         port = await _nothing_listening(endpoint)
@@ -584,11 +599,12 @@ class PlaywrightBrowser(Browser):
                 f"--remote-debugging-port={port or 'PORT'}? If not, start one so, or leave out --cdp."
             ) from exc
         context = browser.contexts[0] if browser.contexts else await browser.new_context()
-        return cls(pw, browser, context, owned=False, max_response_mb=max_response_mb)
+        return cls(pw, browser, context, owned=False, max_response_mb=max_response_mb, max_page_chars=max_page_chars)
 
     @classmethod
     async def connect_ws(
         cls, endpoint: str, *, max_response_mb: float | None = DEFAULT_MAX_RESPONSE_MB,
+        max_page_chars: int = DEFAULT_MAX_PAGE_CHARS,
     ) -> "PlaywrightBrowser":
         """Use a browser from a Playwright browser server (`playwright
         launch-server` or `run-server`): a context of our own in it, closed with us."""
@@ -610,7 +626,7 @@ class PlaywrightBrowser(Browser):
                 "(`chatagent config set browser_ws ws://HOST:PORT/`, or --browser-ws).",
                 reason=f"Could not use the browser server at {endpoint}: {_short(exc)}.", setting="browser_ws",
             ) from exc
-        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb)
+        return cls(pw, browser, context, owned=True, max_response_mb=max_response_mb, max_page_chars=max_page_chars)
 
     async def session(self) -> "PlaywrightBrowser":
         """A browser of its own within this one: a new context, so its tabs,
@@ -627,7 +643,7 @@ class PlaywrightBrowser(Browser):
             await context.close()
             raise
         return PlaywrightBrowser(self._pw, self._browser, context, owned=True, max_response_mb=self._max_response_mb,
-                                 spare_page=page, session=True)
+                                 spare_page=page, session=True, max_page_chars=self._bound.limit, memory=self._memory)
 
     @property
     def version(self) -> str:
@@ -658,6 +674,7 @@ class PlaywrightBrowser(Browser):
                 self._adopted[p] = PlaywrightTab(
                     self._new_id(), p, local_files=frozenset({p.url}) if is_local(p.url) else frozenset(),
                     close_popups=False,  # the user's own browser: their pop-ups are theirs
+                    bound=self._bound,
                 )
             tabs.append(self._adopted[p])
         return tabs
@@ -723,6 +740,17 @@ class PlaywrightBrowser(Browser):
                               message=_Over(self._max_response_mb, document=True).not_loaded(url))
         except TabError as exc:
             return TabFailure(tab_id=tab_id, url=target, code="bad_url", message=exc.message)
+        if self._memory is None:
+            return await self._make_and_load(tab_id, url, address, timeout_s, share)
+        try:
+            async with self._memory.loading(url, timeout_s):  # within the bound on all open tabs' memory
+                return await self._make_and_load(tab_id, url, address, timeout_s, share)
+        except TabMemoryFull as exc:
+            return TabFailure(tab_id=tab_id, url=target, code="memory", message=exc.message)
+
+    async def _make_and_load(
+        self, tab_id: str, url: str, address: str, timeout_s: float, share: "_Share",
+    ) -> Tab | TabFailure:
         creating = asyncio.ensure_future(self._make_page(share))
         try:
             page = await asyncio.shield(creating)
@@ -793,6 +821,9 @@ class PlaywrightBrowser(Browser):
                 # One too large closes the page now, loading or loaded: the bytes stop coming.
                 _ResponseSizes.watch(page, self._max_response_mb, lambda: self._close_soon(page)),
             )
+            if (memory := self._memory) is not None:  # watched as it receives, however long it stays open
+                memory.watch(sizes)
+                page.once("close", lambda _closed: memory.forget(sizes))
         scope = await scoping if scoping is not None else None
 
         def too_large() -> TabFailure | None:
@@ -850,7 +881,7 @@ class PlaywrightBrowser(Browser):
         # script hung while it was parsed must not be waited for five times the timeout.
         load_s = asyncio.get_running_loop().time() - started if loaded else 0.0
         return PlaywrightTab(tab_id, page, notes, display_url=self._files.display_url, status=status, pdf=is_pdf,
-                             sizes=sizes, load_s=load_s, scope=scope)
+                             sizes=sizes, load_s=load_s, scope=scope, bound=self._bound)
 
     async def _new_page(self) -> Page:
         """A page for a tab about to open: the one made ahead, if it is still there."""
@@ -906,16 +937,26 @@ class _Over(NamedTuple):
 
     limit_mb: float
     document: bool  # the page itself, not a file it loads
+    setting: str = "max_response_mb"  # or max_tabs_mb: the open tabs' pages held more than it as it loaded
 
     def _what(self, subject: str) -> str:
+        if self.setting == "max_tabs_mb":
+            return (f"{subject} made the browser's pages hold more than {self.limit_mb:g} MB as it loaded "
+                    "(the max_tabs_mb setting)")
         return (f"{subject} is larger" if self.document else f"{subject} loads a file larger") + \
             f" than {self.limit_mb:g} MB (the max_response_mb setting)"
 
     def not_loaded(self, url: str) -> str:
-        return f"{self._what(url)}, so it was not loaded. To read it, raise max_response_mb."
+        return f"{self._what(url)}, so it was not loaded. To read it, raise {self.setting}."
 
     def closed_tab(self, name: str) -> str:
-        return f"{self._what(name)}, so it was closed. To read it, raise max_response_mb and open it again."
+        return f"{self._what(name)}, so it was closed. To read it, raise {self.setting} and open it again."
+
+
+# A response still arriving this long after its first bytes is a stream: the one closed when the
+# renderers pass max_tabs_mb (`TabMemory`). A page's ordinary files have come by then; a flood's
+# renderer grows ~100 MB/s meanwhile, so the bound holds to within that much.
+STREAM_S = 1.0
 
 
 class _ResponseSizes:
@@ -931,6 +972,7 @@ class _ResponseSizes:
         self._on_over = on_over
         self.over: _Over | None = None
         self._received: dict[str, int] = {}  # request id → bytes so far
+        self._since: dict[str, float] = {}  # request id → when its first bytes came (`time.monotonic`)
         self._documents: set[str] = set()
         self._session: Any = None
 
@@ -957,17 +999,32 @@ class _ResponseSizes:
 
     def _data(self, event: dict[str, Any]) -> None:
         request = event["requestId"]
+        self._since.setdefault(request, time.monotonic())
         size = self._received[request] = self._received.get(request, 0) + int(event.get("dataLength") or 0)
         if size > self._limit:
             self._trip(request)
 
     def _ended(self, event: dict[str, Any]) -> None:
         self._received.pop(event["requestId"], None)
+        self._since.pop(event["requestId"], None)
         self._documents.discard(event["requestId"])
 
     def _trip(self, request: str) -> None:
         if self.over is None:
             self.over = _Over(self.limit_mb, request in self._documents)
+            self._on_over()
+
+    @property
+    def receiving(self) -> int:
+        """Bytes of the responses still arriving after `STREAM_S` (`TabMemory`): a stream,
+        not a page's ordinary files, which have come by then."""
+        now = time.monotonic()
+        return sum(n for r, n in self._received.items() if now - self._since.get(r, now) >= STREAM_S)
+
+    def trip_memory(self, budget_mb: float) -> None:
+        """The renderers hold more than `budget_mb` while this page receives: it goes."""
+        if self.over is None:
+            self.over = _Over(budget_mb, True, "max_tabs_mb")
             self._on_over()
 
 
