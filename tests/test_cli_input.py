@@ -31,6 +31,8 @@ def run(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[b
 def clean(proc: subprocess.CompletedProcess[bytes]) -> str:
     err = proc.stderr.decode()
     assert "Traceback" not in err and "Traceback" not in proc.stdout.decode()
+    # Nothing of the worker processes' machinery at exit ("resource_tracker: … leaked semaphore").
+    assert "resource_tracker" not in err and "Warning:" not in err, err
     return err
 
 

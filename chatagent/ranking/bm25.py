@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 
 import bm25s
 
 from .base import ENGLISH, Analyser, Query, Ranker
+
+# bm25s makes a tqdm bar (hidden) per index, and tqdm's first bar makes a
+# multiprocessing lock: with the worker processes' fork server running, the
+# resource tracker then warns of a "leaked semaphore" as chatagent exits. A
+# thread lock is all a hidden bar needs.
+try:
+    from tqdm import tqdm
+except ImportError:  # bm25s without its "core" extra draws no bars
+    pass
+else:
+    tqdm.set_lock(threading.RLock())
 
 
 class BM25Ranker(Ranker):
