@@ -69,8 +69,21 @@ def _exit_with(owner: int) -> None:
             pass  # alive, and not ours to signal
 
 
-def _serve(conn: Connection, owner: int, memory_bytes: int | None) -> None:
+def _verbosity() -> int | None:
+    """How much this process logs, as a `-v` count, for its workers to log alike
+    (trafilatura's lines, say, come from them); None: no logging set up here."""
+    root = logging.getLogger()
+    if not root.handlers:
+        return None
+    return 0 if root.level >= logging.WARNING else 1 if root.level >= logging.INFO else 2
+
+
+def _serve(conn: Connection, owner: int, memory_bytes: int | None, verbosity: int | None = None) -> None:
     """A worker: extract each snapshot sent, reply ("ok", Extracted), ("memory", None) or ("error", why)."""
+    if verbosity is not None:
+        from .process import setup_logging
+
+        setup_logging(verbosity)
     # Ctrl-C in `chatagent chat` stops one answer; it must not kill the workers,
     # which share the terminal's process group. The pool's owner stops them.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -117,7 +130,7 @@ class _Worker:
     def __init__(self, ctx: Any, memory_mb: float | None) -> None:
         self.conn, child = ctx.Pipe()
         memory = int(memory_mb * 2**20) if memory_mb else None
-        self.process = ctx.Process(target=_serve, args=(child, os.getpid(), memory), name="chatagent-extract",
+        self.process = ctx.Process(target=_serve, args=(child, os.getpid(), memory, _verbosity()), name="chatagent-extract",
                                    daemon=True)
         self.process.start()
         child.close()

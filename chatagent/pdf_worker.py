@@ -207,6 +207,8 @@ def read_text(data: bytes, limits: PdfLimits | None = None) -> PdfText:
             stop = f"at {limits.max_pages:,} pages"
         elif time.monotonic() >= deadline:
             stop = f"after {limits.read_s:g} s"
+    if not opened:  # the whole PDF's time passed before it was even open: never a silent empty tab
+        raise PdfLimitError(f"This PDF did not open within {limits.read_s:g} s (the reading stops then).")
     if len(out.lines) < out.page_count:
         out.notes.append(
             f"This PDF has {out.page_count:,} pages; the text of its first {len(out.lines):,} was read "

@@ -17,6 +17,7 @@ process with Playwright's threads in it.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import multiprocessing
 import os
 import signal
@@ -33,6 +34,7 @@ T = TypeVar("T")
 # cores, more at once would only share them.
 MAX_READERS = 4
 KEEP_IDLE = 2  # workers kept warm between questions
+START_TIMEOUT_S = 60.0  # a worker's start and imports, on a machine however busy
 OWNER_CHECK_S = 1.0  # how often a worker checks that its owner is alive
 
 
@@ -114,7 +116,18 @@ class _Worker:
         process = ctx.Process(target=_serve, args=(theirs, os.getpid()), name="chatagent-offline-reader", daemon=True)
         process.start()
         theirs.close()
-        return cls(process, ours)
+        worker = cls(process, ours)
+        # What the calls need, imported before any call's time counts: a fork server that the
+        # extraction workers started has not preloaded it, and on a busy machine it takes seconds.
+        try:
+            ours.send((_imports, (preload,)))
+            ready = ours.poll(START_TIMEOUT_S) and ours.recv()[0]
+        except (EOFError, OSError):  # it died starting
+            ready = False
+        if not ready:
+            worker.kill()
+            raise ReaderGone("the offline model's worker process did not start")
+        return worker
 
     @property
     def alive(self) -> bool:
@@ -140,6 +153,11 @@ class _Worker:
 
 def _nothing() -> None:
     pass
+
+
+def _imports(modules: list[str]) -> None:
+    for name in modules:
+        importlib.import_module(name)
 
 
 def _serve(conn: Connection, owner: int) -> None:
