@@ -134,8 +134,14 @@ class _Worker:
                                    daemon=True)
         self.process.start()
         child.close()
-        # EOFError when it died warming up
-        if not self.conn.poll(START_TIMEOUT_S) or self.conn.recv() != "ready":
+
+    def wait_ready(self) -> None:
+        """Until it has warmed up; OSError if it cannot (or was killed meanwhile: the pool closed)."""
+        try:
+            ready = self.conn.poll(START_TIMEOUT_S) and self.conn.recv() == "ready"
+        except (EOFError, OSError):  # it died warming up
+            ready = False
+        if not ready:
             self.kill()
             raise OSError("an extraction worker did not start")
 
@@ -166,6 +172,7 @@ class ExtractionPool:
         self._idle: asyncio.Queue[_Worker | None] | None = None  # None: no worker is left
         self._live: set[_Worker] = set()  # started, idle or busy
         self._dying: set[_Worker] = set()  # past a limit, being killed
+        self._warming: set[_Worker] = set()  # started, not yet ready
         self._starting: asyncio.Future[None] | None = None
         self._replacing: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -186,7 +193,14 @@ class ExtractionPool:
             raise PoolBroken("no extraction worker could start")
 
     async def _spawn(self) -> None:
-        worker = await asyncio.get_running_loop().run_in_executor(self._io, _Worker, self._ctx, self.memory_mb)
+        loop = asyncio.get_running_loop()
+        worker = await loop.run_in_executor(self._io, _Worker, self._ctx, self.memory_mb)
+        # Warming up takes seconds: a pool closed meanwhile kills it rather than waiting (an exit would).
+        self._warming.add(worker)
+        try:
+            await loop.run_in_executor(self._io, worker.wait_ready)
+        finally:
+            self._warming.discard(worker)
         if self._closed:
             worker.kill()
             return
@@ -268,7 +282,7 @@ class ExtractionPool:
         extracted get no reply; nothing in a worker is worth waiting for."""
         del cancel_futures  # the signature of `Executor.shutdown`, which callers use
         self._closed = True
-        for worker in [*self._live, *self._dying]:
+        for worker in [*self._live, *self._dying, *self._warming]:
             worker.kill()
         self._live.clear()
         self._io.shutdown(wait=wait, cancel_futures=True)

@@ -37,5 +37,6 @@ async def spawn_host(
         try:
             await asyncio.wait_for(proc.wait(), 10)
         except asyncio.TimeoutError:
-            proc.kill()
+            with contextlib.suppress(ProcessLookupError):  # it ended as the wait gave up
+                proc.kill()
             await proc.wait()
