@@ -187,7 +187,7 @@ class ExtractionPool:
     async def _start_all(self) -> None:
         started = await asyncio.gather(*(self._spawn() for _ in range(self.workers)), return_exceptions=True)
         for outcome in started:
-            if isinstance(outcome, BaseException):
+            if isinstance(outcome, BaseException) and not self._closed:  # closing stops them on purpose
                 log.warning("an extraction worker did not start: %s", outcome)
         if not self._live:
             raise PoolBroken("no extraction worker could start")
@@ -199,6 +199,9 @@ class ExtractionPool:
         self._warming.add(worker)
         try:
             await loop.run_in_executor(self._io, worker.wait_ready)
+        except RuntimeError:  # the pool's threads shut down meanwhile: closed, which kills it
+            worker.kill()
+            return
         finally:
             self._warming.discard(worker)
         if self._closed:

@@ -130,12 +130,12 @@ async def test_in_the_mcp_server_a_one_page_call_is_answered_while_a_huge_questi
 def test_in_the_daemon_a_one_page_ask_is_answered_while_a_huge_question_reads(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    """`chatagent ask --json` through a daemon (offline_timeout 8): the question of many parts
+    """`chatagent ask --json` through a daemon (offline_timeout 20): the question of many parts
     over 10 pages, and once it says its pass 1 started (its model is reading), a one-page ask.
     The one-page ask is answered while the question is still reading; then the question too."""
     from test_daemon import ROOT, command, ending, run, start
 
-    daemon = start(tmp_path_factory.mktemp("d"), CHATAGENT_OFFLINE_TIMEOUT="8")
+    daemon = start(tmp_path_factory.mktemp("d"), CHATAGENT_OFFLINE_TIMEOUT="20")  # room for a busy machine
     try:
         with serving() as base:
             huge = subprocess.Popen(command("ask", *(f"{base}/ledger/{i}" for i in range(TABS)), "-q", many_parts(PARTS),
