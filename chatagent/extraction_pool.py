@@ -24,14 +24,13 @@ import multiprocessing
 import os
 import resource
 import signal
-import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from multiprocessing.connection import Connection
 from typing import TYPE_CHECKING, Any
 
 from .limits import DEFAULT_EXTRACT_MEMORY_MB, DEFAULT_EXTRACT_TIMEOUT_S
+from .owner_watch import exit_with
 
 if TYPE_CHECKING:
     from .browser.base import PageSnapshot
@@ -39,7 +38,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-OWNER_CHECK_S = 1.0  # how often a worker checks that its owner is alive
 START_TIMEOUT_S = 60.0  # a worker not warm after this (a machine short of memory) is given up
 # Each worker holds ~75 MB; a question rarely has more tabs than a few workers can share.
 MAX_WORKERS = 4
@@ -57,16 +55,6 @@ class ExtractionLimit(Exception):
 class PoolBroken(Exception):
     """No worker can be had (they cannot start): the caller extracts elsewhere."""
 
-
-def _exit_with(owner: int) -> None:
-    while True:
-        time.sleep(OWNER_CHECK_S)
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            os._exit(0)
-        except PermissionError:
-            pass  # alive, and not ours to signal
 
 
 def _verbosity() -> int | None:
@@ -89,7 +77,7 @@ def _serve(conn: Connection, owner: int, memory_bytes: int | None, verbosity: in
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # An owner killed outright (SIGKILL, a crash) never says goodbye, and a
     # worker waiting for pages would wait forever (the fork server with it).
-    threading.Thread(target=_exit_with, args=(owner,), name="owner-watch", daemon=True).start()
+    exit_with(owner)
     from .extraction import extract_snapshot, warm_extraction  # loaded already: the fork server's preload
 
     try:

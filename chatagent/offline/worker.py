@@ -22,11 +22,12 @@ import multiprocessing
 import os
 import signal
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from typing import Any, TypeVar
+
+from ..owner_watch import exit_with
 
 T = TypeVar("T")
 
@@ -35,7 +36,6 @@ T = TypeVar("T")
 MAX_READERS = 4
 KEEP_IDLE = 2  # workers kept warm between questions
 START_TIMEOUT_S = 60.0  # a worker's start and imports, on a machine however busy
-OWNER_CHECK_S = 1.0  # how often a worker checks that its owner is alive
 
 
 class ReadingTimeout(Exception):
@@ -164,7 +164,7 @@ def _serve(conn: Connection, owner: int) -> None:
     """A worker's life: calls in, results out, until its owner closes the pipe or dies."""
     # Ctrl-C in `chatagent chat` stops one answer; the owner stops its workers.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    threading.Thread(target=_exit_with, args=(owner,), name="owner-watch", daemon=True).start()
+    exit_with(owner)
     while True:
         try:
             fn, args = conn.recv()
@@ -179,14 +179,3 @@ def _serve(conn: Connection, owner: int) -> None:
         except Exception as exc:  # noqa: BLE001 - an exception that does not pickle: its words do
             conn.send((False, RuntimeError(f"{type(result[1]).__name__}: {result[1]} ({exc})")))
 
-
-def _exit_with(owner: int) -> None:
-    # An owner killed outright never closes the pipe of an idle worker's sibling threads.
-    while True:
-        time.sleep(OWNER_CHECK_S)
-        try:
-            os.kill(owner, 0)
-        except ProcessLookupError:
-            os._exit(0)
-        except PermissionError:
-            pass  # alive, and not ours to signal
