@@ -4,6 +4,8 @@ model and the tests' scripted model are both one; each says only what it replies
 
 from __future__ import annotations
 
+import asyncio
+
 import json
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -86,3 +88,6 @@ class InProcessChatModel(BaseChatModel):
         reply = await self._areply(messages, **kwargs)
         for chunk in self._chunks(messages, reply, await self._ausage(messages, reply)):
             yield ChatGenerationChunk(message=chunk)
+            # A chunk at a time, as a server's stream comes: a long answer read out in one step of
+            # the loop would hold every other call sharing it (an MCP server's, the deadline's timer).
+            await asyncio.sleep(0)

@@ -38,6 +38,8 @@ from types import TracebackType
 from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit
 
+STOP_GRACE_S = 5.0  # how long `stop` waits for the replies still going to see their clients gone
+
 
 @dataclass(frozen=True)
 class ToolCall:
@@ -226,10 +228,14 @@ class OpenAICompatibleServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._connections: set[socket.socket] = set()
+        self._replying = 0  # requests being answered now
+        self._answered = threading.Condition(self._lock)
+        self._stopping = False  # connections closed by `stop`: a reply cut then was not hung up on
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> OpenAICompatibleServer:
         if self._httpd is None:
+            self._stopping = False
             self._httpd = _HTTPServer((self._host, self._port), self)
             self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
                                             name=f"{type(self).__name__}:{self.port}", daemon=True)
@@ -242,6 +248,10 @@ class OpenAICompatibleServer:
             return
         httpd.shutdown()
         with self._lock:
+            # A reply still going ends once it sees its client gone, and says so (`hung_up`): a
+            # busy machine may take a while to show it. One that goes on is cut, not hung up on.
+            self._answered.wait_for(lambda: not self._replying, timeout=STOP_GRACE_S)
+            self._stopping = True
             conns = list(self._connections)
         for conn in conns:  # wake handlers blocked on keep-alive connections
             try:
@@ -399,7 +409,7 @@ class OpenAICompatibleServer:
             handler.write_raw(b"data: [DONE]\n\n")
         except OSError:  # the client hung up: what a hostile reply is for
             handler.gone = True
-        rec.hung_up = handler.gone
+        rec.hung_up = handler.client_gone
         handler.close_connection = True
 
 
@@ -435,7 +445,17 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         rec = Recorded(method, unquote(urlsplit(self.path).path), body, {k.lower(): v for k, v in self.headers.items()})
-        standin._record(rec)
+        with standin._lock:
+            standin._replying += 1
+        try:
+            standin._record(rec)
+            self._answer(standin, rec, method)
+        finally:
+            with standin._lock:
+                standin._replying -= 1
+                standin._answered.notify_all()
+
+    def _answer(self, standin: OpenAICompatibleServer, rec: Recorded, method: str) -> None:
         if standin.route(self, rec):
             return
         if method == "GET" and rec.path.rstrip("/") == "/v1/models":
@@ -470,6 +490,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         rec.status = 200
 
+    @property
+    def client_gone(self) -> bool:
+        """Whether the client closed the connection (not `stop`)."""
+        return self.gone and not self.server.standin._stopping
+
     def hung_up(self, wait_s: float) -> bool:
         """Whether the client closed its end, waiting up to `wait_s` to see."""
         if not self.gone and select.select([self.connection], [], [], wait_s)[0]:
@@ -501,7 +526,7 @@ class _Handler(BaseHTTPRequestHandler):
         while not self.gone:
             self.write_raw(chunk)
             rec.sent_bytes += len(piece)
-        rec.hung_up = True
+        rec.hung_up = self.client_gone
         self.close_connection = True
 
     def send_events(self, events: list[dict[str, Any]], rec: Recorded) -> None:
