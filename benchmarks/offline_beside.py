@@ -119,9 +119,10 @@ def daemon_main(runs: int, settle: float, offline_timeout: float) -> None:
     report(alone, list(beside), list(running), bomb_s, out.splitlines()[-1] if out else "", "chatagent ask (daemon)")
 
 
-def report(alone: list[float], beside: list[float], running: list[bool], bomb_s: float, answer: str, call: str) -> None:
+def report(alone: list[float], beside: list[float], running: list[bool], bomb_s: float, answer: str, call: str,
+           beside_what: str = "the 60-part question") -> None:
     print(f"one-page {call} alone (s): {' '.join(f'{x:.2f}' for x in alone)}")
-    print(f"beside the 60-part question (s): {' '.join(f'{x:.2f}' for x in beside)}")
+    print(f"beside {beside_what} (s): {' '.join(f'{x:.2f}' for x in beside)}")
     print(f"question still running after each: {' '.join('yes' if r else 'no' for r in running)}")
     a, b = statistics.median(alone), statistics.median(beside)
     print(f"median alone {a:.2f} s, beside {b:.2f} s: {b / a:.1f}x")
