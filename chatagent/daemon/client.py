@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-START_WAIT_S = 30.0  # a browser launch on a busy machine; past this `ask` answers in its own process
+START_WAIT_S = 60.0  # a browser launch and warm workers on a busy machine; past this `ask` answers in its own process
 STOP_WAIT_S = 15.0
 MAX_LOG_BYTES = 1 << 20  # a daemon logs a few lines an ask: past this a new one starts the log afresh
 _POLL_S = 0.05
