@@ -2,10 +2,14 @@
 
 While a call's code runs on the loop, nothing else that shares it moves: an
 MCP server's or a daemon's other calls, the deadline's timer, a cancelled
-client's cancellation. asyncio's debug mode times every callback and reports
-each that ran longer than `slow_callback_duration` (its "Executing … took
-N seconds" warning); the fixture turns it on for the test, records those
-reports, and fails the test at its end if there was one.
+client's cancellation. The fixture runs a heartbeat on the test's loop, a
+task that sleeps STEP_S at a time; a heartbeat that wakes more than HELD_S
+late saw the loop held that long. The test fails at its end if one did.
+
+A heartbeat rather than asyncio's debug mode (which times each callback):
+debug mode records a stack for every callback and future, which on a busy
+machine made an ordinary step of Playwright's take seconds, and the test
+measure itself.
 
 Import it into a test module (`from loop_watch import loop_watch`) and name
 it in a test: applied where the loop is at stake (the offline model's
@@ -15,8 +19,6 @@ answers, MCP calls), not suite-wide.
 from __future__ import annotations
 
 import asyncio
-import logging
-import re
 from collections.abc import AsyncIterator
 
 import pytest_asyncio
@@ -25,35 +27,33 @@ import pytest_asyncio
 # busy 2-core machine (the suite runs on 6 workers) can leave the loop's thread unscheduled
 # for a second; what this catches holds it for many.
 HELD_S = 2.0
-_SLOW = re.compile(r"^Executing (?P<what>.*) took (?P<s>[\d.]+) seconds$", re.S)
+STEP_S = 0.05
 
 
-class LoopWatch(logging.Handler):
-    """The loop's slow-callback reports, as (what ran, seconds)."""
+class LoopWatch:
+    """How late the heartbeat woke, each time it was later than HELD_S (seconds)."""
 
     def __init__(self) -> None:
-        super().__init__(logging.WARNING)
-        self.held: list[tuple[str, float]] = []
+        self.held: list[float] = []
 
-    def emit(self, record: logging.LogRecord) -> None:
-        if m := _SLOW.match(record.getMessage()):
-            self.held.append((m["what"][:300], float(m["s"])))
+    async def beat(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            asleep = loop.time()
+            await asyncio.sleep(STEP_S)
+            if (late := loop.time() - asleep - STEP_S) > HELD_S:
+                self.held.append(late)
 
 
 @pytest_asyncio.fixture(loop_scope="session")
 async def loop_watch() -> AsyncIterator[LoopWatch]:
-    loop = asyncio.get_running_loop()
-    debug, bound = loop.get_debug(), loop.slow_callback_duration
-    logger = logging.getLogger("asyncio")
     watch = LoopWatch()
-    logger.addHandler(watch)
-    loop.set_debug(True)
-    loop.slow_callback_duration = HELD_S
+    heartbeat = asyncio.create_task(watch.beat())
+    await asyncio.sleep(0)  # beating before the test's code runs
     try:
         yield watch
     finally:
-        loop.set_debug(debug)
-        loop.slow_callback_duration = bound
-        logger.removeHandler(watch)
-    held = "\n".join(f"  {s:.1f} s: {what}" for what, s in watch.held)
-    assert not watch.held, f"the event loop was held longer than {HELD_S:g} s:\n{held}"
+        heartbeat.cancel()
+        await asyncio.gather(heartbeat, return_exceptions=True)
+    held = ", ".join(f"{s:.1f} s" for s in watch.held)
+    assert not watch.held, f"the event loop was held longer than {HELD_S:g} s: {held}"
