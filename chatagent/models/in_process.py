@@ -5,7 +5,6 @@ model and the tests' scripted model are both one; each says only what it replies
 from __future__ import annotations
 
 import asyncio
-
 import json
 import re
 from collections.abc import AsyncIterator, Iterator, Sequence
