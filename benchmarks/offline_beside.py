@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
@@ -64,16 +65,24 @@ async def main(runs: int, settle: float, spacing: float, offline_timeout: float)
                 progress_callback=progress))
             await reading.wait()
             await asyncio.sleep(settle)  # its pages extracted and fitted: then its model reads
-            async def spaced(i: int) -> tuple[float, bool]:
-                await asyncio.sleep(i * spacing)  # issued while the question reads, one every `spacing` s
-                took = await one_page(session, f"{base}/ledger/{201 + i}")
-                return took, not bomb.done()
-
-            beside, running = zip(*await asyncio.gather(*(spaced(i) for i in range(runs))))
+            beside, running = await calls_beside(session, base, bomb, runs, spacing)
             asked = await bomb
             bomb_s = time.perf_counter() - t0
     answer = asked.structured_content["answer"] if not asked.is_error else str(asked.content)
-    report(alone, list(beside), list(running), bomb_s, answer, "read_pages (MCP)")
+    report(alone, beside, running, bomb_s, answer, "read_pages (MCP)")
+
+
+async def calls_beside(session: ClientSession, base: str, bomb: asyncio.Task[Any], runs: int,
+                       spacing: float) -> tuple[list[float], list[bool]]:
+    """The one-page call `runs` times while `bomb` runs, one issued every `spacing` s (each on
+    its own, as separate clients would): each call's latency, and whether `bomb` still ran after it."""
+    async def spaced(i: int) -> tuple[float, bool]:
+        await asyncio.sleep(i * spacing)
+        took = await one_page(session, f"{base}/ledger/{201 + i}")
+        return took, not bomb.done()
+
+    beside, running = zip(*await asyncio.gather(*(spaced(i) for i in range(runs))))
+    return list(beside), list(running)
 
 
 def _ask(env: dict[str, str], url: str, question: str) -> subprocess.Popen[str]:

@@ -5,8 +5,8 @@ One `chatagent mcp` (the SDK's client, stdio) whose model is `openai:local`,
 an OpenAI-compatible stand-in in this process: it answers the question's
 first turn by asking for the browser tools, then every turn with a reply of
 `--calls` tool calls (`scroll_tool`), until the question's turns or deadline
-end it (a window of 64,000 tokens: room for every turn). First a one-page `read_pages` call alone, `--runs` times; then the
-question over one page, and once the stand-in has sent its first flood, the
+end it (a window of 64,000 tokens: room for every turn). First a one-page
+`read_pages` call alone, `--runs` times; then the question over one page, and once the stand-in has sent its first flood, the
 same one-page call `--runs` times, one every `--spacing` seconds. Reported
 as `benchmarks.offline_beside` reports: each call's latency, the medians,
 their ratio, and whether the question was still running after each call.
@@ -24,7 +24,7 @@ import time
 
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
-from benchmarks.offline_beside import ROOT, one_page, report
+from benchmarks.offline_beside import ROOT, calls_beside, one_page, report
 from chatagent.agent import MAX_TURNS
 from chatagent.prompts import ESCALATION_MARKER
 from chatagent.testing.many_parts import serving
@@ -48,18 +48,12 @@ async def main(runs: int, spacing: float, calls: int, deadline: float) -> None:
                 "ask_pages", {"urls": [f"{base}/ledger/1"], "question": "What does the last entry say?"}))
             while len(model.chat_requests) < 2 and not bomb.done():  # the first flood is on its way
                 await asyncio.sleep(0.05)
-
-            async def spaced(i: int) -> tuple[float, bool]:
-                await asyncio.sleep(i * spacing)
-                took = await one_page(session, f"{base}/ledger/{201 + i}")
-                return took, not bomb.done()
-
-            beside, running = zip(*await asyncio.gather(*(spaced(i) for i in range(runs))))
+            beside, running = await calls_beside(session, base, bomb, runs, spacing)
             asked = await bomb
             bomb_s = time.perf_counter() - t0
         floods = len(model.chat_requests) - 1
     said = " ".join(getattr(c, "text", "") for c in asked.content)
-    report(alone, list(beside), list(running), bomb_s, f"{floods} floods of {calls:,} calls; {said}",
+    report(alone, beside, running, bomb_s, f"{floods} floods of {calls:,} calls; {said}",
            "read_pages (MCP)", beside_what=f"a question whose model replies with {calls:,} tool calls")
 
 

@@ -22,4 +22,5 @@ async def test_a_loop_held_past_the_bound_is_seen_and_one_that_moves_is_not() ->
         await asyncio.sleep(0.2)  # the heartbeat wakes, late
     finally:
         heartbeat.cancel()
+        await asyncio.gather(heartbeat, return_exceptions=True)
     assert len(watch.held) == 1 and watch.held[0] >= HELD_S, watch.held
