@@ -19,7 +19,7 @@ block quotes (`Block.quote`: page text as a person reads it, no Markdown, no
 table pipes). A quote is text the reader finds on the page (`page_text`):
 a block whose words are not all there as written (a hidden or collapsed part,
 a thread extraction runs together) quotes the runs of them that are, and one
-with none gives its line no id, so it cannot be cited (`off_page`, which the
+with none gives its line no id, so it cannot be cited (`cite`, which the
 context keeps as `TabContext.off_page`). Standard library and small project
 modules only.
 """
@@ -219,13 +219,31 @@ def split_text(
     return [b for _, _, b in _numbered(tab_id, text, first, title, off_page, across) if b is not None]
 
 
-def off_page(tab_id: str, text: str, title: str, page: PageText | None) -> dict[int, list[str]]:
-    """The lines of `text` whose block's words are not all on `page` as written, each
-    with the runs of them that are ([]: none, and the line is given no id); {} when
-    `page` is not known."""
-    if page is None:
-        return {}
-    return {b.line: _runs(page, b) for b in split_text(tab_id, text, title=title) if not page.has(b.written)}
+def cite(
+    tab_id: str, text: str, title: str, page: PageText | None,
+) -> tuple[str, dict[int, list[str]], dict[int, list[str]]]:
+    """`text` with its block ids (`render_text`), and how its blocks read on `page`: the
+    lines whose words are not all on the page as written, each with the runs of them that
+    are ([]: none, and the line is given no id); and the lines whose quote runs across the
+    page's lines, each with where on the page it starts and ends (both {} when `page` is
+    not known). One pass over the blocks, and a second only when a line loses its id."""
+    numbered = list(_numbered(tab_id, text, 1, title))
+    off: dict[int, list[str]] = {}
+    across: dict[int, list[str]] = {}
+    for _, _, b in numbered if page is not None else ():
+        if b is None:
+            continue
+        quote = b.written
+        if not page.has(quote):
+            off[b.line] = runs = _runs(page, b)
+            if not runs:
+                continue
+            quote = runs[0]
+        if ends := page.ends(quote):
+            across[b.line] = list(ends)
+    if any(not runs for runs in off.values()):  # the blocks after a line with no id are numbered anew
+        numbered = list(_numbered(tab_id, text, 1, title, off))
+    return "\n".join(f"[{b.id}] {line}" if b else line for _, line, b in numbered), off, across
 
 
 def _runs(page: PageText, block: Block) -> list[str]:
@@ -234,17 +252,6 @@ def _runs(page: PageText, block: Block) -> list[str]:
     if not block.more:
         return page.runs(block.written)
     return sorted((r for line in block.lines for r in page.runs(line)), key=lambda r: -len(r.split()))
-
-
-def across_lines(
-    tab_id: str, text: str, title: str, page: PageText | None, off: Mapping[int, list[str]],
-) -> dict[int, list[str]]:
-    """The lines of `text` whose block's quote (`off`: the lines `off_page` found) runs
-    across the page's lines, each with where on the page it starts and ends; {} when
-    `page` is not known."""
-    if page is None:
-        return {}
-    return {b.line: list(e) for b in split_text(tab_id, text, title=title, off_page=off) if (e := page.ends(b.quote))}
 
 
 def render_text(

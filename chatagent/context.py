@@ -6,14 +6,16 @@ import asyncio
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections import OrderedDict
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, Field, PrivateAttr
 
 from .browser.base import PageSnapshot, Tab, TabFailure
 from .browser.localfiles import is_local
-from .blocks import across_lines, off_page, render_text
+from .blocks import cite
 from .budget import LONG_TEXT_CHARS, Fitted, TextFitter, allocate, favour, fit_text, may_select
 from .errors import ChatAgentError, UnnamedLocalFileError
 from .extraction import Extracted, Extractor
@@ -126,10 +128,10 @@ class ContextBuilder:
         # page of very short lines), so a tab's prompt stays within 1.5 × budget.
         self._id_allowance = int(ID_ALLOWANCE * budget_per_tab) if ids else 0
         self._fitter = TextFitter()  # a follow-up question on a tab reuses its page's analysis
-        # Token count of each extracted body (keyed by the body itself): a
-        # follow-up question on an unchanged page need not re-tokenize it all.
-        self._tokens: dict[str, int] = {}
-        self._tokens_lock = threading.Lock()  # _fit runs on worker threads
+        # What a follow-up question on an unchanged page need not work out again: each body's
+        # token count, and each text's block ids and what its blocks quote of the page.
+        self._tokens: _Recent[str, int] = _Recent(_MEMO_SIZE)
+        self._cites: _Recent[tuple[str, str, str, str, bool], _Cited] = _Recent(_MEMO_SIZE)
         self._prefetching: asyncio.Task[None] | None = None
 
     def with_budget(self, budget_per_tab: int, *, ids: bool | None = None) -> "ContextBuilder":
@@ -139,7 +141,7 @@ class ContextBuilder:
         if budget_per_tab == self.budget_per_tab and ids == self.ids:
             return self
         other = ContextBuilder(self.extractor, budget_per_tab, ids=ids)
-        other._fitter, other._tokens, other._tokens_lock = self._fitter, self._tokens, self._tokens_lock
+        other._fitter, other._tokens, other._cites = self._fitter, self._tokens, self._cites
         return other
 
     def prefetch(self, tabs: Sequence[Tab | TabFailure]) -> asyncio.Task[None]:
@@ -289,13 +291,13 @@ class ContextBuilder:
                 continue
             budget = self._fit_budget(body, need, share, asked=asked, ids=self._id_cost(body))
             limit = share + spare if budget is None else budget
-            f, with_ids, rendered = self._fit_with_ids(e, body, need, limit, budget, question)
+            f, with_ids, cited = self._fit_with_ids(e, body, need, limit, budget, question)
             text_tokens = f.tokens if f else need
             spare -= max(self._charged(with_ids, text_tokens) - share, 0) if budget is None else 0
-            out[e.tab_id] = _tab(
-                e, self.ids, text=f.text if f else body, tokens=text_tokens, id_tokens=max(with_ids - text_tokens, 0),
+            out[e.tab_id] = self._tab(
+                e, text=f.text if f else body, tokens=text_tokens, id_tokens=max(with_ids - text_tokens, 0),
                 original_tokens=need, truncated=bool(f and f.truncated), selected=bool(f and f.selected),
-                notes=[*e.notes, f.note] if f and f.note else e.notes, rendered=rendered,
+                notes=[*e.notes, f.note] if f and f.note else e.notes, cited=cited,
                 **self._scope(f, body, question),
             )
         return out
@@ -320,9 +322,9 @@ class ContextBuilder:
                                      f"{question or ''}\n{selection}")
         text = f"{lead.text}\n\n{marker}\n\n{rest.text if rest else body}"
         tokens = lead.tokens + count_tokens(marker) + (rest.tokens if rest else need)
-        return _tab(
-            e, self.ids, text=text, tokens=tokens,
-            id_tokens=max(count_tokens(render_text(e.tab_id, text, title=e.title)) - tokens, 0),
+        cited = self._cited(e, text) if self.ids else None
+        return self._tab(
+            e, cited=cited, text=text, tokens=tokens, id_tokens=max(cited.tokens - tokens, 0) if cited else 0,
             original_tokens=need, truncated=bool(lead.truncated or (rest and rest.truncated)),
             selected=bool(rest and rest.selected), notes=[*e.notes, rest.note] if rest and rest.note else e.notes,
             selection=lead.text,
@@ -330,10 +332,10 @@ class ContextBuilder:
 
     def _fit_with_ids(
         self, e: Extracted, body: str, need: int, limit: int, budget: int | None, question: str | None,
-    ) -> tuple[Fitted | None, int, str | None]:
+    ) -> tuple[Fitted | None, int, _Cited | None]:
         """The fit of `body` whose text, with the block ids beyond their allowance
         (`_charged`), takes at most `limit` tokens; and the tokens of the text
-        with all its ids (`blocks.render_text`), and that text (None without ids)."""
+        with all its ids, and that text with how its blocks read on the page (None without ids)."""
         if not self.ids:
             f = self._fitter.fit(body, budget, question) if budget is not None else None
             return f, f.tokens if f else need, None
@@ -343,13 +345,13 @@ class ContextBuilder:
         f = self._fitter.fit(body, budget, question) if budget is not None else None
         while True:
             text, tokens = (f.text, f.tokens) if f else (body, need)
-            rendered = render_text(e.tab_id, text, title=e.title)
-            with_ids = count_tokens(rendered)
+            cited = self._cited(e, text)
+            with_ids = cited.tokens
             charged = self._charged(with_ids, tokens)
             # Fit again into what the ids leave, keeping a margin: a cut changes how the ids tokenize.
             smaller = max(min(tokens, budget or tokens) - (charged - limit) - _ID_MARGIN, _ID_FLOOR)
             if charged <= limit or (budget is not None and smaller >= budget):
-                return f, with_ids, rendered
+                return f, with_ids, cited
             budget = smaller
             f = self._fitter.fit(body, budget, question)
 
@@ -377,17 +379,67 @@ class ContextBuilder:
     def _count(self, body: str) -> int:
         if len(body) > LONG_TEXT_CHARS:
             return self._fitter.tokens(body)  # kept with its analysis, where memory is bounded
-        n = self._tokens.get(body)
-        if n is None:
-            n = count_tokens(body)
-            with self._tokens_lock:
-                if len(self._tokens) >= _TOKEN_CACHE_SIZE:
-                    self._tokens.pop(next(iter(self._tokens)))
-                self._tokens[body] = n
-        return n
+        return self._tokens.get(body, lambda: count_tokens(body))
+
+    def _cited(self, e: Extracted, text: str) -> "_Cited":
+        """`text` (a tab's) with its block ids, its tokens, and how its blocks read on the
+        page (`blocks.cite`): a line none of whose words are there gets no id."""
+        def cited() -> _Cited:
+            rendered, off, across = cite(e.tab_id, text, e.title, e.page)
+            return _Cited(off, across, rendered, count_tokens(rendered))
+
+        # The page by its content's hash (which covers its rendered text): the key holds no page.
+        return self._cites.get((e.tab_id, text, e.title, e.content_hash, e.page is None), cited)
+
+    def _tab(self, e: Extracted, cited: _Cited | None, **fitted: Any) -> TabContext:
+        """A tab's context: what its extraction says of the page, and how its text was `fitted`;
+        `cited`: that text with its ids, as fitting it worked them out (None: a reader given
+        the bare text, which cites no blocks)."""
+        tab = TabContext(tab_id=e.tab_id, url=e.url, title=e.title, method=e.method, content_hash=e.content_hash,
+                         reused=e.reused, authors=e.authors, published=e.published,
+                         **({"off_page": cited.off, "across": cited.across} if cited else {}), **fitted)
+        if cited is not None:
+            tab.keep_with_ids(cited.rendered)  # the prompt renders it not again while the first token waits
+        return tab
 
 
-_TOKEN_CACHE_SIZE = 64
+@dataclass(frozen=True)
+class _Cited:
+    off: dict[int, list[str]]  # `TabContext.off_page`
+    across: dict[int, list[str]]  # `TabContext.across`
+    rendered: str  # the text with its block ids
+    tokens: int  # of `rendered`
+
+
+K = TypeVar("K", bound=Hashable)
+V = TypeVar("V")
+
+
+class _Recent(Generic[K, V]):
+    """The values of the last `size` keys asked for, the least recently used dropped first.
+    ContextBuilder fits tabs on worker threads: two asking at once may compute a value twice."""
+
+    def __init__(self, size: int) -> None:
+        self._size = size
+        self._values: OrderedDict[K, V] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: K, make: Callable[[], V]) -> V:
+        with self._lock:
+            if key in self._values:
+                self._values.move_to_end(key)
+                return self._values[key]
+        value = make()  # unlocked: other threads' fits go on meanwhile
+        with self._lock:
+            self._values[key] = value
+            self._values.move_to_end(key)
+            while len(self._values) > self._size:
+                self._values.popitem(last=False)
+        return value
+
+
+# Texts a builder remembers the analyses of: ten tabs' bodies and fits, several times over.
+_MEMO_SIZE = 64
 # Several tabs that do not all fit: a tab matches the question when its score across the tabs
 # (`ranking.across`) is at least this share of the best tab's; one that does not keeps this
 # share of the per-tab budget (its title, its best lines and a marker), at least MIN_TAB_BUDGET.
@@ -400,30 +452,6 @@ ID_ALLOWANCE = 0.5
 ID_TOKENS = 5  # an id as the prompt writes it ("[1.4] "), in tokens, up to block 999
 _ID_FLOOR = MIN_TAB_BUDGET // 2  # the smallest budget a text is refitted into to leave room for its ids
 _ID_MARGIN = 8  # tokens kept back on a refit: a cut changes how the ids tokenize
-
-
-def _tab(e: Extracted, ids: bool, rendered: str | None = None, **fitted: Any) -> TabContext:
-    """A tab's context: what its extraction says of the page, and how its text was `fitted`.
-    `ids`: its text is shown with block ids, so what each block quotes of the page is worked
-    out; a reader given the bare text cites no blocks (on a WTQ page, 7 of its fitting's ~30 ms spared).
-    `rendered`: its text with its ids, as fitting it rendered them (no lines off the page known)."""
-    if not ids:
-        return TabContext(tab_id=e.tab_id, url=e.url, title=e.title, method=e.method, content_hash=e.content_hash,
-                          reused=e.reused, authors=e.authors, published=e.published, **fitted)
-    off = off_page(e.tab_id, fitted["text"], e.title, e.page)
-    if off and fitted.get("id_tokens"):  # lines with no id: fewer ids than the fit counted
-        rendered = render_text(e.tab_id, fitted["text"], title=e.title, off_page=off)
-        fitted["id_tokens"] = max(count_tokens(rendered) - fitted["tokens"], 0)
-    elif off:
-        rendered = None
-    tab = TabContext(
-        tab_id=e.tab_id, url=e.url, title=e.title, method=e.method, content_hash=e.content_hash,
-        reused=e.reused, authors=e.authors, published=e.published, off_page=off,
-        across=across_lines(e.tab_id, fitted["text"], e.title, e.page, off), **fitted,
-    )
-    if rendered is not None:
-        tab.keep_with_ids(rendered)
-    return tab
 
 
 def _body(e: Extracted) -> str:
