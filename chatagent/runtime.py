@@ -158,6 +158,8 @@ class Runtime:
         # Tabs open at once across calls (`tabs`): the MCP server's, the daemon's asks'.
         self.tab_slots = TabSlots(self.settings.max_tabs)
         self._closing: set[asyncio.Future[None]] = set()  # calls' tabs being closed
+        self._workers: asyncio.Future[None] | None = None  # the extraction workers starting ahead
+        self._closed = False
 
     # --- what answering needs besides the browser ---------------------------------------
 
@@ -173,7 +175,16 @@ class Runtime:
             self._loading = asyncio.get_running_loop().run_in_executor(None, self._loaded)
             # Seen even if nobody awaits it (the command failed first); whoever does gets it too.
             self._loading.add_done_callback(_retrieve)
+            # Every page is extracted in a worker, and a worker takes about a second to start: from
+            # now, while the browser launches and the pages load, not on the first question.
+            self._loading.add_done_callback(self._start_workers)
         return self._loading
+
+    def _start_workers(self, loading: "asyncio.Future[_Parts]") -> None:
+        if self._closed or loading.cancelled() or loading.exception() is not None:
+            return
+        self._workers = asyncio.ensure_future(loading.result().pool.start())
+        self._workers.add_done_callback(_started)
 
     def _loaded(self) -> _Parts:
         # Whoever comes first loads; anyone else waits for it, so nothing is made twice.
@@ -332,6 +343,7 @@ class Runtime:
 
     async def close(self) -> None:
         # Parts still loading are left to finish: they hold nothing to release until used.
+        self._closed = True
         parts = self._parts
         if parts is not None:
             parts.builder.cancel_prefetch()
@@ -346,6 +358,8 @@ class Runtime:
                 # Waited for (on a thread): a pool still closing its pipes as the process exits races
                 # Python 3.11's exit hook, which then writes to a closed one (a traceback at exit).
                 await asyncio.to_thread(parts.pool.shutdown, wait=True, cancel_futures=True)
+            if self._workers is not None:  # ended by the shutdown: seen to its end, not left pending at exit
+                await asyncio.wait({self._workers})
 
     async def __aenter__(self) -> "Runtime":
         self._start_loading()  # under way while the caller starts the browser
@@ -365,6 +379,12 @@ async def _close_opened(opening: "asyncio.Future[list[Tab | TabFailure]]") -> No
     await asyncio.wait({opening})
     if not opening.cancelled() and opening.exception() is None:
         await _close_all([t for t in opening.result() if isinstance(t, Tab)])
+
+
+def _started(starting: "asyncio.Future[None]") -> None:
+    # A pool that cannot start says so to the page that needs it (it is extracted here then).
+    if not starting.cancelled() and (exc := starting.exception()) is not None:
+        log.debug("the extraction workers did not start ahead: %s", exc)
 
 
 def _retrieve(loading: "asyncio.Future[_Parts]") -> None:
