@@ -556,6 +556,42 @@ _WARM_RENDERED = (
 )
 
 
+def _warm_page() -> tuple[str, str]:
+    """A long page with the parts real ones have (menus, an article's sections, lists, a
+    table, links, scripts, a footer): extraction takes its main path, which the small
+    page's fallbacks do not, so a worker's first real page costs what its later ones do."""
+    sections = []
+    for i in range(1, 9):
+        paragraphs = "".join(
+            f"<p>Paragraph {j} of section {i} tells how the <a href='/s{i}/{j}'>town's {j}th district</a> "
+            f"grew from {1900 + i * 7 + j} on, with <em>figures</em>, <strong>names</strong> and dates.</p>"
+            for j in range(1, 5)
+        )
+        items = "".join(f"<li>Item {j} of list {i}: a short fact</li>" for j in range(1, 5))
+        sections.append(f"<section><h2>Section {i}</h2>{paragraphs}<ul>{items}</ul></section>")
+    rows = "".join(f"<tr><td>City {i}</td><td>{30_000 + i * 1_234:,}</td><td>{1850 + i}</td></tr>" for i in range(12))
+    html = (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>Warm-up</title>"
+        "<meta name='author' content='Nobody'><style>body{margin:0}</style>"
+        "<script>var warm = 1;</script></head><body>"
+        "<header><nav><a href='/'>Home</a> <a href='/a'>About</a> <a href='/c'>Contact</a></nav></header>"
+        "<main><article><h1>Warm-up page</h1><p class='byline'>By Nobody, 1 January 2020</p>"
+        + "".join(sections)
+        + "<h2>Results</h2><table><thead><tr><th>City</th><th>Population</th><th>Founded</th></tr></thead>"
+        f"<tbody>{rows}</tbody></table></article>"
+        "<aside><h3>Related</h3><ul><li><a href='/r1'>Related one</a></li><li><a href='/r2'>Related two</a></li></ul></aside>"
+        "</main><footer><p>Copyright nobody</p><a href='/privacy'>Privacy</a></footer></body></html>"
+    )
+    return html, _visible(html)
+
+
+def _visible(html: str) -> str:
+    """The warm-up page's text much as a browser renders it: a line per block."""
+    text = re.sub(r"<(script|style)[^>]*>.*?</\1>|<title>.*?</title>", "", html, flags=re.S)
+    text = re.sub(r"</?(p|h[1-6]|li|tr|section|header|footer|aside|nav|table|article)[^>]*>", "\n", text)
+    return "\n".join(line.strip() for line in re.sub(r"<[^>]+>", " ", text).splitlines() if line.strip())
+
+
 # trafilatura and lxml keep parser state per process that two threads must not
 # use at once: ten tabs extracted on ten threads crash the process ("double
 # free or corruption") within a few rounds. Threads take turns; tabs extract
@@ -573,11 +609,13 @@ def extract_in_process(snapshot: PageSnapshot) -> Extracted:
 
 
 def warm_extraction() -> None:
-    """Load extraction's lazy parts now: trafilatura's first justext fallback
-    loads every stoplist (154k words, 0.15-0.4 s)."""
-    extract_in_process(PageSnapshot(
-        tab_id="warm-up", url="http://localhost/warm-up", title="Warm-up", html=_WARM_HTML, visible_text=_WARM_RENDERED
-    ))
+    """Load extraction's lazy parts now, on a short page and a long one: trafilatura's
+    first justext fallback loads every stoplist (154k words, 0.15-0.4 s), and its main
+    path has set-up of its own (tens of milliseconds on a worker's first page)."""
+    for html, rendered in ((_WARM_HTML, _WARM_RENDERED), _warm_page()):
+        extract_in_process(PageSnapshot(
+            tab_id="warm-up", url="http://localhost/warm-up", title="Warm-up", html=html, visible_text=rendered
+        ))
 
 
 def given_up(snapshot: PageSnapshot, reason: str) -> Extracted:
