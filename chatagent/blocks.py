@@ -27,7 +27,7 @@ modules only.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -221,8 +221,9 @@ def split_text(
 
 def cite(
     tab_id: str, text: str, title: str, page: PageText | None,
-) -> tuple[str, dict[int, list[str]], dict[int, list[str]]]:
-    """`text` with its block ids (`render_text`), and how its blocks read on `page`: the
+) -> tuple[str, str, dict[int, list[str]], dict[int, list[str]]]:
+    """`text` with its block ids (`render_text`), that text with an id on every block (as a
+    fit charges them: the same unless a line lost its id), and how its blocks read on `page`: the
     lines whose words are not all on the page as written, each with the runs of them that
     are ([]: none, and the line is given no id); and the lines whose quote runs across the
     page's lines, each with where on the page it starts and ends (both {} when `page` is
@@ -241,9 +242,14 @@ def cite(
             quote = runs[0]
         if ends := page.ends(quote):
             across[b.line] = list(ends)
+    every = _rendered(numbered)
     if any(not runs for runs in off.values()):  # the blocks after a line with no id are numbered anew
-        numbered = list(_numbered(tab_id, text, 1, title, off))
-    return "\n".join(f"[{b.id}] {line}" if b else line for _, line, b in numbered), off, across
+        return _rendered(_numbered(tab_id, text, 1, title, off)), every, off, across
+    return every, every, off, across
+
+
+def _rendered(numbered: Iterable[tuple[int, str, Block | None]]) -> str:
+    return "\n".join(f"[{b.id}] {line}" if b else line for _, line, b in numbered)
 
 
 def _runs(page: PageText, block: Block) -> list[str]:
@@ -258,7 +264,7 @@ def render_text(
     tab_id: str, text: str, first: int = 1, title: str = "", off_page: Mapping[int, list[str]] | None = None,
 ) -> str:
     """The text with each block led by its id: "[1.4] Battery life: 14 hours"."""
-    return "\n".join(f"[{b.id}] {line}" if b else line for _, line, b in _numbered(tab_id, text, first, title, off_page))
+    return _rendered(_numbered(tab_id, text, first, title, off_page))
 
 
 def render(tab: TabContext) -> str:

@@ -295,7 +295,8 @@ class ContextBuilder:
             text_tokens = f.tokens if f else need
             spare -= max(self._charged(with_ids, text_tokens) - share, 0) if budget is None else 0
             out[e.tab_id] = self._tab(
-                e, text=f.text if f else body, tokens=text_tokens, id_tokens=max(with_ids - text_tokens, 0),
+                e, text=f.text if f else body, tokens=text_tokens,
+                id_tokens=max((cited.tokens if cited else with_ids) - text_tokens, 0),
                 original_tokens=need, truncated=bool(f and f.truncated), selected=bool(f and f.selected),
                 notes=[*e.notes, f.note] if f and f.note else e.notes, cited=cited,
                 **self._scope(f, body, question),
@@ -346,7 +347,7 @@ class ContextBuilder:
         while True:
             text, tokens = (f.text, f.tokens) if f else (body, need)
             cited = self._cited(e, text)
-            with_ids = cited.tokens
+            with_ids = cited.charged_tokens
             charged = self._charged(with_ids, tokens)
             # Fit again into what the ids leave, keeping a margin: a cut changes how the ids tokenize.
             smaller = max(min(tokens, budget or tokens) - (charged - limit) - _ID_MARGIN, _ID_FLOOR)
@@ -385,8 +386,9 @@ class ContextBuilder:
         """`text` (a tab's) with its block ids, its tokens, and how its blocks read on the
         page (`blocks.cite`): a line none of whose words are there gets no id."""
         def cited() -> _Cited:
-            rendered, off, across = cite(e.tab_id, text, e.title, e.page)
-            return _Cited(off, across, rendered, count_tokens(rendered))
+            rendered, every, off, across = cite(e.tab_id, text, e.title, e.page)
+            tokens = count_tokens(rendered)
+            return _Cited(off, across, rendered, tokens, tokens if every is rendered else count_tokens(every))
 
         # The page by its content's hash (which covers its rendered text): the key holds no page.
         return self._cites.get((e.tab_id, text, e.title, e.content_hash, e.page is None), cited)
@@ -409,6 +411,9 @@ class _Cited:
     across: dict[int, list[str]]  # `TabContext.across`
     rendered: str  # the text with its block ids
     tokens: int  # of `rendered`
+    # Of the text with an id on every block, lines off the page too: what a fit charges
+    # (a line that has no id keeps the room its id would take).
+    charged_tokens: int
 
 
 K = TypeVar("K", bound=Hashable)
