@@ -542,7 +542,7 @@ def extract_snapshot(snapshot: PageSnapshot) -> Extracted:
     )
 
 
-# A small page that takes every path of extraction once: trafilatura with its
+# A small page that takes extraction's rarer paths once: trafilatura with its
 # readability and justext fallbacks (the text is short) and the missed-table pass.
 _WARM_HTML = """<!DOCTYPE html><html><head><title>Warm-up</title></head><body>
 <nav><a href="/">Home</a> <a href="/a">About</a></nav>

@@ -248,6 +248,28 @@ async def test_a_long_lived_runtime_starts_its_warm_extraction_workers_before_it
         assert runtime._loaded().pool.pids(), "the workers warm themselves as they start"
 
 
+async def test_a_runtime_starts_its_extraction_workers_before_its_first_page() -> None:
+    """Every page is extracted in a worker, which takes about a second to start: a runtime
+    with no warm-up (a one-shot `ask`) starts them as it loads, not on its first page."""
+    async with Runtime(Settings.load(model="extractive")) as runtime:
+        await runtime.load()
+        pool = runtime._loaded().pool
+        for _ in range(600):  # a hang guard, not a time limit: the workers start on a busy machine too
+            if pool.pids():
+                break
+            await asyncio.sleep(0.1)
+        assert pool.pids(), "no extraction worker was started before any page was read"
+
+
+async def test_a_runtime_closed_before_it_has_loaded_starts_no_worker() -> None:
+    runtime = Runtime(Settings.load(model="extractive"))
+    async with runtime:
+        pass  # closed while its parts still load
+    await runtime.load()
+    await asyncio.sleep(0)  # the loading's callbacks have run
+    assert runtime._workers is None and not runtime._loaded().pool.pids()
+
+
 _START_UP_OVER = re.compile(r"start-up over after (\d+) garbage collections: (\d+) objects frozen")
 
 
