@@ -37,7 +37,11 @@ A page's analysis (units, chunks, BM25 indexes) does not depend on the
 question: a `TextFitter` (one per `ContextBuilder`) keeps it for the last few
 texts, so a follow-up question on the same tab only scores and assembles.
 `fit_text` is the same without the cache. The indexes are `ranking.Ranker`s
-made by the factory given (BM25 by default) over `ANALYSER`'s terms.
+over `ANALYSER`'s terms. Chunks are ranked by the factory given (by default
+`HybridRanker`: BM25 and a semantic signal, so that a question paraphrasing
+the page still reaches the passage it paraphrases); what decides structure,
+whether a block or table matches the question and which of its columns, stays
+lexical (BM25): every passage has some meaning in common with any question.
 
 A very long text (over LONG_TEXT_CHARS: the biggest pages, read whole so that
 a question can find its answer anywhere in them) is analysed alike, with its
@@ -57,7 +61,7 @@ from functools import cached_property
 from pydantic import BaseModel
 
 from .overview import Piece, main_pieces, overview
-from .ranking import ENGLISH, BM25Ranker, Query, Ranker, RankerFactory
+from .ranking import ENGLISH, BM25Ranker, HybridRanker, Query, Ranker, RankerFactory
 from .ranking.scope import RequestScope, scope
 from .rows import has_rows, is_row, join_row, row_cells
 from .limits import MIN_TAB_BUDGET
@@ -432,9 +436,10 @@ def _columns(units: list[_Unit], ranker: RankerFactory) -> _Columns | None:
 
 
 class _Page:
-    """A text cut into units and chunks, with its indexes (made by `ranker`): all question-independent."""
+    """A text cut into units and chunks, with its indexes (its chunks' made by
+    `ranker`, the rest BM25's): all question-independent."""
 
-    def __init__(self, text: str, ranker: RankerFactory = BM25Ranker) -> None:
+    def __init__(self, text: str, ranker: RankerFactory = HybridRanker) -> None:
         self.text = text
         self.ranker = ranker
         self._count: Callable[[str], int] = _LineTokens(text) if len(text) > LONG_TEXT_CHARS else count_tokens
@@ -455,7 +460,7 @@ class _Page:
 
     @cached_property
     def chunk_index(self) -> Ranker:
-        return self._index([c.rank_text() for c in self.chunks])
+        return self.ranker([c.rank_text() for c in self.chunks], ANALYSER)
 
     @cached_property
     def chunk_terms(self) -> list[frozenset[str]]:
@@ -508,7 +513,7 @@ class _Page:
         return scope(question, self.vocabulary, self.headings)
 
     def _index(self, passages: list[str]) -> Ranker:
-        return self.ranker(passages, ANALYSER)
+        return BM25Ranker(passages, ANALYSER)  # lexical: see the module docstring
 
     def prepare(self) -> None:
         """Build now what every question's scoring reads."""
@@ -521,7 +526,7 @@ class _Page:
 
     def columns(self, block: int) -> _Columns | None:
         if block not in self._columns:
-            self._columns[block] = _columns(self.table_units(block), self.ranker)
+            self._columns[block] = _columns(self.table_units(block), BM25Ranker)
         return self._columns[block]
 
     def _table_head(self, block: int) -> str:
@@ -542,7 +547,7 @@ class TextFitter:
     only ever added, never changed, so that costs time only."""
 
     def __init__(
-        self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = BM25Ranker, chars: int = PAGE_CACHE_CHARS
+        self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = HybridRanker, chars: int = PAGE_CACHE_CHARS
     ) -> None:
         self._size, self._chars, self._ranker = size, chars, ranker
         self._pages: OrderedDict[str, _Page] = OrderedDict()  # least recently used first
@@ -590,7 +595,7 @@ def may_select(text: str, tokens: int, budget: int) -> bool:
     return int(budget * CONFIDENT_SHARE) < tokens <= budget and has_rows(text)
 
 
-def fit_text(text: str, budget: int, question: str | None = None, *, ranker: RankerFactory = BM25Ranker) -> Fitted:
+def fit_text(text: str, budget: int, question: str | None = None, *, ranker: RankerFactory = HybridRanker) -> Fitted:
     """Fit `text` into `budget` tokens; see the module docstring."""
     return _fit(_Page(text, ranker), budget, question)
 

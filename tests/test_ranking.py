@@ -25,6 +25,7 @@ from chatagent.ranking import (
     STOPWORDS_EN,
     Analyser,
     BM25Ranker,
+    HybridRanker,
     Query,
     Ranker,
     english_stemmer,
@@ -162,6 +163,72 @@ def test_selection_without_matching_terms_shows_the_page_from_its_start_to_its_e
     assert fitted.truncated and not fitted.selected and fitted.overview
     # Its title is the tab's header's (the prompt names it there); its first paragraph and its last stretch are here.
     assert fitted.text.startswith("Paragraph 0 ") and "Paragraph 169 " in fitted.text
+
+
+# --- the semantic signal beside BM25 ---------------------------------------------------
+
+SPECS = [
+    "The frame weighs 700 grams without its straps.",
+    "Delivery to most addresses takes three working days.",
+    "Returns are free within a month of purchase.",
+    "The fabric comes in green, grey and black.",
+]
+
+
+@pytest.mark.parametrize("question, answer", [
+    ("how heavy is it", 0), ("how fast does it arrive", 1), ("what does it cost to send it back", 2),
+    ("which colours can i get", 3),
+])
+def test_a_question_in_other_words_than_the_page_s_ranks_the_passage_it_means_first(question: str, answer: int
+                                                                                      ) -> None:
+    query = ENGLISH.query(question)
+    assert BM25Ranker(SPECS).scores(query) == [0.0] * 4  # not one word in common
+    scores = HybridRanker(SPECS).scores(query)
+    assert scores.index(max(scores)) == answer
+
+
+def test_the_question_s_own_words_still_lead_the_semantic_signal() -> None:
+    passages = ["The frame is light and strong.", "The frame weighs 700 grams.", "Shipping is free."]
+    scores = HybridRanker(passages).scores(ENGLISH.query("is the frame light"))
+    assert scores.index(max(scores)) == 0
+    assert HybridRanker(passages).terms == BM25Ranker(passages).terms
+    assert HybridRanker([]).scores(ENGLISH.query("frame")) == []
+    assert HybridRanker(passages).scores(ENGLISH.query("the")) == [0.0, 0.0, 0.0]  # no word to go on
+
+
+def test_a_small_budget_keeps_the_fact_a_paraphrasing_question_asks_for() -> None:
+    topics = ["paint", "history", "saddle colour", "maker's shop", "first owner", "brochure"]
+
+    def notes(start: int) -> str:
+        return "\n\n".join(f"Note {i} on the bicycle: its {topics[i % 6]} is described in the club's records."
+                           for i in range(start, start + 150))
+
+    text = f"# The touring bicycle\n\n{notes(0)}\n\nThe bicycle's frame weighs 9.8 kilograms.\n\n{notes(150)}"
+    question = "how heavy is this bicycle"
+    assert "9.8 kilograms" not in fit_text(text, 300, question, ranker=BM25Ranker).text  # every note says "bicycle"
+    fitted = fit_text(text, 300, question)
+    assert fitted.selected and fitted.tokens <= 300 and "9.8 kilograms" in fitted.text
+
+
+def test_the_word_vectors_are_read_from_the_installed_wheel_with_nothing_configured_or_fetched() -> None:
+    import logging
+    import subprocess
+    import sys
+
+    # A fresh process: no network (a proxy that refuses), and the root logger as it was.
+    code = (
+        "import logging, sys\n"
+        "from chatagent.ranking.embeddings import word_vectors\n"
+        "v = word_vectors().embed(['the frame weighs 700 grams', ''])\n"
+        "print(v.shape, round(float((v[0] ** 2).sum()), 3), float(abs(v[1]).sum()),"
+        " logging.getLogger().handlers == [], 'wordllama' in sys.modules)\n"
+    )
+    env = {"PATH": "/usr/bin:/bin", "HTTPS_PROXY": "http://127.0.0.1:9", "HTTP_PROXY": "http://127.0.0.1:9",
+           "HF_HUB_OFFLINE": "1"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["(2,", "256)", "1.0", "0.0", "True", "False"]
+    assert logging.getLogger("wordllama").handlers == []
 
 
 def pass1(model: ExtractiveChatModel, text: str, question: str) -> str:

@@ -13,6 +13,7 @@ from .base import (
     fold,
 )
 from .bm25 import BM25Ranker
+from .embeddings import HybridRanker
 
 __all__ = [
     "CONTENT_WORDS",
@@ -21,6 +22,7 @@ __all__ = [
     "STOPWORDS_EN",
     "Analyser",
     "BM25Ranker",
+    "HybridRanker",
     "Query",
     "Ranker",
     "RankerFactory",

@@ -1,0 +1,107 @@
+"""A semantic signal beside BM25: static word embeddings.
+
+Side-panel questions paraphrase the page ("how heavy is it" of "Weight:
+700 g"), and where the budget is small the chunk BM25 ranks first for the
+question's words is often not the one with the answer. A passage's vector is
+the mean of its tokens' vectors (WordLlama's `l2_supercat`, 256 dimensions,
+MIT: 32,000 tokens, no network); relevance is its cosine with the question's.
+
+The weights and tokenizer are files of the `wordllama` wheel. They are read
+with `safetensors` and `tokenizers` directly: importing `wordllama` itself
+configures the root logger (`logging.basicConfig`), and nothing here needs
+its code. Nothing is ever downloaded; a wheel without the files fails at once.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import threading
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .base import ENGLISH, Analyser, Query, Ranker
+from .bm25 import BM25Ranker
+
+MODEL = "l2_supercat"
+# The semantic score's weight beside BM25's, both scaled to their best on the
+# page (docs/retrieval.md).
+SEMANTIC_WEIGHT = 0.5
+
+
+class WordVectors:
+    """The token vectors and their tokenizer: read once per process (`word_vectors`)."""
+
+    def __init__(self, folder: Path) -> None:
+        from safetensors.numpy import load_file
+        from tokenizers import Tokenizer
+
+        self.matrix: np.ndarray = load_file(str(folder / "weights" / f"{MODEL}_256.safetensors"))["embedding.weight"]
+        self._tokenizer = Tokenizer.from_file(str(folder / "tokenizers" / f"{MODEL}_tokenizer_config.json"))
+        # Unpadded: a batch padded to its longest text costs its length times its size
+        # (a page's blocks: one of 20,000 characters made fifty cost 0.9 s).
+        self._tokenizer.no_padding()
+        self._tokenizer.no_truncation()
+        self._lock = threading.Lock()  # fits run on several threads; one tokenizer is not shared mid-call
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """One unit vector per text (zeros for a text with no tokens)."""
+        if not texts:
+            return np.zeros((0, self.matrix.shape[1]), dtype=np.float32)
+        with self._lock:
+            encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
+        ids = np.fromiter((i for e in encoded for i in e.ids), dtype=np.int64, count=int(lengths.sum()))
+        np.clip(ids, 0, self.matrix.shape[0] - 1, out=ids)
+        sums = np.zeros((len(texts), self.matrix.shape[1]), dtype=np.float32)
+        if ids.size:
+            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+            has = lengths > 0
+            sums[has] = np.add.reduceat(self.matrix[ids], starts[has], axis=0)
+        norms = np.linalg.norm(sums, axis=1, keepdims=True)
+        return np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
+
+
+def _wheel_folder() -> Path:
+    spec = importlib.util.find_spec("wordllama")  # located, not imported
+    if spec is None or not spec.submodule_search_locations:
+        raise ModuleNotFoundError("The wordllama package, which carries the word vectors, is not installed.")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+@lru_cache(maxsize=1)
+def word_vectors() -> WordVectors:
+    """One set of vectors per process (~0.1 s to read), shared by every ranker."""
+    return WordVectors(_wheel_folder())
+
+
+class HybridRanker(Ranker):
+    """BM25 plus SEMANTIC_WEIGHT × the cosine, each over its best on the page.
+
+    A passage no term of the question is in still scores by its meaning, so a
+    paraphrase reaches the passage it paraphrases; BM25 keeps the lead where
+    the question's own words are there."""
+
+    def __init__(self, passages: Sequence[str], analyser: Analyser = ENGLISH) -> None:
+        super().__init__(passages, analyser)
+        self._bm25 = BM25Ranker(self.passages, analyser)
+        self._vectors = word_vectors().embed(self.passages)
+
+    @property
+    def terms(self) -> list[list[str]]:
+        return self._bm25.terms  # analysed once, for both
+
+    @property
+    def vocabulary(self) -> frozenset[str]:
+        return self._bm25.vocabulary
+
+    def scores(self, query: Query) -> list[float]:
+        lexical = self._bm25.scores(query)
+        if not self.passages or not query.terms:
+            return lexical  # a question of function words only matches nothing, as with BM25
+        [q] = word_vectors().embed([query.text])
+        cosine = np.maximum(self._vectors @ q, 0.0)
+        top_lexical, top_cosine = max(lexical) or 1.0, float(cosine.max()) or 1.0
+        return [b / top_lexical + SEMANTIC_WEIGHT * float(c) / top_cosine for b, c in zip(lexical, cosine)]
