@@ -37,11 +37,14 @@ A page's analysis (units, chunks, BM25 indexes) does not depend on the
 question: a `TextFitter` (one per `ContextBuilder`) keeps it for the last few
 texts, so a follow-up question on the same tab only scores and assembles.
 `fit_text` is the same without the cache. The indexes are `ranking.Ranker`s
-over `ANALYSER`'s terms. Chunks are ranked by the factory given (by default
-`HybridRanker`: BM25 and a semantic signal, so that a question paraphrasing
-the page still reaches the passage it paraphrases); what decides structure,
-whether a block or table matches the question and which of its columns, stays
-lexical (BM25): every passage has some meaning in common with any question.
+made by the factory given (BM25 by default) over `ANALYSER`'s terms. Beside
+them, the prose chunks' meaning (`ranking.Meaning`, static word vectors) adds
+SEMANTIC_WEIGHT × its cosine with the question, so that a question in other
+words than the page's still reaches the passage it paraphrases. Only where no
+table matches the question's words: there the question is a lookup, and its
+words find the row. What decides structure (whether a block or table matches,
+which of its columns are kept) is lexical alone, since every passage shares
+some meaning with any question.
 
 A very long text (over LONG_TEXT_CHARS: the biggest pages, read whole so that
 a question can find its answer anywhere in them) is analysed alike, with its
@@ -61,7 +64,7 @@ from functools import cached_property
 from pydantic import BaseModel
 
 from .overview import Piece, main_pieces, overview
-from .ranking import ENGLISH, BM25Ranker, HybridRanker, Query, Ranker, RankerFactory
+from .ranking import ENGLISH, BM25Ranker, Meaning, MeaningFactory, Query, Ranker, RankerFactory
 from .ranking.scope import RequestScope, scope
 from .rows import has_rows, is_row, join_row, row_cells
 from .limits import MIN_TAB_BUDGET
@@ -88,6 +91,8 @@ CONFIDENT_SHARE = 0.75
 # page around it, as one that matches nothing gets its head.
 FLOOR_SHARE = 0.5
 NEIGHBOUR_SHARE = 0.5  # of a chunk's score passed on to the chunks either side of it
+# The prose chunks' meaning beside their words, each scaled to its best on the page (docs/retrieval.md).
+SEMANTIC_WEIGHT = 0.5
 REFERENCE_FACTOR = 0.2  # reference lists match many keywords and answer nothing
 FILL_MARGIN = 4  # tokens kept back when filling: a split chunk changes its marker's count
 PAGE_CACHE_SIZE = 16  # analysed texts kept: a few tabs, each asked several questions
@@ -436,12 +441,14 @@ def _columns(units: list[_Unit], ranker: RankerFactory) -> _Columns | None:
 
 
 class _Page:
-    """A text cut into units and chunks, with its indexes (its chunks' made by
-    `ranker`, the rest BM25's): all question-independent."""
+    """A text cut into units and chunks, with its indexes (made by `ranker`) and
+    its prose chunks' meaning (by `meaning`; None: words alone): all question-independent."""
 
-    def __init__(self, text: str, ranker: RankerFactory = HybridRanker) -> None:
+    def __init__(self, text: str, ranker: RankerFactory = BM25Ranker, meaning: MeaningFactory | None = Meaning
+                 ) -> None:
         self.text = text
         self.ranker = ranker
+        self.meaning = meaning
         self._count: Callable[[str], int] = _LineTokens(text) if len(text) > LONG_TEXT_CHARS else count_tokens
         self.total = self._count(text)
         self._columns: dict[int, _Columns | None] = {}  # per table, worked out when first projected
@@ -460,7 +467,16 @@ class _Page:
 
     @cached_property
     def chunk_index(self) -> Ranker:
-        return self.ranker([c.rank_text() for c in self.chunks], ANALYSER)
+        return self._index([c.rank_text() for c in self.chunks])
+
+    @cached_property
+    def prose(self) -> list[int]:
+        """The chunks outside tables: those ranked by their meaning too."""
+        return [i for i, c in enumerate(self.chunks) if not c.units[0].in_table]
+
+    @cached_property
+    def meaning_index(self) -> Meaning | None:
+        return None if self.meaning is None else self.meaning([self.chunks[i].rank_text() for i in self.prose])
 
     @cached_property
     def chunk_terms(self) -> list[frozenset[str]]:
@@ -513,11 +529,11 @@ class _Page:
         return scope(question, self.vocabulary, self.headings)
 
     def _index(self, passages: list[str]) -> Ranker:
-        return BM25Ranker(passages, ANALYSER)  # lexical: see the module docstring
+        return self.ranker(passages, ANALYSER)
 
     def prepare(self) -> None:
         """Build now what every question's scoring reads."""
-        _ = self.chunk_index, self.reference
+        _ = self.chunk_index, self.reference, self.meaning_index
         if len(self.blocks) > 1:  # else `_scores` reads no block (a long rendered text is one)
             _ = self.block_index, self.header_index
 
@@ -526,7 +542,7 @@ class _Page:
 
     def columns(self, block: int) -> _Columns | None:
         if block not in self._columns:
-            self._columns[block] = _columns(self.table_units(block), BM25Ranker)
+            self._columns[block] = _columns(self.table_units(block), self.ranker)
         return self._columns[block]
 
     def _table_head(self, block: int) -> str:
@@ -547,9 +563,10 @@ class TextFitter:
     only ever added, never changed, so that costs time only."""
 
     def __init__(
-        self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = HybridRanker, chars: int = PAGE_CACHE_CHARS
+        self, size: int = PAGE_CACHE_SIZE, ranker: RankerFactory = BM25Ranker, chars: int = PAGE_CACHE_CHARS,
+        meaning: MeaningFactory | None = Meaning,
     ) -> None:
-        self._size, self._chars, self._ranker = size, chars, ranker
+        self._size, self._chars, self._ranker, self._meaning = size, chars, ranker, meaning
         self._pages: OrderedDict[str, _Page] = OrderedDict()  # least recently used first
         self._lock = threading.Lock()
 
@@ -559,7 +576,7 @@ class TextFitter:
             if page is not None:
                 self._pages.move_to_end(text)
                 return page
-        page = _Page(text, self._ranker)  # unlocked: counting a long text's tokens takes a second
+        page = _Page(text, self._ranker, self._meaning)  # unlocked: counting a long text's tokens takes a second
         with self._lock:
             page = self._pages.setdefault(text, page)
             self._pages.move_to_end(text)
@@ -595,9 +612,10 @@ def may_select(text: str, tokens: int, budget: int) -> bool:
     return int(budget * CONFIDENT_SHARE) < tokens <= budget and has_rows(text)
 
 
-def fit_text(text: str, budget: int, question: str | None = None, *, ranker: RankerFactory = HybridRanker) -> Fitted:
+def fit_text(text: str, budget: int, question: str | None = None, *, ranker: RankerFactory = BM25Ranker,
+             meaning: MeaningFactory | None = Meaning) -> Fitted:
     """Fit `text` into `budget` tokens; see the module docstring."""
-    return _fit(_Page(text, ranker), budget, question)
+    return _fit(_Page(text, ranker, meaning), budget, question)
 
 
 def _fit(page: _Page, budget: int, question: str | None) -> Fitted:
@@ -949,6 +967,8 @@ def _scores(page: _Page, query: Query) -> tuple[list[float], list[int]]:
     """Each chunk's score plus BLOCK_WEIGHT × its block's, both scaled to [0, 1];
     and the tables that match the question, best first."""
     own = page.chunk_index.scores(query)
+    if not any(own[i] > 0 for b in page.tables for i in page.blocks[b]):
+        own = _with_meaning(page, query, own)  # a question no table's words answer: by meaning too
     own = [s * REFERENCE_FACTOR if s > 0 and ref else s for s, ref in zip(own, page.reference)]
     # A neighbour inherits part of a match's score: "the year after X", "who won
     # before Y" need the rows around the matching one.
@@ -975,6 +995,18 @@ def _scores(page: _Page, query: Query) -> tuple[list[float], list[int]]:
     }
     tables = sorted((b for b in page.tables if block_scores[b] > 0), key=lambda b: -table_scores[b])
     return combined, tables
+
+
+def _with_meaning(page: _Page, query: Query, own: list[float]) -> list[float]:
+    """The chunks' scores, each over the best, plus SEMANTIC_WEIGHT × the prose chunks' cosine, over the best."""
+    if page.meaning_index is None or not query.terms:
+        return own  # a question of stop words only matches nothing, by either
+    cosine = page.meaning_index.scores(query.text)
+    top_own, top_cosine = max(own, default=0.0) or 1.0, max(cosine, default=0.0) or 1.0
+    out = [s / top_own for s in own]
+    for i, c in zip(page.prose, cosine):
+        out[i] += SEMANTIC_WEIGHT * c / top_cosine
+    return out
 
 
 def _main_table(page: _Page) -> list[int]:

@@ -13,7 +13,7 @@ from .base import (
     fold,
 )
 from .bm25 import BM25Ranker
-from .embeddings import HybridRanker
+from .embeddings import Meaning, MeaningFactory
 
 __all__ = [
     "CONTENT_WORDS",
@@ -22,7 +22,8 @@ __all__ = [
     "STOPWORDS_EN",
     "Analyser",
     "BM25Ranker",
-    "HybridRanker",
+    "Meaning",
+    "MeaningFactory",
     "Query",
     "Ranker",
     "RankerFactory",

@@ -1,10 +1,11 @@
 """A semantic signal beside BM25: static word embeddings.
 
-Side-panel questions paraphrase the page ("how heavy is it" of "Weight:
-700 g"), and where the budget is small the chunk BM25 ranks first for the
-question's words is often not the one with the answer. A passage's vector is
-the mean of its tokens' vectors (WordLlama's `l2_supercat`, 256 dimensions,
-MIT: 32,000 tokens, no network); relevance is its cosine with the question's.
+Side-panel questions paraphrase the page ("how heavy is it" of "the frame
+weighs 700 grams"), and where the budget is small the passage BM25 ranks first
+for the question's words is often not the one with the answer. A passage's
+vector is the mean of its tokens' vectors (WordLlama's `l2_supercat`, 256
+dimensions, MIT: 32,000 tokens); relevance is its cosine with the question's.
+Where it is used, and where BM25 alone decides: `budget`, docs/retrieval.md.
 
 The weights and tokenizer are files of the `wordllama` wheel. They are read
 with `safetensors` and `tokenizers` directly: importing `wordllama` itself
@@ -16,19 +17,13 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
-from .base import ENGLISH, Analyser, Query, Ranker
-from .bm25 import BM25Ranker
-
 MODEL = "l2_supercat"
-# The semantic score's weight beside BM25's, both scaled to their best on the
-# page (docs/retrieval.md).
-SEMANTIC_WEIGHT = 0.5
 
 
 class WordVectors:
@@ -73,35 +68,27 @@ def _wheel_folder() -> Path:
 
 @lru_cache(maxsize=1)
 def word_vectors() -> WordVectors:
-    """One set of vectors per process (~0.1 s to read), shared by every ranker."""
+    """One set of vectors per process (~0.07 s to read), shared by every index."""
     return WordVectors(_wheel_folder())
 
 
-class HybridRanker(Ranker):
-    """BM25 plus SEMANTIC_WEIGHT × the cosine, each over its best on the page.
+class Meaning:
+    """A fixed list of passages, embedded once, then scored against any number
+    of questions: each passage's cosine with the question, 0 at or below 0."""
 
-    A passage no term of the question is in still scores by its meaning, so a
-    paraphrase reaches the passage it paraphrases; BM25 keeps the lead where
-    the question's own words are there."""
-
-    def __init__(self, passages: Sequence[str], analyser: Analyser = ENGLISH) -> None:
-        super().__init__(passages, analyser)
-        self._bm25 = BM25Ranker(self.passages, analyser)
+    def __init__(self, passages: Sequence[str]) -> None:
+        self.passages = tuple(passages)
         self._vectors = word_vectors().embed(self.passages)
 
-    @property
-    def terms(self) -> list[list[str]]:
-        return self._bm25.terms  # analysed once, for both
+    def __len__(self) -> int:
+        return len(self.passages)
 
-    @property
-    def vocabulary(self) -> frozenset[str]:
-        return self._bm25.vocabulary
+    def scores(self, question: str) -> list[float]:
+        if not self.passages or not question.strip():
+            return [0.0] * len(self.passages)
+        [q] = word_vectors().embed([question])
+        return np.maximum(self._vectors @ q, 0.0).tolist()
 
-    def scores(self, query: Query) -> list[float]:
-        lexical = self._bm25.scores(query)
-        if not self.passages or not query.terms:
-            return lexical  # a question of function words only matches nothing, as with BM25
-        [q] = word_vectors().embed([query.text])
-        cosine = np.maximum(self._vectors @ q, 0.0)
-        top_lexical, top_cosine = max(lexical) or 1.0, float(cosine.max()) or 1.0
-        return [b / top_lexical + SEMANTIC_WEIGHT * float(c) / top_cosine for b, c in zip(lexical, cosine)]
+
+# What callers receive to build a semantic index: `Meaning`, or any callable with its constructor's signature.
+MeaningFactory = Callable[[Sequence[str]], Meaning]
