@@ -802,6 +802,7 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
             keep.update(members)
             used += whole
     share = int(budget * CONFIDENT_SHARE)
+    limit = budget  # what the text may not exceed; `budget` below is what the selection aims for
     if matched and used <= share and _all_whole(page, chunks, keep, tables[:WHOLE_TABLES]):
         budget = share  # `add` and `widen` see it too
     elif whole_fits:
@@ -854,8 +855,10 @@ def _select(page: _Page, budget: int, query: Query, *, whole_fits: bool = False)
     if not whole_fits and tokens < floor:
         return None  # its parts too big for the budget: the head, cut to fit, holds more of the page
     omitted = max(total - sum(chunks[i].tokens for i in keep), 0)
-    if tokens > budget:  # estimates drifted (joins, markers): trim from the least relevant end
-        return _head(_split_units(text), budget, total)
+    # Over its aim by the estimates' drift (joins, markers) but within the limit, it stays:
+    # cutting it to the aim would drop what is last on the page, however relevant.
+    if tokens > limit:
+        return _head(_split_units(text), limit, total)
     return Fitted(text=text, tokens=tokens, original_tokens=total, selected=True, omitted_tokens=omitted)
 
 
