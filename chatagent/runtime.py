@@ -403,7 +403,7 @@ def _warm_pipeline_sync() -> None:
     from .tokens import encoding
 
     encoding()  # tiktoken's BPE tables: ~0.15-0.45 s on first use
-    fit_text(_WARM_TEXT, 128, "Which city has the largest population?")  # stemmer, BM25
+    fit_text(_WARM_TEXT, 128, "Which city has the largest population?")  # stemmer, BM25, the word vectors
 
 
 async def _warm_pipeline(pool: ExtractionPool) -> None:
