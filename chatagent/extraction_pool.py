@@ -24,6 +24,7 @@ import multiprocessing
 import os
 import resource
 import signal
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from multiprocessing.connection import Connection
@@ -122,6 +123,9 @@ class _Worker:
                                    daemon=True)
         self.process.start()
         child.close()
+        # Killed from two threads at once when the pool closes while the worker warms up
+        # (`shutdown`, and `wait_ready` seeing its pipe closed): the pipe is closed once.
+        self._kill_lock = threading.Lock()
 
     def wait_ready(self) -> None:
         """Until it has warmed up; OSError if it cannot (or was killed meanwhile: the pool closed)."""
@@ -138,10 +142,11 @@ class _Worker:
         return self.conn.recv()
 
     def kill(self) -> None:
-        with suppress(OSError):  # gone already
-            self.process.kill()
-        self.process.join(5)
-        self.conn.close()
+        with self._kill_lock:
+            with suppress(OSError):  # gone already
+                self.process.kill()
+            self.process.join(5)
+            self.conn.close()
 
 
 class ExtractionPool:

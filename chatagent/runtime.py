@@ -357,7 +357,10 @@ class Runtime:
             if parts is not None:
                 # Waited for (on a thread): a pool still closing its pipes as the process exits races
                 # Python 3.11's exit hook, which then writes to a closed one (a traceback at exit).
-                await asyncio.to_thread(parts.pool.shutdown, wait=True, cancel_futures=True)
+                try:
+                    await asyncio.to_thread(parts.pool.shutdown, wait=True, cancel_futures=True)
+                except OSError as exc:  # the command's own outcome, not this, is what its user is told
+                    log.warning("closing the extraction workers failed: %s", exc)
             if self._workers is not None:  # ended by the shutdown: seen to its end, not left pending at exit
                 await asyncio.wait({self._workers})
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,7 @@ from chatagent.browser.static import StaticTab
 from chatagent.context import ContextBuilder
 from chatagent.events import Done, Event
 from chatagent.extraction import Extracted, Extractor
+from chatagent.errors import ModelConfigError
 from chatagent.runtime import Runtime
 from chatagent.settings import Settings
 from chatagent.testing import GeminiServer, TextReply
@@ -268,6 +270,61 @@ async def test_a_runtime_closed_before_it_has_loaded_starts_no_worker() -> None:
     await runtime.load()
     await asyncio.sleep(0)  # the loading's callbacks have run
     assert runtime._workers is None and not runtime._loaded().pool.pids()
+
+
+async def test_a_command_ends_with_its_own_error_when_closing_its_workers_fails(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Closing the pool while a worker warms up once raised EBADF from a pipe closed twice; whatever
+    # the cause, the user is told what went wrong with their command, not that.
+    runtime = Runtime(Settings.load(model="extractive"))
+    pool = None
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise OSError(9, "Bad file descriptor")
+
+    with pytest.raises(ModelConfigError, match="the command's own error"):
+        async with runtime:
+            await runtime.load()
+            pool = runtime._loaded().pool
+            real = pool.shutdown
+            monkeypatch.setattr(pool, "shutdown", broken)
+            raise ModelConfigError("the command's own error")
+    assert "closing the extraction workers failed" in caplog.text
+    real(wait=True)
+
+
+def test_a_worker_killed_from_two_threads_at_once_closes_its_pipe_once() -> None:
+    # The pool closing while a worker warms up kills it twice at once: from `shutdown`, and from
+    # `wait_ready` seeing its pipe closed. A pipe closed by both is closed twice (EBADF, or worse,
+    # another file's descriptor, reused meanwhile).
+    from concurrent.futures import ThreadPoolExecutor
+
+    from chatagent.extraction_pool import _Worker
+
+    class Pipe:  # as `multiprocessing.connection.Connection.close`, with its window held open
+        handle: int | None = 7
+        closing = 0
+
+        def close(self) -> None:
+            if self.handle is None:
+                return
+            self.closing += 1
+            time.sleep(0.05)
+            if self.closing > 1:
+                raise OSError(9, "Bad file descriptor")
+            self.handle = None
+
+    class Process:
+        def kill(self) -> None: ...
+
+        def join(self, timeout: float) -> None: ...
+
+    worker = _Worker.__new__(_Worker)
+    worker.conn, worker.process, worker._kill_lock = Pipe(), Process(), threading.Lock()
+    with ThreadPoolExecutor(2) as threads:
+        list(threads.map(lambda _: worker.kill(), range(2)))  # raises if the pipe was closed twice at once
+    assert worker.conn.handle is None
 
 
 _START_UP_OVER = re.compile(r"start-up over after (\d+) garbage collections: (\d+) objects frozen")
