@@ -476,7 +476,9 @@ class _Page:
 
     @cached_property
     def meaning_index(self) -> Meaning | None:
-        return None if self.meaning is None else self.meaning([self.chunks[i].rank_text() for i in self.prose])
+        if self.meaning is None or len(self.text) > LONG_TEXT_CHARS:
+            return None  # the biggest pages by their words alone: embedding them all would take seconds
+        return self.meaning([self.chunks[i].rank_text() for i in self.prose])
 
     @cached_property
     def chunk_terms(self) -> list[frozenset[str]]:

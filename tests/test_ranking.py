@@ -187,6 +187,23 @@ def test_a_question_in_other_words_than_the_page_s_is_nearest_the_passage_it_mea
     assert Meaning([]).scores(question) == [] and Meaning(SPECS).scores(" ") == [0.0] * 4
 
 
+def test_a_passage_s_vector_is_the_mean_of_its_tokens_however_much_text_is_embedded() -> None:
+    import numpy as np
+
+    from chatagent.ranking import embeddings
+
+    vectors = embeddings.word_vectors()
+    long = "the frame weighs 700 grams and the fabric comes in green " * 1700  # 20,000 tokens
+    # More texts than are tokenized at once, and more tokens than are gathered at once.
+    texts = ["delivery takes three days", ""] * 150 + [long, "returns are free", long]
+    got = vectors.embed(texts)
+    for text, vector in zip(texts[:2] + texts[-3:], [*got[:2], *got[-3:]]):
+        ids = vectors._tokenizer.encode(text, add_special_tokens=False).ids
+        mean = vectors.matrix[ids].astype(np.float64).sum(axis=0) if ids else np.zeros(256)
+        assert np.abs(vector - mean / (np.linalg.norm(mean) or 1.0)).max() < 1e-4
+    assert np.abs(got[:2] - got[298:300]).max() == 0.0
+
+
 TOPICS = ["paint", "history", "saddle colour", "maker's shop", "first owner", "brochure"]
 
 

@@ -24,6 +24,8 @@ from pathlib import Path
 import numpy as np
 
 MODEL = "l2_supercat"
+TEXTS_AT_ONCE = 256  # tokenized together: their encodings are held at once
+TOKENS_AT_ONCE = 32_768  # vectors gathered together: 32 MB
 
 
 class WordVectors:
@@ -33,7 +35,9 @@ class WordVectors:
         from safetensors.numpy import load_file
         from tokenizers import Tokenizer
 
-        self.matrix: np.ndarray = load_file(str(folder / "weights" / f"{MODEL}_256.safetensors"))["embedding.weight"]
+        # Stored as float16; summed as float32 (32 MB), or a long passage's sum loses its digits.
+        weights = load_file(str(folder / "weights" / f"{MODEL}_256.safetensors"))["embedding.weight"]
+        self.matrix: np.ndarray = weights.astype(np.float32)
         self._tokenizer = Tokenizer.from_file(str(folder / "tokenizers" / f"{MODEL}_tokenizer_config.json"))
         # Unpadded: a batch padded to its longest text costs its length times its size
         # (a page's blocks: one of 20,000 characters made fifty cost 0.9 s).
@@ -42,19 +46,26 @@ class WordVectors:
         self._lock = threading.Lock()  # fits run on several threads; one tokenizer is not shared mid-call
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """One unit vector per text (zeros for a text with no tokens)."""
-        if not texts:
-            return np.zeros((0, self.matrix.shape[1]), dtype=np.float32)
-        with self._lock:
-            encoded = self._tokenizer.encode_batch(list(texts), add_special_tokens=False)
-        lengths = np.fromiter((len(e.ids) for e in encoded), dtype=np.int64, count=len(encoded))
-        ids = np.fromiter((i for e in encoded for i in e.ids), dtype=np.int64, count=int(lengths.sum()))
-        np.clip(ids, 0, self.matrix.shape[0] - 1, out=ids)
+        """One unit vector per text (zeros for a text with no tokens). Memory stays
+        bounded however much text: TEXTS_AT_ONCE are tokenized, and the vectors of
+        at most TOKENS_AT_ONCE tokens gathered, at a time."""
         sums = np.zeros((len(texts), self.matrix.shape[1]), dtype=np.float32)
-        if ids.size:
-            starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
-            has = lengths > 0
-            sums[has] = np.add.reduceat(self.matrix[ids], starts[has], axis=0)
+        for start in range(0, len(texts), TEXTS_AT_ONCE):
+            with self._lock:
+                encoded = self._tokenizer.encode_batch(list(texts[start:start + TEXTS_AT_ONCE]),
+                                                       add_special_tokens=False)
+            ids = [np.asarray(e.ids, dtype=np.int64) for e in encoded]
+            lengths = np.array([len(i) for i in ids], dtype=np.int64)
+            if 0 < lengths.sum() <= TOKENS_AT_ONCE:  # the usual case: one gather for the batch
+                has = lengths > 0
+                starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
+                gathered = self.matrix[np.clip(np.concatenate(ids), 0, len(self.matrix) - 1)]
+                sums[start:start + len(ids)][has] = np.add.reduceat(gathered, starts, axis=0)
+            else:
+                for k, one in enumerate(ids):
+                    for at in range(0, len(one), TOKENS_AT_ONCE):
+                        part = np.clip(one[at:at + TOKENS_AT_ONCE], 0, len(self.matrix) - 1)
+                        sums[start + k] += self.matrix[part].sum(axis=0)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         return np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
 
