@@ -240,6 +240,24 @@ def test_a_question_a_table_s_words_answer_gets_the_table_not_the_prose_that_mea
     assert fitted.text.count("|Model T") >= 40 and fitted.text.count("Note ") <= 5
 
 
+def test_the_biggest_pages_are_ranked_by_their_words_alone() -> None:
+    # Embedding every chunk of a page at extraction's bound would take seconds: past LONG_TEXT_CHARS, words only.
+    embedded: list[int] = []
+
+    def recording(passages: Sequence[str]) -> Meaning:
+        embedded.append(len(passages))
+        return Meaning(passages)
+
+    fact = "The bicycle's frame weighs 9.8 kilograms."
+    assert "9.8 kilograms" in fit_text(bicycle_page(fact), 300, "how heavy is this bicycle", meaning=recording).text
+    assert embedded and embedded[0] > 50  # its prose chunks
+    embedded.clear()
+    huge = bicycle_page(fact) + "\n\n" + "\n\n".join(f"Note {i} on the bicycle's paint." for i in range(20_000))
+    assert len(huge) > budget.LONG_TEXT_CHARS
+    fitted = fit_text(huge, 300, "how heavy is this bicycle", meaning=recording)
+    assert fitted.tokens <= 300 and embedded == []
+
+
 def test_the_word_vectors_are_read_from_the_installed_wheel_with_nothing_configured_or_fetched() -> None:
     import logging
     import subprocess
