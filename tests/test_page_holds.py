@@ -174,7 +174,7 @@ async def test_a_flood_is_closed_once_the_renderers_pass_max_tabs_mb(hostile: Ho
     high to trip first (10 MB: ~700 MB of renderer), the flood's tab is closed once
     the renderers hold more than the bound, says so and which setting reads it, the
     renderers never held much more (the watch sees a stream STREAM_S after its first
-    bytes and measures every WAIT_STEP_S, while a flood's renderer grows ~100 MB/s),
+    bytes and measures every WATCH_STEP_S, while a flood's renderer grows ~100 MB/s),
     and the page beside it reads as usual."""
     path = "/flood?mb=300&for=memory"
     with _Peak() as peak:

@@ -15,7 +15,7 @@ A page about to load waits until the renderers hold, with a reserve for each
 page still loading (its memory is not there yet), less than the bound; a page
 that has waited its load timeout is not opened, and its tab says why. And
 while a page still receives a response, the renderers are measured every
-WAIT_STEP_S: past the bound, the page receiving the most is closed (its tab
+WATCH_STEP_S: past the bound, the page receiving the most is closed (its tab
 says why). A renderer fed a fast stream holds 50-100 times the bytes it has
 parsed, and the count of those bytes (`max_response_mb`) reaches us only about
 once a second, from the busy renderer itself: this bound does not wait for it.
@@ -37,6 +37,9 @@ RENDERER_FLAG = "--type=renderer"
 # what a large ordinary page (3 MB of HTML) holds once loaded.
 LOADING_RESERVE_MB = 100.0
 WAIT_STEP_S = 0.5  # while waiting, memory is measured again this often (tabs close, renderers exit)
+# While a page receives a stream, memory is measured this often, afresh: a fast machine's flood
+# grows its renderer by 300 MB a second and more.
+WATCH_STEP_S = 0.1
 # A measure this recent is used again (a call opening 20 tabs measures once): the pages admitted
 # since are counted by their reserves.
 FRESH_S = 0.25
@@ -106,11 +109,11 @@ class TabMemory:
     async def _watch(self) -> None:
         loop = asyncio.get_running_loop()
         while self._pages:
-            await asyncio.sleep(WAIT_STEP_S)
+            await asyncio.sleep(WATCH_STEP_S)
             busy = [p for p in self._pages if p.receiving]
             if not busy:
                 continue
-            used = await self._used(loop.time())
+            used = await self._used(loop.time(), fresh=True)
             if used is not None and used > self.budget_mb:
                 biggest = max(busy, key=lambda p: p.receiving)
                 self.forget(biggest)
@@ -141,9 +144,9 @@ class TabMemory:
         finally:
             self._loading -= 1
 
-    async def _used(self, now: float) -> float | None:
+    async def _used(self, now: float, *, fresh: bool = False) -> float | None:
         when, used = self._measured
-        if now - when < FRESH_S:
+        if now - when < FRESH_S and not fresh:
             return used
         measured = await asyncio.to_thread(self._measure)  # /proc reads: off the event loop
         if measured is not None:
