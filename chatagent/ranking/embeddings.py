@@ -54,18 +54,18 @@ class WordVectors:
             with self._lock:
                 encoded = self._tokenizer.encode_batch(list(texts[start:start + TEXTS_AT_ONCE]),
                                                        add_special_tokens=False)
-            ids = [np.asarray(e.ids, dtype=np.int64) for e in encoded]
+            last = len(self.matrix) - 1
+            ids = [np.clip(np.asarray(e.ids, dtype=np.int64), 0, last) for e in encoded]
             lengths = np.array([len(i) for i in ids], dtype=np.int64)
             if 0 < lengths.sum() <= TOKENS_AT_ONCE:  # the usual case: one gather for the batch
                 has = lengths > 0
                 starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))[has]
-                gathered = self.matrix[np.clip(np.concatenate(ids), 0, len(self.matrix) - 1)]
+                gathered = self.matrix[np.concatenate(ids)]
                 sums[start:start + len(ids)][has] = np.add.reduceat(gathered, starts, axis=0)
             else:
                 for k, one in enumerate(ids):
                     for at in range(0, len(one), TOKENS_AT_ONCE):
-                        part = np.clip(one[at:at + TOKENS_AT_ONCE], 0, len(self.matrix) - 1)
-                        sums[start + k] += self.matrix[part].sum(axis=0)
+                        sums[start + k] += self.matrix[one[at:at + TOKENS_AT_ONCE]].sum(axis=0)
         norms = np.linalg.norm(sums, axis=1, keepdims=True)
         return np.divide(sums, norms, out=np.zeros_like(sums), where=norms > 0)
 
@@ -90,9 +90,6 @@ class Meaning:
     def __init__(self, passages: Sequence[str]) -> None:
         self.passages = tuple(passages)
         self._vectors = word_vectors().embed(self.passages)
-
-    def __len__(self) -> int:
-        return len(self.passages)
 
     def scores(self, question: str) -> list[float]:
         if not self.passages or not question.strip():
